@@ -1,0 +1,56 @@
+"""Ingest flow: a built-in dataset, a TU folder, a SMILES CSV or a Parquet file -> graph store.
+
+Run as ``tmdsub ingest ...`` or ``python -m flows.ingest ...`` (same arguments).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from tmdlib import datasets as tds
+from tasks.ingest import read_source, verify_checksums, write_graph_store
+
+
+def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smiles_csv: str | None,
+                   parquet: str | None, name: str | None) -> tuple[str, str, str, str | None]:
+    """Decide ``(kind, path, name, checksum_folder)`` from the CLI choices (no I/O beyond stat)."""
+    given = [p for p in (tu_dir, smiles_csv, parquet) if p]
+    if len(given) > 1:
+        raise tds.InputError(None, "give only one of --tu-dir, --smiles-csv, --parquet")
+    if given:
+        label = name or dataset
+        if not label:
+            raise tds.InputError(given[0], "a dataset --name is required for user data")
+        tds.check_dataset_name(label)
+        if tu_dir:
+            return "tu", tu_dir, label, None
+        if smiles_csv:
+            return "smiles", smiles_csv, label, None
+        return "parquet", parquet, label, None
+    if not dataset:
+        raise tds.InputError(None, "name a built-in dataset or give --tu-dir/--smiles-csv/--parquet")
+    info = tds.builtin_dataset(dataset)
+    return info.kind, str(Path(raw_root) / info.folder), info.name, info.folder
+
+
+@flow(name="ingest", log_prints=True)
+def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None = None,
+                checksum_folder: str | None = None, node_attributes: bool = False,
+                smiles_column: str = "smiles", label_column: str | None = None) -> dict:
+    """Verify (built-in data), read, validate and atomically write the graph store."""
+    if checksum_folder is not None and raw_root is not None:
+        verify_checksums(raw_root, checksum_folder)
+    table = read_source(kind, path, name, node_attributes, smiles_column, label_column)
+    return write_graph_store(table, out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m flows.ingest`` entry point: the same arguments as ``tmdsub ingest``."""
+    from flows.cli import app
+
+    app(["ingest", *(argv or __import__("sys").argv[1:])])
+
+
+if __name__ == "__main__":
+    main()
