@@ -51,6 +51,35 @@ def ingest(
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}")
 
 
+@app.command()
+def tmd(
+    dataset: str = typer.Argument(..., help="Dataset name (reads data/graphs/<DATASET>.parquet unless --graphs)."),
+    pairs: Path = typer.Option(..., "--pairs", help="CSV with columns i,j (graph ids)."),
+    out: Path = typer.Option(..., "--out", help="Output CSV with columns i,j,tmd."),
+    depth: int = typer.Option(4, "--depth", help="Computation-tree depth L >= 1."),
+    weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph-store Parquet (default data/graphs/<DATASET>.parquet)."),
+) -> None:
+    """Tree Mover's Distance of listed graph pairs."""
+    from tmdlib.errors import InputError
+    from tmdlib.weights import parse_weights, resolve_weights
+    from tmdlib.datasets import check_dataset_name
+    from flows.tmd import tmd_pairs_flow
+
+    try:
+        check_dataset_name(dataset)
+        try:
+            w = parse_weights(weights)
+            resolve_weights(depth, w)
+        except ValueError as err:
+            raise InputError(None, f"--depth/--weights: {err}") from None
+        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
+        n = tmd_pairs_flow(str(store), str(pairs), str(out), depth=depth, weights=w)
+    except InputError as err:
+        _fail(err)
+    typer.echo(f"{n} pairs -> {out}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="tmdsub")

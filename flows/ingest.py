@@ -8,6 +8,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from tmdlib import InputError
 from tmdlib import datasets as tds
 from tasks.ingest import read_source, verify_checksums, write_graph_store
 
@@ -17,11 +18,11 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
     """Decide ``(kind, path, name, checksum_folder)`` from the CLI choices (no I/O beyond stat)."""
     given = [p for p in (tu_dir, smiles_csv, parquet) if p]
     if len(given) > 1:
-        raise tds.InputError(None, "give only one of --tu-dir, --smiles-csv, --parquet")
+        raise InputError(None, "give only one of --tu-dir, --smiles-csv, --parquet")
     if given:
         label = name or dataset
         if not label:
-            raise tds.InputError(given[0], "a dataset --name is required for user data")
+            raise InputError(given[0], "a dataset --name is required for user data")
         tds.check_dataset_name(label)
         if tu_dir:
             return "tu", tu_dir, label, None
@@ -29,8 +30,8 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
             return "smiles", smiles_csv, label, None
         return "parquet", parquet, label, None
     if not dataset:
-        raise tds.InputError(None, "name a built-in dataset or give --tu-dir/--smiles-csv/--parquet")
-    info = tds.builtin_dataset(dataset)
+        raise InputError(None, "name a built-in dataset or give --tu-dir/--smiles-csv/--parquet")
+    info = tds.get_dataset_info(dataset)
     return info.kind, str(Path(raw_root) / info.folder), info.name, info.folder
 
 

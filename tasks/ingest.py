@@ -12,7 +12,7 @@ from . import io
 
 
 @task(name="verify-checksums", persist_result=False)
-def verify_checksums(raw_root: str, folder: str) -> int:
+def verify_checksums(raw_root: str, folder: str) -> list[str]:
     """Check the sha256 of every shipped raw file of ``folder`` against ``raw_root/SHA256SUMS``."""
     return tds.verify_sha256sums(raw_root, only=folder)
 
@@ -24,7 +24,7 @@ def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
     if kind == "tu":
         return tds.read_tu(path, name=name, node_attributes=node_attributes)
     if kind == "ogb":
-        return tds.read_ogb(path)
+        return tds.read_ogb(path, name=name)
     if kind == "smiles":
         return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column)
     if kind == "parquet":

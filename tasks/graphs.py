@@ -1,0 +1,53 @@
+"""Reading the graph store and small CSV inputs, shared by every stage."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from prefect import task
+
+from tmdlib import GraphDataset, InputError
+
+
+@task(name="load-graph-store", persist_result=False)
+def load_graph_store(path: str) -> GraphDataset:
+    """Read and validate ``data/graphs/<DATASET>.parquet`` into a :class:`GraphDataset`."""
+    from tmdlib.datasets import read_graph_parquet
+
+    if not Path(path).exists():
+        raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
+    return GraphDataset.from_arrow(read_graph_parquet(path))
+
+
+def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Read a CSV with integer columns ``i,j`` of graph ids; return row positions into ``known_ids``.
+
+    Raises :class:`InputError` naming the file, the (1-based, header = 1) line and the problem.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    try:
+        table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types={"i": pa.string(), "j": pa.string()}))
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except pa.ArrowInvalid as err:
+        raise InputError(path, f"not a readable CSV: {err}") from None
+    missing = [c for c in ("i", "j") if c not in table.column_names]
+    if missing:
+        raise InputError(path, f"missing column(s) {missing}; found {table.column_names}", line=1)
+    lookup = {int(g): k for k, g in enumerate(known_ids)}
+    out = []
+    for col in ("i", "j"):
+        values = table.column(col).to_pylist()
+        pos = np.empty(len(values), dtype=np.int64)
+        for row, v in enumerate(values):
+            try:
+                gid = int(v)
+            except (TypeError, ValueError):
+                raise InputError(path, f"column {col!r}: {v!r} is not an integer graph id", line=row + 2) from None
+            if gid not in lookup:
+                raise InputError(path, f"column {col!r}: graph id {gid} is not in the dataset", line=row + 2)
+            pos[row] = lookup[gid]
+        out.append(pos)
+    return out[0], out[1]

@@ -1,0 +1,40 @@
+"""The `tmdsub ingest` command end to end (real Prefect flow in ephemeral mode)."""
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from conftest import run_cli
+
+
+def test_ingest_builtin_writes_store(tmp_path):
+    out = tmp_path / "MUTAG.parquet"
+    res = run_cli("ingest", "MUTAG", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "188 graphs" in res.stdout and "17.93 nodes" in res.stdout and "19.79 edges" in res.stdout
+    table = pq.read_table(out)
+    assert table.num_rows == 188
+    assert {"graph_id", "num_nodes", "x", "edge_src", "edge_dst", "y"} <= set(table.column_names)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_ingest_user_tu_folder_bad_input_is_one_clear_error(tmp_path):
+    bad = tmp_path / "BAD"
+    bad.mkdir()
+    (bad / "BAD_A.txt").write_text("1, 2\n2, 1\n2, x\n")
+    (bad / "BAD_graph_indicator.txt").write_text("1\n1\n")
+    (bad / "BAD_graph_labels.txt").write_text("1\n")
+    out = tmp_path / "out.parquet"
+    res = run_cli("ingest", "--tu-dir", str(bad), "--name", "BAD", "--out", str(out))
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    err = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(err) == 1 and "BAD_A.txt:3" in err[0], res.stderr
+    assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_ingest_rejects_escaping_name_before_any_work(tmp_path):
+    res = run_cli("ingest", "--tu-dir", str(tmp_path), "--name", "../escape")
+    assert res.returncode == 2
+    assert "error:" in res.stderr and "../escape" in res.stderr
+    res = run_cli("ingest", "NOPE")
+    assert res.returncode == 2 and "MUTAG" in res.stderr  # lists the known names
