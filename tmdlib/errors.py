@@ -18,13 +18,17 @@ class InputError(ValueError):
     line : int or None
         1-based line (text files) or row (tables) number, if known.
 
-    The message reads ``"<path>:<line>: <problem>"`` (``line`` omitted when unknown).
+    The message reads ``"<path>:<line>: <problem>"`` (``line`` omitted when unknown, and just
+    ``"<problem>"`` when no file is involved, e.g. a bad command-line value).
     """
 
     def __init__(self, path: str | os.PathLike | None, problem: str, line: int | None = None):
         self.path = None if path is None else os.fspath(path)
         self.line = line
         self.problem = problem
+        if self.path is None and line is None:
+            super().__init__(problem)
+            return
         where = self.path or "<input>"
         if line is not None:
             where = f"{where}:{line}"
