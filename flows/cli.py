@@ -80,6 +80,180 @@ def tmd(
     typer.echo(f"{n} pairs -> {out}")
 
 
+@app.command("tmd-matrix")
+def tmd_matrix(
+    dataset: str = typer.Argument(..., help="Dataset name (reads data/graphs/<DATASET>.parquet unless --graphs)."),
+    out_dir: Path = typer.Option(..., "--out-dir", help="Writes matrix.npy (symmetric, zero diagonal) and meta.json here."),
+    cache_dir: Path = typer.Option(Path("data/tmd/cache"), "--cache-dir", help="Finished blocks, named by content hash (reused across runs)."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph-store Parquet (default data/graphs/<DATASET>.parquet)."),
+    depth: int = typer.Option(4, "--depth", help="Computation-tree depth L >= 1."),
+    weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
+    block_size: int = typer.Option(256, "--block-size", min=1, help="Graphs per block side."),
+    runner: str = typer.Option("local", "--runner", help="local (processes) | threads | dask."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Parallel blocks (local/threads/dask local cluster)."),
+    threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block", help="numba threads inside one block (default: 1 per worker)."),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="Use an existing Dask scheduler (tcp://host:port)."),
+) -> None:
+    """The full TMD matrix of a dataset, sharded into resumable blocks (the pipeline's tmd stage)."""
+    from tmdlib.errors import InputError
+    from tmdlib.weights import parse_weights, resolve_weights
+    from tmdlib.datasets import check_dataset_name
+    from flows.tmd import make_task_runner, tmd_matrix_flow
+
+    try:
+        check_dataset_name(dataset)
+        try:
+            w = parse_weights(weights)
+            resolve_weights(depth, w)
+            task_runner = make_task_runner(runner, workers, dask_address)
+        except ValueError as err:
+            raise InputError(None, str(err)) from None
+        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
+        meta = tmd_matrix_flow.with_options(task_runner=task_runner)(
+            str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
+            weights=w, block_size=block_size, threads_per_block=threads_per_block or (1 if workers > 1 else None))
+    except InputError as err:
+        _fail(err)
+    typer.echo(f"{dataset}: {meta['graphs']}x{meta['graphs']} TMD matrix ({meta['blocks_computed']}/{meta['blocks']} "
+               f"blocks computed) -> {out_dir / 'matrix.npy'}")
+
+
+@app.command()
+def select(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    method: str = typer.Option("tmd", "--method", help="tmd | random | feature | wl."),
+    fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
+    count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs."),
+    seed: int = typer.Option(0, "--seed"),
+    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
+    matrix: Optional[Path] = typer.Option(None, "--matrix", help="TMD matrix (default data/tmd/<DATASET>/matrix.npy; needed by --method tmd)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output JSON (default data/selection/<DATASET>/selection.json)."),
+    restarts: int = typer.Option(5, "--restarts", min=1, help="k-medoids restarts (best objective kept)."),
+    backend: str = typer.Option("fasterpam", "--backend", help="fasterpam | sklearn-extra | sklearn-extra-alternate."),
+) -> None:
+    """Pick the graphs worth labelling (k-medoids coreset on TMD, or a baseline)."""
+    from tmdlib.errors import InputError
+    from tmdlib.datasets import check_dataset_name
+    from flows.select import select_flow
+
+    try:
+        check_dataset_name(dataset)
+        if (fraction is None) == (count is None):
+            raise InputError(None, "give exactly one of --fraction and --count")
+        if method not in ("tmd", "random", "feature", "wl"):
+            raise InputError(None, f"--method must be tmd, random, feature or wl, got {method!r}")
+        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
+        mat = matrix or Path("data/tmd") / dataset / "matrix.npy"
+        use_mat = str(mat) if (method == "tmd" or mat.exists()) else None
+        target = out or Path("data/selection") / dataset / "selection.json"
+        sel = select_flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
+                          test_fraction=test_fraction, matrix=use_mat, restarts=restarts, backend=backend)
+    except InputError as err:
+        _fail(err)
+    eps = "n/a" if sel["epsilon"] is None else f"{sel['epsilon']:.4g}"
+    typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method}, "
+               f"epsilon_TMD = {eps} -> {target}")
+
+
+@app.command()
+def nodes(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    method: str = typer.Option("tmd", "--method", help="tmd | random | rw | kcore."),
+    fraction: float = typer.Option(..., "--fraction", help="Nodes kept per graph, ceil(fraction * |V|)."),
+    seed: int = typer.Option(0, "--seed"),
+    depth: int = typer.Option(4, "--depth"),
+    weights: str = typer.Option("pascal", "--weights"),
+    bfs_mode: str = typer.Option("fill", "--bfs-mode", help="fill (top up to k in BFS order) | paper (exact k-BFS ball)."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output Parquet (default data/selection/<DATASET>/nodes.parquet)."),
+) -> None:
+    """Keep, per graph, the node subset with the largest tree norm (or a baseline)."""
+    from tmdlib.errors import InputError
+    from tmdlib.weights import parse_weights, resolve_weights
+    from tmdlib.datasets import check_dataset_name
+    from flows.select import nodes_flow
+
+    try:
+        check_dataset_name(dataset)
+        if method not in ("tmd", "random", "rw", "kcore"):
+            raise InputError(None, f"--method must be tmd, random, rw or kcore, got {method!r}")
+        if not 0.0 < fraction <= 1.0:
+            raise InputError(None, f"--fraction must be in (0, 1], got {fraction}")
+        if bfs_mode not in ("fill", "paper"):
+            raise InputError(None, f"--bfs-mode must be fill or paper, got {bfs_mode!r}")
+        try:
+            w = parse_weights(weights)
+            resolve_weights(depth, w)
+        except ValueError as err:
+            raise InputError(None, f"--depth/--weights: {err}") from None
+        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
+        target = out or Path("data/selection") / dataset / "nodes.parquet"
+        res = nodes_flow(str(store), str(target), method=method, fraction=fraction, depth=depth, weights=w,
+                         seed=seed, bfs_mode=bfs_mode)
+    except InputError as err:
+        _fail(err)
+    typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {method} at {fraction:g}, "
+               f"mean epsilon = {res['mean_epsilon']:.4g} -> {target}")
+
+
+@app.command("label-requests")
+def label_requests(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
+    selection: Optional[Path] = typer.Option(None, "--selection", help="Selection JSON (default data/selection/<DATASET>/selection.json)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/labels/<DATASET>)."),
+) -> None:
+    """Export the graphs to label: label_requests.csv/.parquet (graph_id, source_id, tau, rank) + manifest.json."""
+    from tmdlib.errors import InputError
+    from tmdlib.datasets import check_dataset_name
+    from flows.labels import label_requests_flow
+
+    try:
+        check_dataset_name(dataset)
+        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
+        sel = selection or Path("data/selection") / dataset / "selection.json"
+        if not sel.is_file():
+            raise InputError(sel, "selection not found (run `tmdsub select` first)")
+        target = out_dir or Path("data/labels") / dataset
+        man = label_requests_flow(str(store), str(sel), str(target))
+    except InputError as err:
+        _fail(err)
+    typer.echo(f"{dataset}: {man['requested']} graphs to label -> {target / 'label_requests.csv'}")
+
+
+labels_app = typer.Typer(no_args_is_help=True, help="Import labels for the requested graphs.")
+app.add_typer(labels_app, name="labels")
+
+
+@labels_app.command("import")
+def labels_import(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    source: str = typer.Argument(..., help="CSV with columns graph_id,label -- or the word 'benchmark-standin' to "
+                                          "join the dataset's own labels for the requested ids (flagged as such)."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
+    requests: Optional[Path] = typer.Option(None, "--requests", help="Label requests (default data/labels/<DATASET>/label_requests.parquet)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/labels/<DATASET>)."),
+) -> None:
+    """Validate a label file against the requests; writes labels.csv + labels.json, nothing on error."""
+    from tmdlib.errors import InputError
+    from tmdlib.datasets import check_dataset_name
+    from flows.labels import labels_import_flow
+
+    try:
+        check_dataset_name(dataset)
+        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
+        req = requests or Path("data/labels") / dataset / "label_requests.parquet"
+        if not req.is_file():
+            raise InputError(req, "label requests not found (run `tmdsub label-requests` first)")
+        target = out_dir or Path("data/labels") / dataset
+        res = labels_import_flow(str(store), str(req), source, str(target))
+    except InputError as err:
+        _fail(err)
+    flag = "  [BENCHMARK STAND-IN: dataset labels, not imported]" if res.get("benchmark_mode") else ""
+    typer.echo(f"{dataset}: {res['labelled']} labels -> {target / 'labels.csv'}{flag}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="tmdsub")

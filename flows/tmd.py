@@ -1,10 +1,25 @@
-"""TMD flows: ``tmdsub tmd DATASET --pairs PAIRS.csv --out OUT.csv``."""
+"""TMD flows.
+
+* ``tmd_pairs_flow`` -- ``tmdsub tmd DATASET --pairs PAIRS.csv --out OUT.csv``.
+* ``tmd_matrix_flow`` -- the pipeline's ``tmd`` stage: the full matrix split into blocks, each a
+  Prefect task writing its own file named by a content hash of its graphs and parameters, then a
+  merge.  A killed run resumes without recomputing finished blocks.
+"""
 from __future__ import annotations
 
-from prefect import flow
+import os
+import sys
+import time
+from pathlib import Path
 
+import numpy as np
+from prefect import flow, get_run_logger
+
+from tasks import io
 from tasks.graphs import load_graph_store, read_id_pairs
-from tasks.tmd import tmd_pairs, write_pairs_csv
+from tasks.tmd import (block_key, compute_block, graph_hashes, merge_blocks, plan_blocks, read_block, tmd_pairs,
+                       write_pairs_csv)
+from tmdlib.weights import resolve_weights
 
 
 @flow(name="tmd-pairs")
@@ -15,3 +30,87 @@ def tmd_pairs_flow(graphs: str, pairs: str, out: str, depth: int = 4, weights="p
     values = tmd_pairs(ds, i, j, depth, weights)
     write_pairs_csv(out, ds.graph_ids[i], ds.graph_ids[j], values)
     return int(len(i))
+
+
+def make_task_runner(runner: str, workers: int, dask_address: str | None = None):
+    """Task runner by name: ``local`` (processes), ``threads``, ``dask`` (local cluster or ``dask_address``)."""
+    if runner == "local":
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        return ProcessPoolTaskRunner(max_workers=workers)
+    if runner == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=workers)
+    if runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if dask_address:
+            return DaskTaskRunner(address=dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1,
+                                              "processes": True, "host": "127.0.0.1",
+                                              "dashboard_address": None})
+    raise ValueError(f"unknown runner {runner!r}: local, threads or dask")
+
+
+class _Progress:
+    """Progress with ETA on the terminal (stderr) and as a Prefect progress artifact."""
+
+    def __init__(self, total: int, done: int, pairs_per_block: list[int]):
+        from prefect.artifacts import create_progress_artifact
+
+        self.total, self.done, self.t0 = total, done, time.monotonic()
+        self.start_done = done
+        self.artifact = None
+        try:
+            self.artifact = create_progress_artifact(progress=100.0 * done / max(total, 1), key="tmd-progress",
+                                                     description="TMD blocks finished")
+        except Exception:  # noqa: BLE001 - progress must never break the computation
+            self.artifact = None
+
+    def step(self) -> None:
+        from prefect.artifacts import update_progress_artifact
+
+        self.done += 1
+        new = self.done - self.start_done
+        elapsed = time.monotonic() - self.t0
+        eta = elapsed / new * (self.total - self.done) if new else float("nan")
+        pct = 100.0 * self.done / max(self.total, 1)
+        if self.artifact is not None:
+            try:
+                update_progress_artifact(self.artifact, progress=pct)
+            except Exception:  # noqa: BLE001
+                pass
+        print(f"\rtmd: {self.done}/{self.total} blocks ({pct:5.1f}%), elapsed {elapsed:6.1f}s, ETA {eta:6.1f}s",
+              end="", file=sys.stderr, flush=True)
+
+
+@flow(name="tmd-matrix")
+def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str, depth: int = 4,
+                    weights="pascal", block_size: int = 256, threads_per_block: int | None = None) -> dict:
+    """Full symmetric TMD matrix of the graph store, sharded into cached blocks."""
+    logger = get_run_logger()
+    w = resolve_weights(depth, weights)
+    ds = load_graph_store(graphs)
+    n = len(ds)
+    hashes = graph_hashes(ds)
+    blocks = plan_blocks(n, block_size)
+    paths = [str(Path(cache_dir) / f"{block_key(hashes, b, depth, w)}.npy") for b in blocks]
+    todo = [k for k, p in enumerate(paths) if read_block(p) is None]
+    logger.info("%d graphs, %d blocks, %d to compute", n, len(blocks), len(todo))
+    progress = _Progress(len(blocks), len(blocks) - len(todo), [])
+    futures = [compute_block.submit(graphs, blocks[k], depth, w.tolist(), paths[k], threads_per_block) for k in todo]
+    from prefect.futures import as_completed
+
+    for fut in as_completed(futures):
+        fut.result()
+        progress.step()
+    if todo:
+        print(file=sys.stderr)
+    mat = merge_blocks(n, blocks, paths)
+    io.write_npy(matrix_out, mat)
+    meta = {"graphs": n, "graph_ids": ds.graph_ids.tolist(), "depth": depth, "weights": w.tolist(),
+            "engine": "tmdlib.tmd exact", "blocks": len(blocks), "blocks_computed": len(todo),
+            "block_size": block_size, "matrix_sha256": io.sha256_file(matrix_out)}
+    io.write_json(meta_out, meta)
+    return meta

@@ -28,3 +28,106 @@ def write_pairs_csv(out: str, ids_i: np.ndarray, ids_j: np.ndarray, values: np.n
     with io.atomic_path(out) as tmp:
         pacsv.write_csv(table, tmp)
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Sharded, resumable TMD matrix
+# ----------------------------------------------------------------------------------------------
+ENGINE_VERSION = "tmd-exact-1"  # bump when the engine's numbers could change; invalidates block caches
+
+
+def graph_hashes(ds: GraphDataset) -> list[str]:
+    """sha256 of each graph's content (features and edges), in dataset order."""
+    import hashlib
+
+    out = []
+    for g in range(len(ds)):
+        a, b = ds.node_ptr[g], ds.node_ptr[g + 1]
+        e0, e1 = ds.edge_ptr[g], ds.edge_ptr[g + 1]
+        h = hashlib.sha256()
+        h.update(np.int64(b - a).tobytes())
+        h.update(np.ascontiguousarray(ds.x[a:b]).tobytes())
+        h.update(ds.src[e0:e1].tobytes())
+        h.update(ds.dst[e0:e1].tobytes())
+        out.append(h.hexdigest())
+    return out
+
+
+def plan_blocks(n: int, block_size: int) -> list[tuple[int, int, int, int]]:
+    """Upper-triangular blocks ``(r0, r1, c0, c1)`` (half-open) covering an ``n x n`` matrix."""
+    starts = list(range(0, n, max(1, block_size)))
+    return [(r, min(r + block_size, n), c, min(c + block_size, n))
+            for bi, r in enumerate(starts) for c in starts[bi:]]
+
+
+def block_key(hashes: list[str], block: tuple[int, int, int, int], depth: int, weights) -> str:
+    """Content hash naming a block file: the graphs it covers and every parameter of the engine."""
+    import hashlib
+    import json
+
+    r0, r1, c0, c1 = block
+    h = hashlib.sha256()
+    h.update(json.dumps({"engine": ENGINE_VERSION, "depth": int(depth),
+                         "weights": np.asarray(weights, dtype=float).tolist()}).encode())
+    for part in (hashes[r0:r1], ["|"], hashes[c0:c1]):
+        for s in part:
+            h.update(s.encode())
+    return h.hexdigest()[:32]
+
+
+def read_block(path) -> np.ndarray | None:
+    """A finished block, or None if absent/unreadable (a torn file never passes: writes are atomic)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        return None
+    try:
+        return np.load(p, allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        return None
+
+
+_DATASETS: dict = {}
+
+
+def _dataset_cached(store: str) -> GraphDataset:
+    """Per-process cache of the graph store (workers load it once, not once per block)."""
+    if store not in _DATASETS:
+        from tmdlib.datasets import read_graph_parquet
+
+        _DATASETS.clear()
+        _DATASETS[store] = GraphDataset.from_arrow(read_graph_parquet(store))
+    return _DATASETS[store]
+
+
+@task(name="tmd-block", retries=2, retry_delay_seconds=1, persist_result=False)
+def compute_block(store: str, block: tuple[int, int, int, int], depth: int, weights, path: str,
+                  threads: int | None = None) -> str:
+    """Compute one block of the TMD matrix into ``path`` (skipped if already there)."""
+    from tmdlib.tmd import tmd_block, tmd_matrix
+
+    if read_block(path) is not None:
+        return path
+    ds = _dataset_cached(store)
+    r0, r1, c0, c1 = block
+    rows = ds.take(np.arange(r0, r1))
+    if (r0, r1) == (c0, c1):
+        values = tmd_matrix(rows, depth=depth, weights=weights, num_threads=threads)
+    else:
+        values = tmd_block(rows, ds.take(np.arange(c0, c1)), depth=depth, weights=weights, num_threads=threads)
+    io.write_npy(path, np.asarray(values, dtype=np.float64))
+    return path
+
+
+def merge_blocks(n: int, blocks: list[tuple[int, int, int, int]], paths: list[str]) -> np.ndarray:
+    """Assemble the symmetric ``(n, n)`` matrix with zero diagonal from finished blocks."""
+    mat = np.zeros((n, n), dtype=np.float64)
+    for (r0, r1, c0, c1), p in zip(blocks, paths):
+        values = read_block(p)
+        if values is None or values.shape != (r1 - r0, c1 - c0):
+            raise RuntimeError(f"TMD block {p} is missing or has the wrong shape")
+        mat[r0:r1, c0:c1] = values
+        mat[c0:c1, r0:r1] = values.T
+    np.fill_diagonal(mat, 0.0)
+    return mat
