@@ -92,7 +92,8 @@ def tmd_matrix(
     runner: str = typer.Option("local", "--runner", help="local (processes) | threads | dask."),
     workers: int = typer.Option(2, "--workers", min=1, help="Parallel blocks (local/threads/dask local cluster)."),
     threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block", help="numba threads inside one block (default: 1 per worker)."),
-    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="Use an existing Dask scheduler (tcp://host:port)."),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS",
+                                               help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
 ) -> None:
     """The full TMD matrix of a dataset, sharded into resumable blocks (the pipeline's tmd stage)."""
     from tmdlib.errors import InputError
@@ -105,7 +106,7 @@ def tmd_matrix(
         try:
             w = parse_weights(weights)
             resolve_weights(depth, w)
-            task_runner = make_task_runner(runner, workers, dask_address)
+            task_runner = make_task_runner("dask" if dask_address else runner, workers, dask_address)
         except ValueError as err:
             raise InputError(None, str(err)) from None
         store = graphs or Path("data/graphs") / f"{dataset}.parquet"
@@ -252,6 +253,18 @@ def labels_import(
         _fail(err)
     flag = "  [BENCHMARK STAND-IN: dataset labels, not imported]" if res.get("benchmark_mode") else ""
     typer.echo(f"{dataset}: {res['labelled']} labels -> {target / 'labels.csv'}{flag}")
+
+
+def _register_stage_commands() -> None:
+    """Training and evaluation commands (their modules import torch/mlflow lazily)."""
+    from flows.evaluate import evaluate_command
+    from flows.train import train_command
+
+    app.command("train")(train_command)
+    app.command("evaluate")(evaluate_command)
+
+
+_register_stage_commands()
 
 
 def main() -> None:

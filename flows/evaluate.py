@@ -1,0 +1,236 @@
+"""Evaluate flow: test metric, and the loss guarantees of the selection measured next to their bounds.
+
+Run as ``tmdsub evaluate ...`` (:func:`evaluate_command`).  For the trained coreset model it reports
+Lemma 3.2 (observed |weighted coreset loss − full training loss| vs c·ε), Corollary 3.3 (excess training
+loss over a model trained on the whole training set vs 2cε) and, with ``--nodes``, Corollary 4.1
+(mean ε_i, c·mean ε_i, observed).  With ``--fractions`` and ``--matrix`` it re-runs a k-medoids coreset per
+fraction, trains a quick model on each and plots bound vs observed gap (``bound_vs_gap.png``).
+Evaluation labels are the dataset's own (benchmark mode).  Everything is logged to MLflow from this process.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+from prefect import flow
+
+from tasks.evaluate import (bound_point, load_matrix, losses_of, parse_fractions, plot_bound_vs_gap, score_on,
+                            sweep_point, write_metrics)
+from tasks.graphs import load_graph_store
+from tasks.train import (BENCHMARK_EVAL, dataset_name, load_model, log_run, metric_for_dataset, node_subsets_for,
+                         positions, read_json, read_nodes, read_selection, set_torch_threads, to_data, train_model)
+from tmdlib import InputError
+
+
+def _tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list]:
+    """(depth, weights, problems) of the TMD the bound is stated with; the matrix's meta.json wins."""
+    problems = []
+    depth, w = layers + 1, weights
+    if tmd_meta:
+        meta = read_json(tmd_meta, "TMD meta file")
+        depth = int(meta.get("depth", depth))
+        w = meta.get("weights", w)
+    if depth != layers + 1:
+        problems.append(f"TMD depth {depth} != GIN layers + 1 = {layers + 1}")
+    return depth, w, problems
+
+
+@flow(name="evaluate", log_prints=True)
+def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metrics_out: str, plot_out: str,
+                  matrix: str | None = None, nodes: str | None = None, tmd_meta: str | None = None,
+                  fractions: str | list | None = None, sweep_epochs: int = 20, full_epochs: int | None = None,
+                  seed: int | None = None, device: str = "auto", torch_threads: int = 1,
+                  experiment: str = "tmdsub", log_mlflow: bool = True) -> dict:
+    """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``)."""
+    from tmdlib import bounds
+    from tmdlib.nn import lipschitz_bound
+
+    t0 = time.perf_counter()
+    set_torch_threads(torch_threads)
+    fr = parse_fractions(",".join(map(str, fractions)) if isinstance(fractions, (list, tuple)) else fractions)
+    info = read_json(train_info, "train info")
+    if "config" not in info or "model" not in info:
+        raise InputError(train_info, "not a train.json (needs 'config' and 'model')")
+    cfg = dict(info["config"], device=device)
+    seed = int(cfg["seed"] if seed is None else seed)
+    depth, tmd_weights, tmd_problems = _tmd_setting(tmd_meta, int(cfg["layers"]),
+                                                    info.get("lipschitz", {}).get("weights", "pascal"))
+    name = dataset_name(graphs)
+    metric = metric_for_dataset(name)
+    ds = load_graph_store(graphs)
+    sel = read_selection(selection)
+    train_pos = positions(sel["train_ids"], ds.graph_ids, selection, "train_ids")
+    test_pos = positions(sel["test_ids"], ds.graph_ids, selection, "test_ids")
+    med_pos = positions(sel["medoids"], ds.graph_ids, selection, "medoids")
+    in_train = {int(p): k for k, p in enumerate(train_pos)}
+    subset = np.asarray([in_train[int(p)] for p in med_pos], dtype=np.int64)
+    tau = sel["tau"]
+    if ds.y is None or np.isnan(ds.y[train_pos]).any():
+        raise InputError(graphs, "the bound evaluation is a benchmark measurement: it needs the dataset's label "
+                                 "of every training graph, and some are missing")
+    y_train = ds.y[train_pos]
+    test_pos = test_pos[~np.isnan(ds.y[test_pos])]
+    y_test = ds.y[test_pos]
+    train_data = to_data(ds, train_pos, y=y_train)
+    test_data = to_data(ds, test_pos, y=y_test)
+
+    net = load_model(model, info["model"])
+
+    # epsilon: the selection's, checked against the TMD matrix when given
+    D_train, eps_matrix, tau_match = None, None, None
+    if matrix:
+        D_train = load_matrix(matrix, len(ds))[np.ix_(train_pos, train_pos)]
+        eps_matrix = bounds.medoid_objective(D_train, subset)
+        tau_match = bool(np.array_equal(np.rint(tau).astype(np.int64), bounds.cluster_sizes(D_train, subset)))
+    epsilon = sel["epsilon"] if sel["epsilon"] is not None else eps_matrix
+    eps_source = "selection" if sel["epsilon"] is not None else ("matrix" if eps_matrix is not None else None)
+
+    # reference: a model trained on every training graph (benchmark labels), same hyper-parameters
+    full_cfg = dict(cfg, epochs=int(full_epochs if full_epochs is not None else cfg["epochs"]))
+    full_net, full_curve, used = train_model(train_data, full_cfg, ds.num_features)
+    full_L = losses_of(full_net, train_data, y_train)
+    c_full = lipschitz_bound(full_net, 1.0, tmd_weights)["c"]
+
+    main = bound_point(net, train_data, y_train, subset, tau, epsilon, float(full_L.mean()), c_full, tmd_weights)
+    full_gap = bounds.coreset_gap(full_L, subset, tau)
+    main.update({
+        "fraction": sel.get("fraction"), "k": int(len(subset)), "epsilon_source": eps_source,
+        "epsilon_matrix": eps_matrix, "tau_matches_tmd_assignment": tau_match,
+        # Lemma 3.2 is proven for tau = nearest-medoid cluster sizes (checked when the matrix is given)
+        "lemma_applies": bool(abs(float(np.sum(tau)) - len(train_pos)) < 1e-6 and tau_match is not False),
+        "c_full_model": c_full, "full_model_gap_observed": full_gap["gap"],
+        "full_model_c_epsilon": None if epsilon is None else bounds.lemma_bound(c_full, epsilon),
+        "depth": depth, "weights": tmd_weights,
+    })
+    if tmd_problems:
+        main["valid"] = False
+        main["conditions"] = main["conditions"] + tmd_problems
+
+    # node subsampling (Corollary 4.1), over the selected graphs with weights tau
+    node_metrics = None
+    if nodes:
+        subsets, eps_i = node_subsets_for(read_nodes(nodes), sel["medoids"], nodes)
+        y_med = ds.y[med_pos]
+        data_sub = to_data(ds, med_pos, y=y_med, node_subsets=subsets)
+        data_whole = to_data(ds, med_pos, y=y_med, weights=tau)
+        L_whole, L_sub = losses_of(net, data_whole, y_med), losses_of(net, data_sub, y_med)
+        ng = bounds.node_gap(L_whole, L_sub, weights=tau)
+        nb = bounds.node_bounds(main["c"], eps_i, weights=tau)
+        viol = int(np.sum(np.abs(L_sub - L_whole) > main["c"] * eps_i * (1 + 1e-9) + 1e-12))
+        ref_net, _, _ = train_model(data_whole, cfg, ds.num_features)
+        ref_L = losses_of(ref_net, data_whole, y_med)
+        c_node_class = max(main["c"], lipschitz_bound(ref_net, 1.0, tmd_weights)["c"])
+        w = tau / tau.sum()
+        excess = bounds.excess_loss(float(np.dot(w, L_whole)), float(np.dot(w, ref_L)))
+        node_metrics = {
+            "epsilon_mean": nb["epsilon_mean"], "c": main["c"], "bound": nb["bound"], "gap_observed": ng["gap"],
+            "mean_abs_observed": ng["mean_abs"], "max_abs_observed": ng["max_abs"], "per_graph_violations": viol,
+            "lemma_holds": bool(ng["gap"] <= nb["bound"] * (1 + 1e-9) + 1e-12),
+            "reference": "model trained on the same selected graphs without node subsampling",
+            "excess_loss": excess, "c_class": c_node_class,
+            "erm_bound": bounds.erm_bound(c_node_class, nb["epsilon_mean"]),
+        }
+        node_metrics["corollary_holds"] = bool(excess <= node_metrics["erm_bound"] * (1 + 1e-9) + 1e-12)
+        if epsilon is not None:
+            # graph coreset of subgraphs vs full-data model: 2c(eps + sum_{i in I} tau_i eps_i / n)
+            comb = epsilon + float(np.dot(tau, eps_i)) / len(train_pos)
+            main["erm_bound_with_nodes"] = bounds.erm_bound(main["c_class"], comb)
+            main["corollary_holds"] = bool(main["excess_loss"] <= main["erm_bound_with_nodes"] * (1 + 1e-9) + 1e-12)
+
+    # sweep over fractions (quick models), then the plot
+    sweep, sweep_note = [], None
+    if fr and D_train is None:
+        sweep_note = "no --matrix: sweep skipped"
+    elif fr:
+        scfg = dict(cfg, epochs=int(sweep_epochs), seed=seed)
+        if scfg["epochs"] == full_cfg["epochs"] and seed == int(cfg["seed"]):
+            s_ref_loss, s_ref_c = float(full_L.mean()), c_full
+        else:
+            s_net, _, _ = train_model(train_data, scfg, ds.num_features)
+            s_ref_loss = float(losses_of(s_net, train_data, y_train).mean())
+            s_ref_c = lipschitz_bound(s_net, 1.0, tmd_weights)["c"]
+        for f in fr:
+            sweep.append(sweep_point(ds, train_pos, y_train, D_train, f, seed, scfg, train_data, s_ref_loss, s_ref_c,
+                                     test_data, y_test, metric, tmd_weights))
+    title = (f"{name}: {sel.get('method')} selection, GIN c = M·∏Φ·‖W_out‖, TMD depth {depth}; "
+             f"sweep models {sweep_epochs} epochs, labels: dataset (benchmark)")
+    plot_bound_vs_gap(sweep, plot_out, title, main if main.get("epsilon") is not None else None)
+
+    metrics = {
+        "dataset": name, "method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(subset)),
+        "n_train": int(len(train_pos)), "n_test": int(len(test_pos)), "seed": seed,
+        "labels_for_evaluation": BENCHMARK_EVAL, "labels_for_training": info.get("labels_source", "unknown"),
+        "labels_for_reference_and_sweep_training": BENCHMARK_EVAL,
+        "test": {"metric": metric, "coreset_model": score_on(net, test_data, y_test, metric),
+                 "full_model": score_on(full_net, test_data, y_test, metric), "n": int(len(test_pos))},
+        "bound": main, "nodes": node_metrics, "sweep": sweep, "sweep_note": sweep_note,
+        "epochs": {"coreset_model": int(cfg["epochs"]), "full_model": full_cfg["epochs"],
+                   "sweep": int(sweep_epochs) if sweep else None},
+        "device": used, "seconds": round(time.perf_counter() - t0, 2),
+    }
+    write_metrics(metrics_out, metrics)
+    b = main
+    print(f"{name}: test {metric} {metrics['test']['coreset_model']} (full-data model "
+          f"{metrics['test']['full_model']}); eps = {b.get('epsilon')}, c = {b['c']:.4g}, "
+          f"gap {b['gap_observed']:.4g} <= c*eps {b.get('c_epsilon')}, excess {b['excess_loss']:.4g} <= "
+          f"2c*eps {b.get('erm_bound')}")
+    if log_mlflow:
+        params = {"dataset": name, "selection.method": sel.get("method"), "selection.fraction": sel.get("fraction"),
+                  "selection.k": len(subset), "fractions": ",".join(map(str, fr)), "sweep_epochs": sweep_epochs,
+                  "full_epochs": full_cfg["epochs"], "seed": seed, "device": device, "torch_threads": torch_threads,
+                  "tmd.depth": depth, "tmd.weights": str(tmd_weights), "node_subsampling": bool(nodes)}
+        flat = {"test": {k: v for k, v in metrics["test"].items() if k != "metric"},
+                "bound": {k: v for k, v in main.items() if k not in ("per_layer", "fraction", "k")},
+                "nodes": node_metrics or {}}
+        flat[f"test_{metric}"] = metrics["test"]["coreset_model"]
+        steps = {f"sweep.{key}": [p.get(key) if p.get(key) is not None else float("nan") for p in sweep]
+                 for key in ("fraction", "epsilon", "c_epsilon", "gap_observed", "erm_bound", "excess_loss")}
+        inputs = [p for p in (graphs, selection, model, train_info, matrix, nodes) if p]
+        metrics["mlflow"] = log_run("evaluate", params, flat, inputs, [metrics_out, plot_out], experiment=experiment,
+                                    step_metrics=steps if sweep else None,
+                                    extra_tags={"labels_for_evaluation": BENCHMARK_EVAL,
+                                                "labels_for_training": metrics["labels_for_training"]})
+    return metrics
+
+
+def evaluate_command(
+    graphs: Path = typer.Option(..., "--graphs", help="Graph-store Parquet (data/graphs/<DATASET>.parquet)."),
+    selection: Path = typer.Option(..., "--selection", help="selection.json (train/test ids, medoids, tau, epsilon)."),
+    model: Path = typer.Option(..., "--model", help="model.pt from `tmdsub train`."),
+    train_info: Path = typer.Option(..., "--train-info", help="train.json from `tmdsub train` (model config)."),
+    metrics_out: Path = typer.Option(..., "--metrics-out", help="Output metrics.json."),
+    plot_out: Path = typer.Option(..., "--plot-out", help="Output bound_vs_gap.png."),
+    matrix: Optional[Path] = typer.Option(None, "--matrix", help="TMD matrix.npy (graph-store order): checks epsilon, enables the sweep."),
+    tmd_meta: Optional[Path] = typer.Option(None, "--tmd-meta", help="The matrix's meta.json (depth, weights) to check against the GIN."),
+    nodes: Optional[Path] = typer.Option(None, "--nodes", help="nodes.parquet, if the model was trained on node-subsampled graphs."),
+    fractions: str = typer.Option("", "--fractions", help="Comma list of coreset fractions for the bound-vs-gap sweep, e.g. 0.05,0.1,0.2,0.5."),
+    sweep_epochs: int = typer.Option(20, "--sweep-epochs", help="Epochs of each sweep model."),
+    full_epochs: Optional[int] = typer.Option(None, "--full-epochs", help="Epochs of the full-training-set model (default: as train.json)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sweep's k-medoids and models (default: train.json's)."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda when present) | cpu | cuda[:N]."),
+    torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
+    experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
+) -> None:
+    """Test metric and the loss guarantees (Lemma 3.2, Cor. 3.3/4.1): observed gaps next to their bounds."""
+    try:
+        if sweep_epochs < 0 or (full_epochs is not None and full_epochs < 0):
+            raise InputError(None, "--sweep-epochs/--full-epochs must be >= 0")
+        m = evaluate_flow(str(graphs), str(selection), str(model), str(train_info), str(metrics_out), str(plot_out),
+                          matrix=str(matrix) if matrix else None, nodes=str(nodes) if nodes else None,
+                          tmd_meta=str(tmd_meta) if tmd_meta else None, fractions=fractions,
+                          sweep_epochs=sweep_epochs, full_epochs=full_epochs, seed=seed, device=device,
+                          torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow)
+    except InputError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    b = m["bound"]
+    typer.echo(f"test {m['test']['metric']}: {m['test']['coreset_model']} (full-data model {m['test']['full_model']})")
+    typer.echo(f"Lemma 3.2: gap {b['gap_observed']:.4g} vs c*eps {b.get('c_epsilon')}; "
+               f"Cor 3.3: excess {b['excess_loss']:.4g} vs 2c*eps {b.get('erm_bound')}")
+    typer.echo(f"metrics -> {metrics_out}, plot -> {plot_out}")
+    if "mlflow" in m:
+        typer.echo(f"mlflow run {m['mlflow']['run_id']} at {m['mlflow']['tracking_uri']}")

@@ -1,0 +1,151 @@
+"""Train flow: a GIN on the selected (τ-weighted) graphs with the imported labels only.
+
+Run as ``tmdsub train ...`` (:func:`train_command`).  Outputs ``model.pt`` (a state dict) and
+``train.json`` (config, device, per-epoch losses, the stability constant c and its per-layer factors);
+the run is logged to MLflow (``tasks.tracking.tracking_uri()``).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+from prefect import flow
+
+from tasks.graphs import load_graph_store
+from tasks.train import (dataset_name, log_run, node_subsets_for, positions, read_labels, read_nodes,
+                         read_selection, set_torch_threads, to_data, train_model, write_model)
+from tmdlib import InputError
+
+
+def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, batch_size: int | None, lr: float,
+                   seed: int, device: str, pool: str, eta: float, bias: bool) -> dict:
+    """Training hyper-parameters with the paper's per-dataset defaults (B.2) filled in; checked."""
+    from tmdlib.nn import default_hyperparameters
+
+    d = default_hyperparameters(dataset)
+    cfg = {"hidden": int(hidden or d["hidden"]), "layers": int(layers), "pool": pool, "eta": float(eta),
+           "bias": bool(bias), "lr": float(lr), "batch_size": int(batch_size or d["batch_size"]),
+           "epochs": int(epochs), "seed": int(seed), "device": device}
+    problems = [f"--{k.replace('_', '-')} must be >= 1" for k in ("hidden", "layers", "batch_size") if cfg[k] < 1]
+    if cfg["epochs"] < 0:
+        problems.append("--epochs must be >= 0")
+    if not cfg["lr"] > 0:
+        problems.append("--lr must be > 0")
+    if not cfg["eta"] > 0:
+        problems.append("--eta must be > 0")
+    if pool not in ("add", "mean"):
+        problems.append("--pool must be 'add' or 'mean'")
+    if device != "auto" and not (device == "cpu" or device.startswith("cuda")):
+        problems.append("--device must be auto, cpu or cuda[:N]")
+    if problems:
+        raise InputError(None, "; ".join(problems))
+    return cfg
+
+
+@flow(name="train", log_prints=True)
+def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_out: str,
+               labels_meta: str | None = None, nodes: str | None = None, epochs: int = 100,
+               hidden: int | None = None, layers: int = 3, batch_size: int | None = None, lr: float = 0.01,
+               seed: int = 0, device: str = "auto", pool: str = "add", eta: float = 1.0, bias: bool = False,
+               weights: str = "pascal", torch_threads: int = 1, experiment: str = "tmdsub",
+               log_mlflow: bool = True) -> dict:
+    """Train on the coreset graphs (τ-weighted BCE), optionally on their node-subsampled subgraphs.
+
+    Returns ``train.json``'s content plus ``mlflow`` (``run_id``, ``tracking_uri``) when logged.
+    """
+    from tmdlib.nn import lipschitz_bound, model_config
+
+    set_torch_threads(torch_threads)
+    name = dataset_name(graphs)
+    cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias)
+    ds = load_graph_store(graphs)
+    sel = read_selection(selection)
+    label_map, label_meta = read_labels(labels, labels_meta)
+    med_ids = sel["medoids"]
+    pos = positions(med_ids, ds.graph_ids, selection, "medoids")
+    missing = [int(g) for g in med_ids if int(g) not in label_map]
+    if missing:
+        raise InputError(labels, f"{len(missing)} selected graphs have no label, e.g. graph ids {missing[:10]}")
+    y = np.asarray([label_map[int(g)] for g in med_ids])
+    subsets, node_eps = (None, None)
+    if nodes:
+        subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes)
+    data = to_data(ds, pos, y=y, weights=sel["tau"], node_subsets=subsets)
+    t0 = time.perf_counter()
+    model, losses, used = train_model(data, cfg, ds.num_features)
+    seconds = time.perf_counter() - t0
+    lip = lipschitz_bound(model, M=1.0, weights=weights)
+    info = {
+        "dataset": name, "graphs": graphs, "selection": selection, "labels": labels,
+        "labels_source": label_meta.get("source", "unknown"), "labels_meta": label_meta,
+        "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
+        "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
+        "tau_sum": float(sel["tau"].sum()), "epsilon": sel["epsilon"],
+        "node_subsampling": bool(nodes), "nodes": nodes,
+        "node_epsilon_mean": None if node_eps is None else float(np.dot(sel["tau"], node_eps) / sel["tau"].sum()),
+        "config": cfg, "model": model_config(model), "device": used, "torch_threads": int(torch_threads),
+        "losses": losses,
+        "final_loss": losses[-1] if losses else None, "train_seconds": round(seconds, 3),
+        "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
+                      "loss": "BCE with logits (M = 1)"},
+    }
+    info = write_model(model, model_out, info_out, info)
+    print(f"trained {name}: {len(med_ids)} graphs, {cfg['epochs']} epochs on {used}, final weighted loss "
+          f"{info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}, c = {lip['c']:.4g}")
+    if log_mlflow:
+        params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights,
+                  "selection.method": sel.get("method"), "selection.fraction": sel.get("fraction"),
+                  "selection.k": len(med_ids), "node_subsampling": bool(nodes),
+                  "labels_source": info["labels_source"], "torch_threads": torch_threads}
+        metrics = {"final_loss": info["final_loss"], "c": lip["c"], "kappa": lip["kappa"],
+                   "bound_valid": lip["valid"], "train_seconds": seconds,
+                   **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])},
+                   "phi.readout": lip["readout"]}
+        if info["node_epsilon_mean"] is not None:
+            metrics["node_epsilon_mean"] = info["node_epsilon_mean"]
+        inputs = [p for p in (graphs, selection, labels, nodes) if p]
+        info["mlflow"] = log_run("train", params, metrics, inputs, [info_out], experiment=experiment,
+                                 step_metrics={"train_loss": losses},
+                                 extra_tags={"labels_source": info["labels_source"], "device": used})
+    return info
+
+
+def train_command(
+    graphs: Path = typer.Option(..., "--graphs", help="Graph-store Parquet (data/graphs/<DATASET>.parquet)."),
+    selection: Path = typer.Option(..., "--selection", help="selection.json (train/test ids, medoids, tau, epsilon)."),
+    labels: Path = typer.Option(..., "--labels", help="labels.csv (graph_id,y): the ONLY labels training reads."),
+    model_out: Path = typer.Option(..., "--model-out", help="Output state dict (model.pt)."),
+    info_out: Path = typer.Option(..., "--info-out", help="Output train.json (config, device, losses, c, per-layer Phi)."),
+    labels_meta: Optional[Path] = typer.Option(None, "--labels-meta", help="labels.json (default: next to --labels)."),
+    nodes: Optional[Path] = typer.Option(None, "--nodes", help="nodes.parquet: train on the induced subgraphs G[S]."),
+    epochs: int = typer.Option(100, "--epochs", help="Training epochs."),
+    hidden: Optional[int] = typer.Option(None, "--hidden", help="Hidden width (default 128 TU, 256 OGB)."),
+    layers: int = typer.Option(3, "--layers", help="GIN layers (TMD depth = layers + 1)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Batch size (default 16 TU, 64 OGB)."),
+    lr: float = typer.Option(0.01, "--lr", help="Adam learning rate."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the initialisation and the batch order."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda when present) | cpu | cuda[:N]."),
+    pool: str = typer.Option("add", "--pool", help="Readout pooling: add (the guarantee needs it) | mean."),
+    eta: float = typer.Option(1.0, "--eta", help="GIN neighbour weight eta (1 pairs with Pascal TMD weights)."),
+    bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in the GIN MLPs (off: phi(0)=0, needed by the bound)."),
+    weights: str = typer.Option("pascal", "--weights", help="TMD level weights the constant c is stated for."),
+    torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
+    experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
+) -> None:
+    """Train a GIN on the selected graphs (tau-weighted BCE, paper B.2 hyper-parameters)."""
+    try:
+        info = train_flow(str(graphs), str(selection), str(labels), str(model_out), str(info_out),
+                          labels_meta=str(labels_meta) if labels_meta else None,
+                          nodes=str(nodes) if nodes else None, epochs=epochs, hidden=hidden, layers=layers,
+                          batch_size=batch_size, lr=lr, seed=seed, device=device, pool=pool, eta=eta, bias=bias,
+                          weights=weights, torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow)
+    except InputError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"model -> {model_out}, info -> {info_out} (c = {info['lipschitz']['c']:.4g}, device {info['device']})")
+    if "mlflow" in info:
+        typer.echo(f"mlflow run {info['mlflow']['run_id']} at {info['mlflow']['tracking_uri']}")

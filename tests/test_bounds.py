@@ -1,0 +1,306 @@
+"""Loss guarantees as numbers (tmdlib.bounds), Lemma 3.2 on real data, and the train / evaluate flows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import RAW
+from tmdlib import bounds
+
+torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------------------- hand-made numbers
+def test_gap_formula_by_hand():
+    losses = [1.0, 2.0, 3.0, 4.0]
+    # coreset {0, 2} with tau (3, 1): (1/4)(3*1 + 1*3) = 1.5; full mean 2.5
+    assert bounds.weighted_subset_loss(losses, [0, 2], [3, 1]) == pytest.approx(1.5)
+    g = bounds.coreset_gap(losses, [0, 2], [3, 1])
+    assert g == {"full": 2.5, "weighted": 1.5, "signed": -1.0, "gap": 1.0, "tau_sum": 4.0, "n": 4}
+    assert bounds.coreset_gap(losses, [0, 1, 2, 3], [1, 1, 1, 1])["gap"] == 0.0
+    assert bounds.lemma_bound(3.0, 0.5) == 1.5 and bounds.erm_bound(3.0, 0.5) == 3.0
+    assert bounds.excess_loss(0.7, 0.5) == pytest.approx(0.2)
+    with pytest.raises(ValueError):
+        bounds.weighted_subset_loss(losses, [0, 2], [1.0])
+    with pytest.raises(ValueError):
+        bounds.weighted_subset_loss([np.nan, 1.0], [0], [1.0])
+
+
+def test_medoid_objective_and_cluster_sizes_by_hand():
+    pos = np.array([0.0, 1.0, 2.0, 10.0, 12.0])
+    D = np.abs(pos[:, None] - pos[None, :])
+    assert bounds.medoid_objective(D, [1, 3]) == pytest.approx((1 + 0 + 1 + 0 + 2) / 5)
+    assert bounds.cluster_sizes(D, [1, 3]).tolist() == [3, 2]
+    assert bounds.cluster_sizes(D, [3, 1]).tolist() == [2, 3]
+
+
+def test_node_quantities_by_hand():
+    assert bounds.node_epsilon_mean([1.0, 3.0]) == 2.0
+    assert bounds.node_epsilon_mean([1.0, 3.0], weights=[3, 1]) == pytest.approx(1.5)
+    nb = bounds.node_bounds(2.0, [1.0, 3.0])
+    assert nb == {"epsilon_mean": 2.0, "bound": 4.0, "erm_bound": 8.0}
+    ng = bounds.node_gap([1.0, 2.0], [1.5, 1.0])
+    assert ng["gap"] == pytest.approx(0.25) and ng["mean_abs"] == pytest.approx(0.75) and ng["max_abs"] == 1.0
+    with pytest.raises(ValueError):
+        bounds.node_epsilon_mean([-1.0])
+
+
+def test_agrees_with_coreset_module():
+    from tmdlib.coreset import kmedoids_coreset
+
+    rng = np.random.default_rng(0)
+    pts = rng.random((30, 2))
+    D = np.linalg.norm(pts[:, None] - pts[None, :], axis=-1)
+    cr = kmedoids_coreset(D, 5, seed=1)
+    assert bounds.medoid_objective(D, cr.medoids) == pytest.approx(cr.epsilon, rel=1e-12)
+    assert bounds.cluster_sizes(D, cr.medoids).tolist() == cr.tau.tolist()
+
+
+# ----------------------------------------------------------------------- Lemma 3.2 on real data
+@pytest.fixture(scope="module")
+def mutag40(mutag):
+    from tmdlib.tmd import tmd_matrix
+
+    sub = mutag.take(np.arange(40))
+    return sub, tmd_matrix(sub, depth=4, weights="pascal")
+
+
+def _losses(model, ds, y):
+    from tmdlib.nn import bce_losses, predict_logits
+    from tmdlib.pyg import to_pyg
+
+    z = predict_logits(model, [to_pyg(g, dtype=torch.float64) for g in ds])
+    return bce_losses(z, y)
+
+
+@pytest.mark.parametrize("k", [4, 10])
+def test_lemma_3_2_random_models_mutag(mutag40, k):
+    from tmdlib.coreset import kmedoids_coreset
+    from tmdlib.nn import GIN, lipschitz_bound
+
+    ds, D = mutag40
+    cr = kmedoids_coreset(D, k, seed=0)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        model = GIN(ds.num_features, hidden=32, layers=3).double()
+        c = lipschitz_bound(model, M=1.0)["c"]
+        L = _losses(model, ds, ds.y)
+        gap = bounds.coreset_gap(L, cr.medoids, cr.tau)
+        assert gap["tau_sum"] == len(ds)
+        assert gap["gap"] <= bounds.lemma_bound(c, cr.epsilon) * (1 + 1e-9)
+        # the per-graph step of the proof: |L_i - L_a(i)| <= c * TMD(G_i, G_a(i)) (BCE is 1-Lipschitz)
+        a = cr.assignment
+        assert np.all(np.abs(L - L[a]) <= c * D[np.arange(len(ds)), a] * (1 + 1e-9) + 1e-12)
+        # random labels: the bound is label-free
+        yr = np.random.default_rng(seed).integers(0, 2, len(ds)).astype(float)
+        assert bounds.coreset_gap(_losses(model, ds, yr), cr.medoids, cr.tau)["gap"] <= c * cr.epsilon
+
+
+def test_lemma_3_2_trained_model_and_corollary(mutag40):
+    from tmdlib.coreset import kmedoids_coreset
+    from tmdlib.nn import TrainConfig, lipschitz_bound, train_gin
+    from tmdlib.pyg import to_pyg
+
+    ds, D = mutag40
+    cr = kmedoids_coreset(D, 8, seed=0)
+    cfg = TrainConfig(hidden=32, epochs=10, seed=0, device="cpu")
+    core = [to_pyg(ds[int(i)], ds.y[i], weight=float(t)) for i, t in zip(cr.medoids, cr.tau)]
+    m_core = train_gin(core, cfg).model.double()
+    m_full = train_gin([to_pyg(g, y) for g, y in zip(ds, ds.y)], cfg).model.double()
+    c_core, c_full = lipschitz_bound(m_core)["c"], lipschitz_bound(m_full)["c"]
+    L_core, L_full = _losses(m_core, ds, ds.y), _losses(m_full, ds, ds.y)
+    assert bounds.coreset_gap(L_core, cr.medoids, cr.tau)["gap"] <= c_core * cr.epsilon
+    excess = bounds.excess_loss(L_core.mean(), L_full.mean())
+    assert excess <= bounds.erm_bound(max(c_core, c_full), cr.epsilon)
+
+
+# ------------------------------------------------------------------------- flows (train, evaluate)
+def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float = 0.2, labels_nan: bool = False,
+                with_nodes: bool = False) -> dict:
+    """A small MUTAG pipeline state: graph store, selection.json, labels.csv/json, matrix.npy[, nodes.parquet]."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from tmdlib import GraphDataset
+    from tmdlib.coreset import budget_to_k, kmedoids_coreset
+    from tmdlib.datasets import read_tu, write_graph_parquet
+    from tmdlib.tmd import tmd_matrix
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    table = read_tu(RAW / "MUTAG", "MUTAG").slice(0, n_train + n_test)
+    ds = GraphDataset.from_arrow(table)
+    if labels_nan:  # a store without labels: training must not need them
+        idx = table.schema.get_field_index("y")
+        table = table.set_column(idx, table.schema.field("y"), pa.nulls(len(table), pa.float64()))
+        assert pc.all(pc.is_null(table.column("y"))).as_py()
+    store = tmp / "MUTAG.parquet"
+    write_graph_parquet(table, store)
+    D = tmd_matrix(ds, depth=4, weights="pascal")
+    np.save(tmp / "matrix.npy", D)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(len(ds))
+    train, test = np.sort(perm[:n_train]), np.sort(perm[n_train:])
+    cr = kmedoids_coreset(D[np.ix_(train, train)], budget_to_k(n_train, fraction=fraction), seed=0)
+    gid = ds.graph_ids
+    med = gid[train[cr.medoids]]
+    sel = {"train_ids": gid[train].tolist(), "test_ids": gid[test].tolist(), "method": "tmd", "fraction": fraction,
+           "k": int(cr.k), "seed": 0, "medoids": med.tolist(), "tau": cr.tau.astype(float).tolist(),
+           "epsilon": float(cr.epsilon)}
+    (tmp / "selection.json").write_text(json.dumps(sel))
+    (tmp / "labels.csv").write_text("graph_id,y\n" + "".join(f"{int(g)},{float(ds.y[g])!r}\n" for g in med))
+    (tmp / "labels.json").write_text(json.dumps({"source": "benchmark-standin"}))
+    out = {"graphs": str(store), "selection": str(tmp / "selection.json"), "labels": str(tmp / "labels.csv"),
+           "matrix": str(tmp / "matrix.npy"), "ds": ds, "sel": sel, "D": D, "train": train}
+    if with_nodes:
+        from tmdlib.nodes import subsample_nodes
+
+        res = subsample_nodes(ds, fraction=0.5, method="tmd", depth=4)
+        local = np.arange(ds.num_nodes) - np.repeat(ds.node_ptr[:-1], ds.nodes_per_graph)
+        lists = [local[res.mask & (ds.graph_of_node == g)].astype(np.int32).tolist() for g in range(len(ds))]
+        pq.write_table(pa.table({"graph_id": pa.array(gid, pa.int64()), "nodes": pa.array(lists, pa.list_(pa.int32())),
+                                 "epsilon": pa.array(res.epsilon)}), tmp / "nodes.parquet")
+        out["nodes"] = str(tmp / "nodes.parquet")
+    return out
+
+
+def test_train_and_evaluate_flows(tmp_path):
+    from flows.evaluate import evaluate_flow
+    from flows.train import train_flow
+
+    inp = make_inputs(tmp_path / "in", with_nodes=True)
+    out = tmp_path / "out"
+    info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
+                      epochs=4, hidden=16, log_mlflow=False)
+    saved = json.loads((out / "train.json").read_text())
+    assert saved["labels_source"] == "benchmark-standin" and saved["labels_used"] == len(inp["sel"]["medoids"])
+    assert len(saved["losses"]) == 4 and saved["device"] == "cpu"
+    assert saved["lipschitz"]["valid"] and len(saved["lipschitz"]["per_layer"]) == 4
+    assert saved["lipschitz"]["c"] == pytest.approx(float(np.prod(saved["lipschitz"]["per_layer"])))
+    assert saved["config"]["batch_size"] == 16 and saved["model"]["hidden"] == 16
+    assert info["model_sha256"] == saved["model_sha256"]
+
+    m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
+                      str(out / "metrics.json"), str(out / "bound_vs_gap.png"), matrix=inp["matrix"],
+                      fractions="0.1,0.5", sweep_epochs=3, log_mlflow=False)
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["labels_for_evaluation"] == "dataset (benchmark mode)"
+    assert saved["test"]["metric"] == "accuracy" and 0.0 <= saved["test"]["coreset_model"] <= 1.0
+    b = saved["bound"]
+    assert b["epsilon"] == pytest.approx(inp["sel"]["epsilon"]) == pytest.approx(b["epsilon_matrix"])
+    assert b["tau_matches_tmd_assignment"] and b["lemma_applies"] and b["valid"]
+    assert b["c_epsilon"] == pytest.approx(b["c"] * b["epsilon"])
+    assert b["erm_bound"] == pytest.approx(2 * max(b["c"], b["c_full_model"]) * b["epsilon"])
+    assert b["excess_loss"] == pytest.approx(b["coreset_model_train_loss"] - b["full_model_train_loss"])
+    assert b["lemma_holds"] and b["gap_observed"] <= b["c_epsilon"]
+    assert [p["fraction"] for p in saved["sweep"]] == [0.1, 0.5]
+    assert all(p["gap_observed"] <= p["c_epsilon"] for p in saved["sweep"])
+    assert (out / "bound_vs_gap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert m["bound"]["c"] == b["c"]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+    # node-subsampled training and Corollary 4.1
+    train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "mn.pt"), str(out / "tn.json"),
+               nodes=inp["nodes"], epochs=3, hidden=16, log_mlflow=False)
+    tn = json.loads((out / "tn.json").read_text())
+    assert tn["node_subsampling"] and tn["node_epsilon_mean"] > 0
+    mn = evaluate_flow(inp["graphs"], inp["selection"], str(out / "mn.pt"), str(out / "tn.json"),
+                       str(out / "mn.json"), str(out / "mn.png"), nodes=inp["nodes"], log_mlflow=False)
+    nd = mn["nodes"]
+    assert nd["bound"] == pytest.approx(nd["c"] * nd["epsilon_mean"])
+    assert nd["per_graph_violations"] == 0 and nd["lemma_holds"] and nd["gap_observed"] <= nd["bound"]
+    assert mn["bound"]["erm_bound_with_nodes"] > mn["bound"]["erm_bound"]
+    assert mn["sweep"] == [] and mn["bound"]["tau_matches_tmd_assignment"] is None
+
+
+def test_training_reads_only_the_label_file(tmp_path):
+    """The store has no labels at all: training works from labels.csv; a missing label is an error."""
+    from flows.train import train_flow
+    from tmdlib import InputError
+
+    inp = make_inputs(tmp_path / "in", n_train=20, n_test=5, labels_nan=True)
+    out = tmp_path / "out"
+    info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "t.json"),
+                      epochs=2, hidden=8, log_mlflow=False)
+    assert info["labels_used"] == len(inp["sel"]["medoids"])
+    lines = Path(inp["labels"]).read_text().splitlines()
+    Path(inp["labels"]).write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(InputError, match="no label"):
+        train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "m2.pt"), str(out / "t2.json"),
+                   epochs=1, hidden=8, log_mlflow=False)
+    assert not (out / "m2.pt").exists()
+    # evaluation is a benchmark measurement: without dataset labels it stops with a clear message
+    from flows.evaluate import evaluate_flow
+
+    with pytest.raises(InputError, match="benchmark measurement"):
+        evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "t.json"),
+                      str(out / "m.json"), str(out / "p.png"), log_mlflow=False)
+
+
+def test_bad_selection_and_labels(tmp_path):
+    from tasks.train import read_labels, read_selection
+    from tmdlib import InputError
+
+    p = tmp_path / "sel.json"
+    base = {"train_ids": [0, 1, 2], "test_ids": [3], "medoids": [1], "tau": [3.0], "epsilon": 0.5}
+    for bad, msg in [({"medoids": [3]}, "not in 'train_ids'"), ({"tau": [1.0, 2.0]}, "aligned"),
+                     ({"test_ids": [2]}, "overlap"), ({"medoids": [1.5]}, "not an integer"),
+                     ({"epsilon": "x"}, "epsilon")]:
+        p.write_text(json.dumps({**base, **bad}))
+        with pytest.raises(InputError, match=msg):
+            read_selection(str(p))
+    p.write_text("{not json")
+    with pytest.raises(InputError, match="JSON"):
+        read_selection(str(p))
+    lab = tmp_path / "labels.csv"
+    lab.write_text("graph_id,y\n1,1.0\n2,0.5\n")
+    with pytest.raises(InputError, match=r"labels.csv:3: .*binary"):
+        read_labels(str(lab))
+    lab.write_text("graph_id,y\n1,1\n1,0\n")
+    with pytest.raises(InputError, match="twice"):
+        read_labels(str(lab))
+    lab.write_text("graph_id,y\n1,1\n2,0\n")
+    labels, meta = read_labels(str(lab))
+    assert labels == {1: 1.0, 2: 0.0} and meta == {"source": "unknown"}
+
+
+def test_small_parsers():
+    from tasks.evaluate import parse_fractions
+    from tasks.train import metric_for_dataset
+    from tmdlib import InputError
+
+    assert parse_fractions("0.5, 0.1,0.5") == [0.1, 0.5] and parse_fractions("") == [] and parse_fractions(None) == []
+    for bad in ("0", "1.5", "x"):
+        with pytest.raises(InputError):
+            parse_fractions(bad)
+    assert metric_for_dataset("ogbg-molbace") == "rocauc" and metric_for_dataset("MUTAG") == "accuracy"
+
+
+def test_commands_are_typer_compatible(tmp_path):
+    """train_command / evaluate_command register on a Typer app; bad input exits 2 with one error line."""
+    import typer
+    from typer.testing import CliRunner
+
+    from flows.evaluate import evaluate_command
+    from flows.train import train_command
+
+    app = typer.Typer()
+    app.command("train")(train_command)
+    app.command("evaluate")(evaluate_command)
+    runner = CliRunner()
+    help_text = runner.invoke(app, ["train", "--help"]).output
+    assert "--selection" in help_text and "--torch-threads" in help_text
+    assert "--fractions" in runner.invoke(app, ["evaluate", "--help"]).output
+    (tmp_path / "sel.json").write_text("[]")
+    res = runner.invoke(app, ["train", "--graphs", str(tmp_path / "missing.parquet"), "--selection",
+                              str(tmp_path / "sel.json"), "--labels", str(tmp_path / "l.csv"), "--model-out",
+                              str(tmp_path / "m.pt"), "--info-out", str(tmp_path / "t.json"), "--no-mlflow"])
+    assert res.exit_code == 2 and "error:" in res.output
+    res = runner.invoke(app, ["train", "--graphs", "g", "--selection", "s", "--labels", "l", "--model-out", "m",
+                              "--info-out", "t", "--epochs", "-1", "--no-mlflow"])
+    assert res.exit_code == 2 and "--epochs" in res.output
+    assert not (tmp_path / "m.pt").exists()
