@@ -4,7 +4,6 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
-DATASET ?= MUTAG
 
 # Quiet, local-only defaults for the stack (telemetry off, no external servers needed).
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -17,6 +16,8 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export POT_BACKEND_DISABLE_PYTORCH := 1
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.venv/numba-cache
+# dvc.yaml's stage commands call `tmdsub`, installed in the venv.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-all bench clean
 
@@ -34,7 +35,8 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 run: setup
-	$(VENV)/bin/tmdsub ingest $(DATASET)
+	$(VENV)/bin/dvc repro
+	$(VENV)/bin/tmdsub summary
 
 test: setup
 	$(PY) -m pytest -q

@@ -13,9 +13,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Provable subsampling of graph datasets for GNN training (Tree Mover's Distance).")
 
 
-def _fail(err: Exception) -> None:
-    typer.echo(f"error: {err}", err=True)
-    raise typer.Exit(2)
+def _fail(err: Exception | str, code: int = 2) -> None:
+    """Print one ``error:`` line (no traceback) and exit with ``code`` (2: bad input)."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    typer.echo(f"error: {text}", err=True)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -255,6 +257,14 @@ def labels_import(
     typer.echo(f"{dataset}: {res['labelled']} labels -> {target / 'labels.csv'}{flag}")
 
 
+@app.command()
+def summary() -> None:
+    """Where the coreset, label requests, model, metrics and MLflow runs are (reads dvc.yaml and MLflow)."""
+    from flows.summary import summary_text
+
+    typer.echo(summary_text())
+
+
 def _register_stage_commands() -> None:
     """Training and evaluation commands (their modules import torch/mlflow lazily)."""
     from flows.evaluate import evaluate_command
@@ -267,9 +277,56 @@ def _register_stage_commands() -> None:
 _register_stage_commands()
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app(prog_name="tmdsub")
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: one workspace lock per run; no traceback reaches the user.
+
+    ``tmdsub --wait[=SECONDS] COMMAND ...`` (or ``TMDSUB_LOCK_WAIT=SECONDS``) queues behind a run
+    holding the workspace lock instead of being refused (exit 75).  Unexpected errors print one
+    ``error:`` line and exit 1; ``TMDSUB_DEBUG=1`` shows the traceback.
+    """
+    import contextlib
+    import logging
+    import os
+
+    from tasks.locking import WorkspaceBusy, workspace_lock
+
+    def _exit(err, code: int):
+        try:
+            _fail(err, code)
+        except typer.Exit as ex:  # outside a command typer.Exit would surface as a traceback
+            raise SystemExit(ex.exit_code) from None
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    wait = os.environ.get("TMDSUB_LOCK_WAIT", "0")
+    while args and (args[0] == "--wait" or args[0].startswith("--wait=")):
+        wait = args.pop(0).partition("=")[2] or "inf"
+    debug = os.environ.get("TMDSUB_DEBUG", "") not in ("", "0")
+    if not debug:  # Prefect logs a failed run with its traceback: keep the one-line message only
+        class _NoTraceback(logging.Filter):
+            def filter(self, record):
+                record.exc_info, record.exc_text, record.stack_info = None, None, None
+                return True
+
+        for name in ("prefect", "prefect.flow_runs", "prefect.task_runs"):
+            logging.getLogger(name).addFilter(_NoTraceback())
+    read_only = not args or args[0] in ("summary", "--help", "-h") or "--help" in args
+    try:
+        seconds = float(wait)
+    except ValueError:
+        _exit(f"--wait / TMDSUB_LOCK_WAIT must be a number of seconds, got {wait!r}", 2)
+    try:
+        with contextlib.nullcontext() if read_only else workspace_lock(wait=seconds):
+            app(args=args, prog_name="tmdsub")
+    except WorkspaceBusy as err:
+        _exit(err, 75)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        _exit("interrupted", 130)
+    except Exception as err:  # noqa: BLE001 - the one place that turns any failure into one line
+        if debug:
+            raise
+        _exit(f"{type(err).__name__}: {err} (set TMDSUB_DEBUG=1 to see the traceback)", 1)
 
 
 if __name__ == "__main__":

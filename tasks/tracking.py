@@ -77,3 +77,10 @@ def run_tags(stage: str, params: dict, inputs: list[str], root: str | os.PathLik
     tags = {"tmdsub.stage": stage, "params_hash": params_hash(params), **git_info(root)}
     tags.update(dvc_lock_hashes(inputs, Path(root) / "dvc.lock"))
     return tags
+
+
+def redact_uri(uri: str) -> str:
+    """``scheme://user:secret@host`` -> ``scheme://***@host`` (never print or log credentials)."""
+    import re
+
+    return re.sub(r"//[^/@]+@", "//***@", uri)

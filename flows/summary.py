@@ -1,0 +1,60 @@
+"""``tmdsub summary``: where the pipeline's artifacts and MLflow runs are (read-only).
+
+The artifact list comes from DVC's own view of ``dvc.yaml`` (no paths are hard-coded here),
+the runs from MLflow.  This is not a stage: it never runs or changes anything.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def stage_outputs(root: str = ".") -> list[tuple[str, list[str]]]:
+    """``[(stage, [outs...]), ...]`` in DAG order, as DVC resolves them from dvc.yaml and params.yaml."""
+    from dvc.repo import Repo
+
+    with Repo(root) as repo:
+        return [(s.addressing, [o.def_path for o in s.outs]) for s in repo.index.stages]
+
+
+def latest_runs(experiment: str = "tmdsub", limit: int = 4) -> list[dict]:
+    """The newest MLflow runs of ``experiment`` (id, stage tag, status), newest first."""
+    from mlflow import MlflowClient
+
+    from tasks.tracking import tracking_uri
+
+    client = MlflowClient(tracking_uri=tracking_uri())
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=limit)
+    return [{"run_id": r.info.run_id, "stage": r.data.tags.get("tmdsub.stage", "?"), "name": r.info.run_name,
+             "status": r.info.status} for r in runs]
+
+
+LABELS = {"select": "coreset (selection)", "label_requests": "label requests", "labels": "labels",
+          "train": "model", "evaluate": "metrics", "nodes": "node subsets", "tmd": "TMD matrix",
+          "ingest": "graph store", "train_nodes": "model (node-subsampled)", "evaluate_nodes": "metrics (nodes)"}
+
+
+def summary_text(root: str = ".") -> str:
+    """Human-readable summary of artifacts, headline metrics and MLflow runs."""
+    from tasks.tracking import redact_uri, tracking_uri
+
+    lines = ["Artifacts (from dvc.yaml):"]
+    metrics_files = []
+    for stage, outs in stage_outputs(root):
+        present = [o for o in outs if (Path(root) / o).exists()]
+        lines.append(f"  {LABELS.get(stage, stage):26s} {', '.join(present) if present else '(not produced yet)'}")
+        metrics_files += [o for o in present if o.endswith(".json") and "metrics" in Path(o).name]
+    for mf in metrics_files:
+        m = json.loads((Path(root) / mf).read_text())
+        test, bound = m.get("test") or {}, m.get("bound") or {}
+        if test:
+            lines.append(f"  {mf}: test {test.get('metric')} {test.get('coreset_model'):.3f} "
+                         f"(full-data model {test.get('full_model'):.3f}); eps {bound.get('epsilon', float('nan')):.4g}, "
+                         f"c*eps {bound.get('c_epsilon', float('nan')):.4g}, observed gap {bound.get('gap_observed', float('nan')):.4g}")
+    runs = latest_runs()
+    lines.append(f"MLflow ({redact_uri(tracking_uri())}):")
+    lines += [f"  {r['run_id']}  {r['stage']:15s} {r['status']}" for r in runs] or ["  (no runs yet)"]
+    return "\n".join(lines)
