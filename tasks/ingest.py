@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 from prefect import task
 
 from tmdlib import datasets as tds
@@ -38,7 +39,7 @@ def write_graph_store(table, out: str) -> dict:
     tds.validate_graph_table(table, out)
     io.write_parquet(out, table)
     n_nodes = table.column("num_nodes").to_numpy()
-    n_edges = np.array([len(e) for e in table.column("edge_src").to_pylist()]) // 2 if table.num_rows else np.zeros(0)
+    n_edges = pc.list_value_length(table.column("edge_src")).to_numpy() // 2
     return {
         "path": str(Path(out)),
         "graphs": int(table.num_rows),
