@@ -46,7 +46,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   experiment: str = "tmdsub", log_mlflow: bool = True) -> dict:
     """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``)."""
     from tmdlib import bounds
-    from tmdlib.nn import lipschitz_bound
+    from tmdlib.certified import stability_constant
 
     t0 = time.perf_counter()
     set_torch_threads(torch_threads)
@@ -55,6 +55,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     if "config" not in info or "model" not in info:
         raise InputError(train_info, "not a train.json (needs 'config' and 'model')")
     cfg = dict(info["config"], device=device)
+    budget = cfg.get("lipschitz_budget")  # certified mode: c is the certified constant of this budget
     seed = int(cfg["seed"] if seed is None else seed)
     depth, tmd_weights, tmd_problems = _tmd_setting(tmd_meta, int(cfg["layers"]),
                                                     info.get("lipschitz", {}).get("weights", "pascal"))
@@ -80,11 +81,15 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     net = load_model(model, info["model"])
 
     # epsilon: the selection's, checked against the TMD matrix when given
-    D_train, eps_matrix, tau_match = None, None, None
+    D_train, eps_matrix, tau_match, assignment = None, None, None, None
     if matrix:
         D_train = load_matrix(matrix, len(ds))[np.ix_(train_pos, train_pos)]
         eps_matrix = bounds.medoid_objective(D_train, subset)
         tau_match = bool(np.array_equal(np.rint(tau).astype(np.int64), bounds.cluster_sizes(D_train, subset)))
+        if tau_match:  # nearest medoid, ties to the first listed one (as bounds.cluster_sizes)
+            near = np.argmin(D_train[:, subset], axis=1)
+            near[subset] = np.arange(subset.size)
+            assignment = subset[near]
     epsilon = sel["epsilon"] if sel["epsilon"] is not None else eps_matrix
     eps_source = "selection" if sel["epsilon"] is not None else ("matrix" if eps_matrix is not None else None)
 
@@ -92,9 +97,10 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     full_cfg = dict(cfg, epochs=int(full_epochs if full_epochs is not None else cfg["epochs"]))
     full_net, full_curve, used = train_model(train_data, full_cfg, ds.num_features)
     full_L = losses_of(full_net, train_data, y_train)
-    c_full = lipschitz_bound(full_net, 1.0, tmd_weights)["c"]
+    c_full = stability_constant(full_net, budget, 1.0, tmd_weights)["c"]
 
-    main = bound_point(net, train_data, y_train, subset, tau, epsilon, float(full_L.mean()), c_full, tmd_weights)
+    main = bound_point(net, train_data, y_train, subset, tau, epsilon, float(full_L.mean()), c_full, tmd_weights,
+                       lipschitz_budget=budget, assignment=assignment)
     full_gap = bounds.coreset_gap(full_L, subset, tau)
     main.update({
         "fraction": sel.get("fraction"), "k": int(len(subset)), "epsilon_source": eps_source,
@@ -122,7 +128,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         viol = int(np.sum(np.abs(L_sub - L_whole) > main["c"] * eps_i * (1 + 1e-9) + 1e-12))
         ref_net, _, _ = train_model(data_whole, cfg, ds.num_features)
         ref_L = losses_of(ref_net, data_whole, y_med)
-        c_node_class = max(main["c"], lipschitz_bound(ref_net, 1.0, tmd_weights)["c"])
+        c_node_class = max(main["c"], stability_constant(ref_net, budget, 1.0, tmd_weights)["c"])
         w = tau / tau.sum()
         excess = bounds.excess_loss(float(np.dot(w, L_whole)), float(np.dot(w, ref_L)))
         node_metrics = {
@@ -151,11 +157,13 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         else:
             s_net, _, _ = train_model(train_data, scfg, ds.num_features)
             s_ref_loss = float(losses_of(s_net, train_data, y_train).mean())
-            s_ref_c = lipschitz_bound(s_net, 1.0, tmd_weights)["c"]
+            s_ref_c = stability_constant(s_net, budget, 1.0, tmd_weights)["c"]
         for f in fr:
             sweep.append(sweep_point(ds, train_pos, y_train, D_train, f, seed, scfg, train_data, s_ref_loss, s_ref_c,
                                      test_data, y_test, metric, tmd_weights))
-    title = (f"{name}: {sel.get('method')} selection, GIN c = M·∏Φ·‖W_out‖, TMD depth {depth}; "
+    c_text = (f"certified GIN (budget {budget}), c = {main['c']:.3g}" if budget is not None
+              else "GIN c = M·∏Φ·‖W_out‖")
+    title = (f"{name}: {sel.get('method')} selection, {c_text}, TMD depth {depth}; "
              f"sweep models {sweep_epochs} epochs, labels: dataset (benchmark)")
     plot_bound_vs_gap(sweep, plot_out, title, main if main.get("epsilon") is not None else None)
 
@@ -166,6 +174,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         "labels_for_reference_and_sweep_training": BENCHMARK_EVAL,
         "test": {"metric": metric, "coreset_model": score_on(net, test_data, y_test, metric),
                  "full_model": score_on(full_net, test_data, y_test, metric), "n": int(len(test_pos))},
+        "certified": budget is not None, "lipschitz_budget": budget,
         "bound": main, "nodes": node_metrics, "sweep": sweep, "sweep_note": sweep_note,
         "epochs": {"coreset_model": int(cfg["epochs"]), "full_model": full_cfg["epochs"],
                    "sweep": int(sweep_epochs) if sweep else None},
@@ -174,14 +183,16 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     write_metrics(metrics_out, metrics)
     b = main
     print(f"{name}: test {metric} {metrics['test']['coreset_model']} (full-data model "
-          f"{metrics['test']['full_model']}); eps = {b.get('epsilon')}, c = {b['c']:.4g}, "
+          f"{metrics['test']['full_model']}); eps = {b.get('epsilon')}, c = {b['c']:.4g}"
+          f"{' (certified)' if budget is not None else ''}, "
           f"gap {b['gap_observed']:.4g} <= c*eps {b.get('c_epsilon')}, excess {b['excess_loss']:.4g} <= "
           f"2c*eps {b.get('erm_bound')}")
     if log_mlflow:
         params = {"dataset": name, "selection.method": sel.get("method"), "selection.fraction": sel.get("fraction"),
                   "selection.k": len(subset), "fractions": ",".join(map(str, fr)), "sweep_epochs": sweep_epochs,
                   "full_epochs": full_cfg["epochs"], "seed": seed, "device": device, "torch_threads": torch_threads,
-                  "tmd.depth": depth, "tmd.weights": str(tmd_weights), "node_subsampling": bool(nodes)}
+                  "tmd.depth": depth, "tmd.weights": str(tmd_weights), "node_subsampling": bool(nodes),
+                  "certified": budget is not None, "lipschitz_budget": budget}
         flat = {"test": {k: v for k, v in metrics["test"].items() if k != "metric"},
                 "bound": {k: v for k, v in main.items() if k not in ("per_layer", "fraction", "k")},
                 "nodes": node_metrics or {}}
@@ -231,6 +242,10 @@ def evaluate_command(
     typer.echo(f"test {m['test']['metric']}: {m['test']['coreset_model']} (full-data model {m['test']['full_model']})")
     typer.echo(f"Lemma 3.2: gap {b['gap_observed']:.4g} vs c*eps {b.get('c_epsilon')}; "
                f"Cor 3.3: excess {b['excess_loss']:.4g} vs 2c*eps {b.get('erm_bound')}")
+    if m.get("certified"):
+        typer.echo(f"certified: budget {m['lipschitz_budget']}, c = {b['c']:.4g} (measured {b['c_measured']:.4g}); "
+                   f"label-consistent gap {b.get('gap_label_consistent')} <= c*eps; "
+                   f"with labels: gap <= {b.get('bound_with_labels')}")
     typer.echo(f"metrics -> {metrics_out}, plot -> {plot_out}")
     if "mlflow" in m:
         typer.echo(f"mlflow run {m['mlflow']['run_id']} at {m['mlflow']['tracking_uri']}")

@@ -21,8 +21,14 @@ from tmdlib import InputError
 
 
 def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, batch_size: int | None, lr: float,
-                   seed: int, device: str, pool: str, eta: float, bias: bool) -> dict:
-    """Training hyper-parameters with the paper's per-dataset defaults (B.2) filled in; checked."""
+                   seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None) -> dict:
+    """Training hyper-parameters with the paper's per-dataset defaults (B.2) filled in; checked.
+
+    ``lipschitz_budget`` (certified mode, :mod:`tmdlib.certified`): a positive number (per weight matrix) or a
+    comma list of per-matrix budgets; ``None``, ``0``, ``"none"``, ``"null"`` → unconstrained.  It is added to
+    the config only when set, so unconstrained configs are unchanged.
+    """
+    from tmdlib.certified import parse_budget
     from tmdlib.nn import default_hyperparameters
 
     d = default_hyperparameters(dataset)
@@ -40,6 +46,20 @@ def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, b
         problems.append("--pool must be 'add' or 'mean'")
     if device != "auto" and not (device == "cpu" or device.startswith("cuda")):
         problems.append("--device must be auto, cpu or cuda[:N]")
+    try:
+        budget = parse_budget(lipschitz_budget)
+    except ValueError as err:
+        problems.append(f"--lipschitz-budget: {err}")
+        budget = None
+    if budget is not None:
+        cfg["lipschitz_budget"] = budget
+        if isinstance(budget, list) and len(budget) != 2 * cfg["layers"] + 1:
+            problems.append(f"--lipschitz-budget: {len(budget)} per-matrix budgets for {2 * cfg['layers'] + 1} "
+                            "weight matrices (2 per GIN layer + readout)")
+        if cfg["bias"]:
+            problems.append("--lipschitz-budget needs --no-bias (phi(0) = 0 for the TMD stability bound)")
+        if pool != "add":
+            problems.append("--lipschitz-budget needs --pool add (sum readout for the TMD stability bound)")
     if problems:
         raise InputError(None, "; ".join(problems))
     return cfg
@@ -51,16 +71,20 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                hidden: int | None = None, layers: int = 3, batch_size: int | None = None, lr: float = 0.01,
                seed: int = 0, device: str = "auto", pool: str = "add", eta: float = 1.0, bias: bool = False,
                weights: str = "pascal", torch_threads: int = 1, experiment: str = "tmdsub",
-               log_mlflow: bool = True) -> dict:
+               log_mlflow: bool = True, lipschitz_budget=None) -> dict:
     """Train on the coreset graphs (τ-weighted BCE), optionally on their node-subsampled subgraphs.
 
+    ``lipschitz_budget`` switches to certified mode (:mod:`tmdlib.certified`): every weight matrix is kept at
+    spectral norm ≤ the budget, and ``lipschitz.c`` is the certified constant (``c_measured`` next to it).
     Returns ``train.json``'s content plus ``mlflow`` (``run_id``, ``tracking_uri``) when logged.
     """
-    from tmdlib.nn import lipschitz_bound, model_config
+    from tmdlib.certified import stability_constant
+    from tmdlib.nn import model_config
 
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
-    cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias)
+    cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
+                         lipschitz_budget)
     ds = load_graph_store(graphs)
     sel = read_selection(selection)
     label_map, label_meta = read_labels(labels, labels_meta)
@@ -77,7 +101,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     t0 = time.perf_counter()
     model, losses, used = train_model(data, cfg, ds.num_features)
     seconds = time.perf_counter() - t0
-    lip = lipschitz_bound(model, M=1.0, weights=weights)
+    lip = stability_constant(model, cfg.get("lipschitz_budget"), M=1.0, weights=weights)
     info = {
         "dataset": name, "graphs": graphs, "selection": selection, "labels": labels,
         "labels_source": label_meta.get("source", "unknown"), "labels_meta": label_meta,
@@ -91,17 +115,25 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         "final_loss": losses[-1] if losses else None, "train_seconds": round(seconds, 3),
         "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
                       "loss": "BCE with logits (M = 1)"},
+        "certified": lip["certified"], "c_certified": lip["c_certified"],
     }
     info = write_model(model, model_out, info_out, info)
     print(f"trained {name}: {len(med_ids)} graphs, {cfg['epochs']} epochs on {used}, final weighted loss "
-          f"{info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}, c = {lip['c']:.4g}")
+          f"{info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}, c = {lip['c']:.4g}"
+          + (f" (certified: budget {lip['lipschitz_budget']}, measured {lip['c_measured']:.4g}, constraint "
+             f"{'holds' if lip['constraint_ok'] else 'VIOLATED'})" if lip["certified"] else ""))
     if log_mlflow:
         params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights,
                   "selection.method": sel.get("method"), "selection.fraction": sel.get("fraction"),
                   "selection.k": len(med_ids), "node_subsampling": bool(nodes),
-                  "labels_source": info["labels_source"], "torch_threads": torch_threads}
+                  "labels_source": info["labels_source"], "torch_threads": torch_threads,
+                  "certified": lip["certified"], "train.lipschitz_budget": cfg.get("lipschitz_budget")}
         metrics = {"final_loss": info["final_loss"], "c": lip["c"], "kappa": lip["kappa"],
-                   "bound_valid": lip["valid"], "train_seconds": seconds,
+                   "bound_valid": lip["valid"], "train_seconds": seconds, "certified": lip["certified"],
+                   "c_measured": lip["c_measured"],
+                   **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
+                       **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
+                      if lip["certified"] else {}),
                    **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])},
                    "phi.readout": lip["readout"]}
         if info["node_epsilon_mean"] is not None:
@@ -132,6 +164,7 @@ def train_command(
     eta: float = typer.Option(1.0, "--eta", help="GIN neighbour weight eta (1 pairs with Pascal TMD weights)."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in the GIN MLPs (off: phi(0)=0, needed by the bound)."),
     weights: str = typer.Option("pascal", "--weights", help="TMD level weights the constant c is stated for."),
+    lipschitz_budget: str = typer.Option("none", "--lipschitz-budget", help="Certified mode: spectral-norm budget of every weight matrix (projected after each step), c = budget^(2*layers+1); 0 or none = unconstrained."),
     torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
     experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
@@ -142,10 +175,12 @@ def train_command(
                           labels_meta=str(labels_meta) if labels_meta else None,
                           nodes=str(nodes) if nodes else None, epochs=epochs, hidden=hidden, layers=layers,
                           batch_size=batch_size, lr=lr, seed=seed, device=device, pool=pool, eta=eta, bias=bias,
-                          weights=weights, torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow)
+                          weights=weights, torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow,
+                          lipschitz_budget=lipschitz_budget)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
-    typer.echo(f"model -> {model_out}, info -> {info_out} (c = {info['lipschitz']['c']:.4g}, device {info['device']})")
+    typer.echo(f"model -> {model_out}, info -> {info_out} (c = {info['lipschitz']['c']:.4g}"
+               f"{' certified' if info.get('certified') else ''}, device {info['device']})")
     if "mlflow" in info:
         typer.echo(f"mlflow run {info['mlflow']['run_id']} at {info['mlflow']['tracking_uri']}")

@@ -69,7 +69,8 @@ def score_on(model, data: list, y: np.ndarray, metric: str) -> float | None:
 
 
 def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray, tau: np.ndarray,
-                epsilon: float | None, reference_loss: float, c_reference: float, weights="pascal") -> dict:
+                epsilon: float | None, reference_loss: float, c_reference: float, weights="pascal",
+                lipschitz_budget=None, assignment: np.ndarray | None = None) -> dict:
     """Lemma 3.2 and Corollary 3.3 numbers for one model trained on one coreset.
 
     Parameters
@@ -80,25 +81,49 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
         :math:`f_{\\mathrm{TMD}}(\\mathcal I; X)`.
     reference_loss, c_reference : float
         Mean training loss and stability constant of the model trained on all of ``train_data``.
+    lipschitz_budget : float, list or None
+        Certified mode (:mod:`tmdlib.certified`): ``c`` is the certified constant of the budget (the
+        product of the actual spectral norms is reported as ``c_measured``).
+    assignment : array_like, optional
+        Position (into ``train_data``) of each graph's medoid: adds the label-aware split of the gap
+        (:func:`tmdlib.certified.label_aware_gap`).
     """
     from tmdlib import bounds
-    from tmdlib.nn import lipschitz_bound
+    from tmdlib.certified import label_aware_gap, stability_constant
+    from tmdlib.nn import predict_logits
 
-    lip = lipschitz_bound(model, M=1.0, weights=weights)
-    L = losses_of(model, train_data, y_train)
+    lip = stability_constant(model, lipschitz_budget, M=1.0, weights=weights)
+    z = predict_logits(model, train_data)
+    L = bounds_losses(z, y_train)
     gap = bounds.coreset_gap(L, subset, tau)
     c_class = max(lip["c"], c_reference)
     out = {"c": lip["c"], "per_layer": lip["per_layer"], "kappa": lip["kappa"], "valid": lip["valid"],
            "conditions": lip["conditions"], "epsilon": epsilon, "weighted_loss": gap["weighted"],
            "coreset_model_train_loss": gap["full"], "gap_signed": gap["signed"], "gap_observed": gap["gap"],
            "tau_sum": gap["tau_sum"], "n_train": gap["n"], "full_model_train_loss": reference_loss,
-           "excess_loss": bounds.excess_loss(gap["full"], reference_loss), "c_class": c_class}
+           "excess_loss": bounds.excess_loss(gap["full"], reference_loss), "c_class": c_class,
+           "certified": lip["certified"], "c_certified": lip["c_certified"], "c_measured": lip["c_measured"],
+           "lipschitz_budget": lip["lipschitz_budget"]}
+    if lip["certified"]:
+        out["constraint_ok"] = lip["constraint_ok"]
     if epsilon is not None:
         out["c_epsilon"] = bounds.lemma_bound(lip["c"], epsilon)
         out["erm_bound"] = bounds.erm_bound(c_class, epsilon)
         out["lemma_holds"] = bool(gap["gap"] <= out["c_epsilon"] * (1 + 1e-9) + 1e-12)
         out["corollary_holds"] = bool(out["excess_loss"] <= out["erm_bound"] * (1 + 1e-9) + 1e-12)
+        if assignment is not None:
+            la = label_aware_gap(z, y_train, subset, tau, assignment, lip["c"], epsilon)
+            out.update({k: la[k] for k in ("gap_label_consistent", "label_term", "label_mismatch_fraction",
+                                           "label_term_bound", "bound_with_labels", "lemma_holds_label_consistent",
+                                           "bound_with_labels_holds")})
     return out
+
+
+def bounds_losses(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-graph BCE-with-logits losses from logits (``tmdlib.nn.bce_losses``)."""
+    from tmdlib.nn import bce_losses
+
+    return bce_losses(logits, y)
 
 
 @task(name="sweep-point", persist_result=False)
@@ -110,8 +135,8 @@ def sweep_point(ds, train_pos: np.ndarray, y_train: np.ndarray, D_train: np.ndar
     Labels of the coreset come from the dataset (benchmark mode): the sweep explores budgets nobody
     labelled.
     """
+    from tmdlib.certified import train_from_config
     from tmdlib.coreset import budget_to_k, kmedoids_coreset
-    from tmdlib.nn import TrainConfig, train_gin
 
     from .train import to_data
 
@@ -120,9 +145,10 @@ def sweep_point(ds, train_pos: np.ndarray, y_train: np.ndarray, D_train: np.ndar
     cr = kmedoids_coreset(D_train, k, seed=seed)
     tau = cr.tau.astype(float)
     data = to_data(ds, train_pos[cr.medoids], y=y_train[cr.medoids], weights=tau)
-    res = train_gin(data, TrainConfig(**cfg), in_dim=ds.num_features)
+    res = train_from_config(data, cfg, in_dim=ds.num_features)
     point = bound_point(res.model, train_data, y_train, cr.medoids, tau, float(cr.epsilon), reference_loss,
-                        c_reference, weights)
+                        c_reference, weights, lipschitz_budget=cfg.get("lipschitz_budget"),
+                        assignment=cr.assignment)
     point.update({"fraction": float(fraction), "k": int(k), "test": score_on(res.model, test_data, y_test, metric),
                   "final_weighted_loss": res.losses[-1] if res.losses else None})
     return point

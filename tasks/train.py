@@ -259,10 +259,14 @@ def load_model(path: str, config: dict):
 # ----------------------------------------------------------------------------------------------
 @task(name="train-gin", persist_result=False)
 def train_model(data: list, cfg_dict: dict, in_dim: int) -> tuple:
-    """Train a GIN (``tmdlib.nn.train_gin``); returns ``(model, losses, device)``."""
-    from tmdlib.nn import TrainConfig, train_gin
+    """Train a GIN (``tmdlib.nn.train_gin``); returns ``(model, losses, device)``.
 
-    res = train_gin(data, TrainConfig(**cfg_dict), in_dim=in_dim)
+    ``cfg_dict`` may hold ``lipschitz_budget`` (certified mode, :mod:`tmdlib.certified`): every weight
+    matrix is then projected onto ``‖W‖₂ ≤ budget`` after each step; absent / None / 0 → unconstrained.
+    """
+    from tmdlib.certified import train_from_config
+
+    res = train_from_config(data, cfg_dict, in_dim=in_dim)
     return res.model, res.losses, res.device
 
 

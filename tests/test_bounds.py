@@ -95,9 +95,12 @@ def test_lemma_3_2_random_models_mutag(mutag40, k):
         # the per-graph step of the proof: |L_i - L_a(i)| <= c * TMD(G_i, G_a(i)) (BCE is 1-Lipschitz)
         a = cr.assignment
         assert np.all(np.abs(L - L[a]) <= c * D[np.arange(len(ds)), a] * (1 + 1e-9) + 1e-12)
-        # random labels: the bound is label-free
+        # The lemma's proof scores each graph and its medoid with the SAME label.  With labels that differ
+        # from the medoid's an extra label term appears (tmdlib.certified.label_aware_gap); an unconstrained
+        # GIN's huge c hides it, a certified one does not.  Check the label-consistent form on random labels:
         yr = np.random.default_rng(seed).integers(0, 2, len(ds)).astype(float)
-        assert bounds.coreset_gap(_losses(model, ds, yr), cr.medoids, cr.tau)["gap"] <= c * cr.epsilon
+        consistent = _losses(model, ds, yr[a])  # graph i scored with its medoid's label
+        assert bounds.coreset_gap(consistent, cr.medoids, cr.tau)["gap"] <= c * cr.epsilon * (1 + 1e-9)
 
 
 def test_lemma_3_2_trained_model_and_corollary(mutag40):

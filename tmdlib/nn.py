@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -249,7 +249,8 @@ def _weights_of(batch, device) -> torch.Tensor:
     return torch.ones(batch.num_graphs, device=device) if w is None else w.float()
 
 
-def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None) -> TrainResult:
+def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
+              post_step: Callable[[GIN], None] | None = None) -> TrainResult:
     r"""Train a :class:`GIN` on the τ-weighted BCE risk :math:`\sum_i \tau_i \mathcal L(h(G_i); y_i) / \sum_i \tau_i`.
 
     Parameters
@@ -260,6 +261,9 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None)
     cfg : TrainConfig
     in_dim : int, optional
         Feature dimension (default: ``data[0].x.shape[1]``).
+    post_step : callable, optional
+        ``post_step(model)``, called once after initialisation and after every optimiser step (under
+        ``torch.no_grad``), e.g. the projection of :mod:`tmdlib.certified` onto a Lipschitz budget.
 
     Notes
     -----
@@ -278,6 +282,9 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None)
     device = pick_device(cfg.device)
     d = int(in_dim if in_dim is not None else data[0].x.shape[1])
     model = GIN(d, cfg.hidden, cfg.layers, 1, cfg.pool, cfg.eta, cfg.bias).to(device)
+    if post_step is not None:
+        with torch.no_grad():
+            post_step(model)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
     loader = DataLoader(data, batch_size=cfg.batch_size, shuffle=True, generator=gen)
@@ -296,6 +303,9 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None)
             loss = weighted_bce(model(batch.x, batch.edge_index, batch.batch, batch.num_graphs), batch.y, w)
             (loss / scale).backward()
             opt.step()
+            if post_step is not None:
+                with torch.no_grad():
+                    post_step(model)
             total += float(loss.detach())
         losses.append(total / wsum_all)
     return TrainResult(model=model.cpu().eval(), losses=losses, device=str(device))
