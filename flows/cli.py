@@ -15,7 +15,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def _fail(err: Exception | str, code: int = 2) -> None:
     """Print one ``error:`` line (no traceback) and exit with ``code`` (2: bad input)."""
-    text = " ".join(str(err).split()) or type(err).__name__
+    text = str(err) or type(err).__name__
     typer.echo(f"error: {text}", err=True)
     raise typer.Exit(code)
 

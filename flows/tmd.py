@@ -17,8 +17,8 @@ from prefect import flow, get_run_logger
 
 from tasks import io
 from tasks.graphs import load_graph_store, read_id_pairs
-from tasks.tmd import (block_key, compute_block, graph_hashes, merge_blocks, plan_blocks, read_block, tmd_pairs,
-                       write_pairs_csv)
+from tasks.tmd import (block_key, block_shape, check_matrix_fits, compute_block, graph_hashes, merge_blocks,
+                       plan_blocks, read_block, tmd_pairs, write_pairs_csv)
 from tmdlib.weights import resolve_weights
 
 
@@ -91,12 +91,16 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     """Full symmetric TMD matrix of the graph store, sharded into cached blocks."""
     logger = get_run_logger()
     w = resolve_weights(depth, weights)
+    check_matrix_fits(_store_rows(graphs), block_size, graphs)  # refuse up front, before any work
     ds = load_graph_store(graphs)
     n = len(ds)
+    check_matrix_fits(n, block_size, graphs)
+    io.remove_stale_temps(cache_dir)  # temporaries of a killed run (never mistaken for blocks)
+    io.remove_stale_temps(Path(matrix_out).parent)
     hashes = graph_hashes(ds)
     blocks = plan_blocks(n, block_size)
     paths = [str(Path(cache_dir) / f"{block_key(hashes, b, depth, w)}.npy") for b in blocks]
-    todo = [k for k, p in enumerate(paths) if read_block(p) is None]
+    todo = [k for k, p in enumerate(paths) if read_block(p, block_shape(blocks[k])) is None]
     logger.info("%d graphs, %d blocks, %d to compute", n, len(blocks), len(todo))
     progress = _Progress(len(blocks), len(blocks) - len(todo), [])
     futures = [compute_block.submit(graphs, blocks[k], depth, w.tolist(), paths[k], threads_per_block) for k in todo]
@@ -109,8 +113,21 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
         print(file=sys.stderr)
     mat = merge_blocks(n, blocks, paths)
     io.write_npy(matrix_out, mat)
+    # meta.json is a DVC output: only facts of the result, so a resumed run writes the same bytes as
+    # an uninterrupted one; how many blocks this run computed is returned (and logged), not stored.
     meta = {"graphs": n, "graph_ids": ds.graph_ids.tolist(), "depth": depth, "weights": w.tolist(),
-            "engine": "tmdlib.tmd exact", "blocks": len(blocks), "blocks_computed": len(todo),
+            "engine": "tmdlib.tmd exact", "blocks": len(blocks),
             "block_size": block_size, "matrix_sha256": io.sha256_file(matrix_out)}
     io.write_json(meta_out, meta)
-    return meta
+    logger.info("%d of %d blocks computed by this run, %d reused", len(todo), len(blocks), len(blocks) - len(todo))
+    return {**meta, "blocks_computed": len(todo)}
+
+
+def _store_rows(graphs: str) -> int:
+    """Graph count from the Parquet footer (no data read); 0 if unreadable (the loader then reports it)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(graphs).metadata.num_rows)
+    except Exception:  # noqa: BLE001 - load_graph_store raises the proper InputError next
+        return 0

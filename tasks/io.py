@@ -1,8 +1,10 @@
 """Atomic artifact writes: a reader never sees a half-written file.
 
-Every writer goes to a temporary file in the destination folder, flushes and
-fsyncs it, then ``os.replace``-s it onto the final name (atomic on POSIX).  On
-any error the temporary file is removed and the destination is untouched.
+Every writer goes to a temporary file in a private folder next to the destination,
+flushes and fsyncs it, then ``os.replace``-s it onto the final name (atomic on POSIX)
+and fsyncs the folder.  On any error (ENOSPC included) the temporary is removed and
+the destination is untouched; temporaries of a killed writer carry its pid and are
+removed by :func:`remove_stale_temps`.
 """
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file"]
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
+           "remove_stale_temps"]
 
 
 @contextlib.contextmanager
@@ -22,18 +26,64 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``dest``; move it onto ``dest`` on success."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    # A private temporary folder holding a file with the final name: writers that record their file
+    # name inside the file (torch.save names its zip records after it) write the same bytes on every
+    # run.  The writer's pid is in the folder name, so a later run can remove what a killed one left.
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{os.getpid()}.", suffix=".tmp", dir=dest.parent))
+    tmp_path = tmp_dir / dest.name
     try:
+        tmp_path.touch()
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp_path, dest)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
-        raise
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    _fsync_dir(dest.parent)  # the rename itself survives a power cut
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | os.PathLike) -> int:
+    """Delete ``atomic_path`` temporaries in ``folder`` left by writers that no longer run (killed).
+
+    A temporary is never a finished artifact (readers only open final names); this only reclaims
+    the space.  Temporaries of live processes (this one included) are kept.  Returns the count removed.
+    """
+    import re
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    removed = 0
+    for p in folder.glob(".*.tmp"):
+        m = re.fullmatch(r"\..+\.(\d+)\.[^.]+\.tmp", p.name)
+        if m is None or _pid_alive(int(m.group(1))):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        removed += 1
+    return removed
 
 
 def _write_with(dest, writer: Callable[[Path], Any]) -> Path:

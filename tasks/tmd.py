@@ -75,17 +75,79 @@ def block_key(hashes: list[str], block: tuple[int, int, int, int], depth: int, w
     return h.hexdigest()[:32]
 
 
-def read_block(path) -> np.ndarray | None:
-    """A finished block, or None if absent/unreadable (a torn file never passes: writes are atomic)."""
+def read_block(path, shape: tuple[int, int] | None = None) -> np.ndarray | None:
+    """A finished block, or None if absent, unreadable or not ``shape`` float64 (then it is recomputed).
+
+    Writes are atomic (temporary file + fsync + rename), so a torn block never has the final name;
+    the checks here also reject a block damaged afterwards, which is then recomputed and replaced.
+    """
     from pathlib import Path
 
     p = Path(path)
     if not p.exists():
         return None
     try:
-        return np.load(p, allow_pickle=False)
+        values = np.load(p, allow_pickle=False)
     except (ValueError, OSError, EOFError):
         return None
+    if values.dtype != np.float64 or (shape is not None and values.shape != tuple(shape)):
+        return None
+    return values
+
+
+def block_shape(block: tuple[int, int, int, int]) -> tuple[int, int]:
+    """``(rows, cols)`` of a planned block."""
+    r0, r1, c0, c1 = block
+    return r1 - r0, c1 - c0
+
+
+def matrix_memory_bytes(n: int, block_size: int) -> int:
+    """Peak memory of the merge: the ``n x n`` float64 matrix plus two blocks in flight."""
+    b = min(max(1, block_size), max(n, 1))
+    return 8 * n * n + 2 * 8 * b * b
+
+
+def available_memory_bytes() -> int:
+    """Memory this process may still use: free RAM (psutil), capped by a cgroup limit and by
+    ``TMDSUB_MAX_MEMORY`` (bytes; for schedulers and tests)."""
+    import os
+    from pathlib import Path
+
+    import psutil
+
+    avail = int(psutil.virtual_memory().available)
+    try:  # cgroup v2 (containers, CI runners)
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            avail = min(avail, max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    cap = os.environ.get("TMDSUB_MAX_MEMORY")
+    if cap:
+        avail = min(avail, int(float(cap)))
+    return avail
+
+
+def check_matrix_fits(n: int, block_size: int, path: str | None = None) -> int:
+    """Refuse up front (InputError) a matrix whose merge would not fit in memory; returns the bytes needed."""
+    from tmdlib import InputError
+
+    need = matrix_memory_bytes(n, block_size)
+    avail = available_memory_bytes()
+    if need > avail:
+        raise InputError(path, f"the {n} x {n} TMD matrix needs {_size(need)} of memory to assemble "
+                               f"({_size(8 * n * n)} float64 plus block buffers), but only {_size(avail)} is "
+                               f"available; run on a machine with more memory, or select on a subset")
+    return need
+
+
+def _size(nbytes: int) -> str:
+    """Human-readable size: ``12.3 MiB``, ``1.50 GiB``, ``745.06 TiB``."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes} bytes"
 
 
 _DATASETS: dict = {}
@@ -107,7 +169,7 @@ def compute_block(store: str, block: tuple[int, int, int, int], depth: int, weig
     """Compute one block of the TMD matrix into ``path`` (skipped if already there)."""
     from tmdlib.tmd import tmd_block, tmd_matrix
 
-    if read_block(path) is not None:
+    if read_block(path, block_shape(block)) is not None:
         return path
     ds = _dataset_cached(store)
     r0, r1, c0, c1 = block
@@ -124,8 +186,8 @@ def merge_blocks(n: int, blocks: list[tuple[int, int, int, int]], paths: list[st
     """Assemble the symmetric ``(n, n)`` matrix with zero diagonal from finished blocks."""
     mat = np.zeros((n, n), dtype=np.float64)
     for (r0, r1, c0, c1), p in zip(blocks, paths):
-        values = read_block(p)
-        if values is None or values.shape != (r1 - r0, c1 - c0):
+        values = read_block(p, (r1 - r0, c1 - c0))
+        if values is None:
             raise RuntimeError(f"TMD block {p} is missing or has the wrong shape")
         mat[r0:r1, c0:c1] = values
         mat[c0:c1, r0:r1] = values.T

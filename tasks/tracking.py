@@ -80,7 +80,10 @@ def run_tags(stage: str, params: dict, inputs: list[str], root: str | os.PathLik
 
 
 def redact_uri(uri: str) -> str:
-    """``scheme://user:secret@host`` -> ``scheme://***@host`` (never print or log credentials)."""
+    """``scheme://user:secret@host`` -> ``scheme://***@host``, and secret query values
+    (``?token=...``, ``password``, ``key``, ``sig``...) -> ``***`` (never print or log credentials)."""
     import re
 
-    return re.sub(r"//[^/@]+@", "//***@", uri)
+    uri = re.sub(r"//[^/@]+@", "//***@", uri)
+    return re.sub(r"(?i)([?&;](?:[a-z_]*token|password|passwd|pwd|secret|[a-z_]*key|sig|signature|auth)=)[^&;#]*",
+                  r"\1***", uri)

@@ -314,7 +314,7 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
     from mlflow import MlflowClient
     from mlflow.entities import Metric, Param
 
-    from .tracking import run_tags, tracking_uri
+    from .tracking import redact_uri, run_tags, tracking_uri
 
     uri = tracking_uri()
     client = MlflowClient(tracking_uri=uri)
@@ -340,5 +340,5 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
-    return {"run_id": run_id, "tracking_uri": uri, "experiment_id": exp_id}
+    return {"run_id": run_id, "tracking_uri": redact_uri(uri), "experiment_id": exp_id}
 

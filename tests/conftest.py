@@ -36,7 +36,8 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None):
     import subprocess
 
     exe = Path(sys.executable).with_name("tmdsub")
-    full_env = {**os.environ, **(env or {})}
+    # Queue behind any other tmdsub run in the workspace instead of failing (see tasks/locking.py).
+    full_env = {**os.environ, "TMDSUB_LOCK_WAIT": "600", **(env or {})}
     return subprocess.run([str(exe), *args], cwd=cwd or ROOT, env=full_env, capture_output=True, text=True,
                           timeout=600)
 

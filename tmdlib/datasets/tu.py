@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ..errors import InputError
+from .limits import check_fits
 from .schema import (META_FEATURES, META_LABEL_RULE, META_NAME, META_SOURCE, build_graph_table,
                      canonical_edges, tu_fields)
 
@@ -117,7 +118,9 @@ def _scan_bad_line(data: bytes, ncols: int, kind: str, allow_missing: bool) -> t
                 continue
             if not pattern.fullmatch(tok):
                 return lineno, f"not {what}: {_shown(tok)}"
-            if kind == "int" and not (_INT64.min <= int(tok) <= _INT64.max):
+            # more than 19 significant digits is out of range (and int() refuses > 4300 digits)
+            if kind == "int" and (len(tok.lstrip(b"-").lstrip(b"0")) > 19
+                                  or not (_INT64.min <= int(tok) <= _INT64.max)):
                 return lineno, f"integer out of the 64-bit range: {_shown(tok)}"
     return None
 
@@ -309,8 +312,11 @@ def _one_hot(labels: np.ndarray) -> np.ndarray:
     return x.reshape(labels.size, width)
 
 
-def _features(labels: np.ndarray | None, attrs: np.ndarray | None, n: int) -> tuple[np.ndarray, str]:
+def _features(labels: np.ndarray | None, attrs: np.ndarray | None, n: int, path=None) -> tuple[np.ndarray, str]:
     """Node features and their description (one-hot or constant, then attributes)."""
+    width = (int(labels.max() - labels.min()) + 1 if labels is not None and n else 1)
+    width += 0 if attrs is None else attrs.shape[1]
+    check_fits(3 * 4 * n * width, path, f"the {n} x {width} node feature matrix")  # float32, ~3 copies
     if labels is not None and n:
         base = _one_hot(labels)
         desc = (f"columns 0..{base.shape[1] - 1}: one-hot of node labels (label - {labels.min()}), "
@@ -390,7 +396,7 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
     attrs = _node_attributes(f_na, n) if node_attributes else None
     src, dst = _edges(f_a, graph_of)
     src, dst = canonical_edges(src, dst, n)
-    x, desc = _features(labels, attrs, n)
+    x, desc = _features(labels, attrs, n, f_nl or folder)
 
     extra = {
         "y_raw": pa.array(y_raw, type=pa.int64()),
