@@ -24,18 +24,9 @@ def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndar
 
     Raises :class:`InputError` naming the file, the (1-based, header = 1) line and the problem.
     """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+    from .io import read_text_csv
 
-    try:
-        table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types={"i": pa.string(), "j": pa.string()}))
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except pa.ArrowInvalid as err:
-        raise InputError(path, f"not a readable CSV: {err}") from None
-    missing = [c for c in ("i", "j") if c not in table.column_names]
-    if missing:
-        raise InputError(path, f"missing column(s) {missing}; found {table.column_names}", line=1)
+    table = read_text_csv(path, ("i", "j"), what="pairs file")
     lookup = {int(g): k for k, g in enumerate(known_ids)}
     out = []
     for col in ("i", "j"):

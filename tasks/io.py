@@ -146,3 +146,40 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what: str = "file"):
+    """Read a small user CSV with every cell as text, for validation that reports file lines.
+
+    Blank lines are kept as rows (so row ``r`` is always file line ``r + 2``, the header being line
+    1); a missing file, an unreadable CSV, a repeated column name or a missing required column is
+    one :class:`~tmdlib.errors.InputError` naming the file.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from tmdlib.errors import InputError
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(path, f"{what} not found")
+    try:
+        names = pacsv.read_csv(p, read_options=pacsv.ReadOptions(skip_rows_after_names=0),
+                               parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+                               convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
+    except pa.ArrowInvalid as err:
+        if "Duplicate column" in str(err) or "duplicate" in str(err).lower():
+            raise InputError(path, f"repeated column name in the header: {err}", line=1) from None
+        raise InputError(path, f"not a readable CSV: {err}") from None
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(path, f"repeated column name(s) {dupes} in the header", line=1)
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise InputError(path, f"missing column(s) {missing}; found {names}", line=1)
+    try:
+        return pacsv.read_csv(p, parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+                              convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
+                                                                   strings_can_be_null=False))
+    except pa.ArrowInvalid as err:
+        raise InputError(path, f"not a readable CSV: {err}") from None

@@ -45,18 +45,7 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict) -> str:
 
 def read_label_file(path: str) -> pa.Table:
     """Read a user's ``graph_id,label`` CSV with every cell as text (validation parses them)."""
-    import pyarrow.csv as pacsv
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, "label file not found")
-    try:
-        head = p.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
-        names = [c.strip() for c in head[0].split(",")] if head else []
-        return pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(
-            column_types={c: pa.string() for c in names}, strings_can_be_null=False))
-    except pa.ArrowInvalid as err:
-        raise InputError(path, f"not a readable CSV: {err}") from None
+    return io.read_text_csv(path, what="label file")
 
 
 @task(name="import-labels", persist_result=False)

@@ -114,20 +114,9 @@ def read_labels(csv_path: str, meta_path: str | None = None) -> tuple[dict, dict
 
     ``meta_path`` defaults to ``labels.json`` next to the CSV; missing → ``{"source": "unknown"}``.
     """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+    from .io import read_text_csv
 
-    p = Path(csv_path)
-    if not p.is_file():
-        raise InputError(csv_path, "labels file not found")
-    try:
-        table = pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(
-            column_types={"graph_id": pa.string(), "y": pa.string()}, strings_can_be_null=False))
-    except pa.ArrowInvalid as err:
-        raise InputError(csv_path, f"not a readable CSV: {err}") from None
-    for col in ("graph_id", "y"):
-        if col not in table.column_names:
-            raise InputError(csv_path, f"missing column {col!r}; found {table.column_names}", line=1)
+    table = read_text_csv(csv_path, ("graph_id", "y"), what="labels file")
     labels: dict[int, float] = {}
     for row, (g, y) in enumerate(zip(table.column("graph_id").to_pylist(), table.column("y").to_pylist())):
         try:
@@ -143,7 +132,7 @@ def read_labels(csv_path: str, meta_path: str | None = None) -> tuple[dict, dict
         if gid in labels:
             raise InputError(csv_path, f"graph_id {gid} appears twice", line=row + 2)
         labels[gid] = val
-    mp = Path(meta_path) if meta_path else p.with_suffix(".json")
+    mp = Path(meta_path) if meta_path else Path(csv_path).with_suffix(".json")
     meta = read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
     return labels, meta
 

@@ -335,8 +335,6 @@ def test_fuzz_pair_lists(header, rows):
             assert all(((0 <= a) & (a < 5)).all() for a in res)
 
 
-@pytest.mark.xfail(reason="tasks/graphs.read_id_pairs: a repeated header name raises KeyError, not InputError "
-                          "(reported; the CLI still prints one error line, exit 1)", raises=KeyError, strict=False)
 def test_pair_list_repeated_header(tmp_path):
     from tasks.graphs import read_id_pairs
 
@@ -346,9 +344,6 @@ def test_pair_list_repeated_header(tmp_path):
         read_id_pairs(str(path), np.arange(5))
 
 
-@pytest.mark.xfail(reason="tasks/labels.read_label_file and tasks/train.read_labels: a repeated header name "
-                          "raises KeyError, not InputError (reported; the CLI still prints one error line, exit 1)",
-                   raises=KeyError, strict=False)
 @pytest.mark.parametrize("header", ["graph_id,graph_id,label", "graph_id,y,y"])
 def test_label_file_repeated_header(header, tmp_path):
     from tasks.labels import read_label_file
