@@ -20,6 +20,37 @@ def _fail(err: Exception | str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+DATA = Path("data")  # default layout for direct CLI use; dvc.yaml passes every path explicitly
+
+
+def _store(dataset: str, graphs: Optional[Path]) -> Path:
+    """Check the dataset name (no escaping the workspace) and resolve its graph store."""
+    from tmdlib.datasets import check_dataset_name
+
+    check_dataset_name(dataset)
+    return graphs or DATA / "graphs" / f"{dataset}.parquet"
+
+
+def _weights(depth: int, weights: str):
+    """Parse ``--weights`` and check it against ``--depth`` (bad values are an InputError)."""
+    from tmdlib.errors import InputError
+    from tmdlib.weights import parse_weights, resolve_weights
+
+    try:
+        w = parse_weights(weights)
+        resolve_weights(depth, w)
+    except ValueError as err:
+        raise InputError(None, f"--depth/--weights: {err}") from None
+    return w
+
+
+def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
+    from tmdlib.errors import InputError
+
+    if value not in allowed:
+        raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
+
+
 @app.command()
 def ingest(
     dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp)."),
@@ -27,28 +58,22 @@ def ingest(
     smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A CSV with a SMILES column (and optional label column)."),
     parquet: Optional[Path] = typer.Option(None, "--parquet", help="A Parquet file already in the graph-store schema."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name for user data (letters, digits, _ . -)."),
-    raw_root: Path = typer.Option(Path("data/raw"), "--raw-root", help="Folder with the shipped raw datasets."),
+    raw_root: Path = typer.Option(DATA / "raw", "--raw-root", help="Folder with the shipped raw datasets."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output Parquet (default data/graphs/<NAME>.parquet)."),
     features: str = typer.Option("onehot", "--features", help="TU node features: 'onehot' (one-hot of node labels, PyG's default) or 'onehot+attributes' (append the node attributes)."),
     smiles_column: str = typer.Option("smiles", help="SMILES CSV: the SMILES column."),
     label_column: Optional[str] = typer.Option(None, help="SMILES CSV: the label column, if any."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph)."""
-    from tmdlib.errors import InputError
     from flows.ingest import ingest_flow, resolve_source
 
-    try:
-        if features not in ("onehot", "onehot+attributes"):
-            raise InputError(None, f"--features must be 'onehot' or 'onehot+attributes', got {features!r}")
-        node_attributes = features == "onehot+attributes"
-        kind, path, ds_name, folder = resolve_source(
-            dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
-        target = out or Path("data/graphs") / f"{ds_name}.parquet"
-        summary = ingest_flow(kind, path, ds_name, str(target), raw_root=str(raw_root), checksum_folder=folder,
-                              node_attributes=node_attributes, smiles_column=smiles_column,
-                              label_column=label_column)
-    except InputError as err:
-        _fail(err)
+    _choice("--features", features, ("onehot", "onehot+attributes"))
+    kind, path, ds_name, folder = resolve_source(
+        dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
+    summary = ingest_flow(kind, path, ds_name, str(out or DATA / "graphs" / f"{ds_name}.parquet"),
+                          raw_root=str(raw_root), checksum_folder=folder,
+                          node_attributes=features == "onehot+attributes", smiles_column=smiles_column,
+                          label_column=label_column)
     typer.echo(f"{ds_name}: {summary['graphs']} graphs, {summary['mean_nodes']:.2f} nodes and "
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}")
 
@@ -63,22 +88,10 @@ def tmd(
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph-store Parquet (default data/graphs/<DATASET>.parquet)."),
 ) -> None:
     """Tree Mover's Distance of listed graph pairs."""
-    from tmdlib.errors import InputError
-    from tmdlib.weights import parse_weights, resolve_weights
-    from tmdlib.datasets import check_dataset_name
     from flows.tmd import tmd_pairs_flow
 
-    try:
-        check_dataset_name(dataset)
-        try:
-            w = parse_weights(weights)
-            resolve_weights(depth, w)
-        except ValueError as err:
-            raise InputError(None, f"--depth/--weights: {err}") from None
-        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
-        n = tmd_pairs_flow(str(store), str(pairs), str(out), depth=depth, weights=w)
-    except InputError as err:
-        _fail(err)
+    store, w = _store(dataset, graphs), _weights(depth, weights)
+    n = tmd_pairs_flow(str(store), str(pairs), str(out), depth=depth, weights=w)
     typer.echo(f"{n} pairs -> {out}")
 
 
@@ -86,7 +99,7 @@ def tmd(
 def tmd_matrix(
     dataset: str = typer.Argument(..., help="Dataset name (reads data/graphs/<DATASET>.parquet unless --graphs)."),
     out_dir: Path = typer.Option(..., "--out-dir", help="Writes matrix.npy (symmetric, zero diagonal) and meta.json here."),
-    cache_dir: Path = typer.Option(Path("data/tmd/cache"), "--cache-dir", help="Finished blocks, named by content hash (reused across runs)."),
+    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help="Finished blocks, named by content hash (reused across runs)."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph-store Parquet (default data/graphs/<DATASET>.parquet)."),
     depth: int = typer.Option(4, "--depth", help="Computation-tree depth L >= 1."),
     weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
@@ -98,25 +111,14 @@ def tmd_matrix(
                                                help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
 ) -> None:
     """The full TMD matrix of a dataset, sharded into resumable blocks (the pipeline's tmd stage)."""
-    from tmdlib.errors import InputError
-    from tmdlib.weights import parse_weights, resolve_weights
-    from tmdlib.datasets import check_dataset_name
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
-    try:
-        check_dataset_name(dataset)
-        try:
-            w = parse_weights(weights)
-            resolve_weights(depth, w)
-            task_runner = make_task_runner("dask" if dask_address else runner, workers, dask_address)
-        except ValueError as err:
-            raise InputError(None, str(err)) from None
-        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
-        meta = tmd_matrix_flow.with_options(task_runner=task_runner)(
-            str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
-            weights=w, block_size=block_size, threads_per_block=threads_per_block or (1 if workers > 1 else None))
-    except InputError as err:
-        _fail(err)
+    store, w = _store(dataset, graphs), _weights(depth, weights)
+    _choice("--runner", runner, ("local", "threads", "dask"))
+    task_runner = make_task_runner("dask" if dask_address else runner, workers, dask_address)
+    meta = tmd_matrix_flow.with_options(task_runner=task_runner)(
+        str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
+        weights=w, block_size=block_size, threads_per_block=threads_per_block or (1 if workers > 1 else None))
     typer.echo(f"{dataset}: {meta['graphs']}x{meta['graphs']} TMD matrix ({meta['blocks_computed']}/{meta['blocks']} "
                f"blocks computed) -> {out_dir / 'matrix.npy'}")
 
@@ -137,23 +139,18 @@ def select(
 ) -> None:
     """Pick the graphs worth labelling (k-medoids coreset on TMD, or a baseline)."""
     from tmdlib.errors import InputError
-    from tmdlib.datasets import check_dataset_name
     from flows.select import select_flow
 
-    try:
-        check_dataset_name(dataset)
-        if (fraction is None) == (count is None):
-            raise InputError(None, "give exactly one of --fraction and --count")
-        if method not in ("tmd", "random", "feature", "wl"):
-            raise InputError(None, f"--method must be tmd, random, feature or wl, got {method!r}")
-        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
-        mat = matrix or Path("data/tmd") / dataset / "matrix.npy"
-        use_mat = str(mat) if (method == "tmd" or mat.exists()) else None
-        target = out or Path("data/selection") / dataset / "selection.json"
-        sel = select_flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
-                          test_fraction=test_fraction, matrix=use_mat, restarts=restarts, backend=backend)
-    except InputError as err:
-        _fail(err)
+    store = _store(dataset, graphs)
+    if (fraction is None) == (count is None):
+        raise InputError(None, "give exactly one of --fraction and --count")
+    _choice("--method", method, ("tmd", "random", "feature", "wl"))
+    _choice("--backend", backend, ("fasterpam", "sklearn-extra", "sklearn-extra-alternate"))
+    mat = matrix or DATA / "tmd" / dataset / "matrix.npy"
+    target = out or DATA / "selection" / dataset / "selection.json"
+    sel = select_flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
+                      test_fraction=test_fraction, matrix=str(mat) if (method == "tmd" or mat.exists()) else None,
+                      restarts=restarts, backend=backend)
     eps = "n/a" if sel["epsilon"] is None else f"{sel['epsilon']:.4g}"
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method}, "
                f"epsilon_TMD = {eps} -> {target}")
@@ -173,29 +170,16 @@ def nodes(
 ) -> None:
     """Keep, per graph, the node subset with the largest tree norm (or a baseline)."""
     from tmdlib.errors import InputError
-    from tmdlib.weights import parse_weights, resolve_weights
-    from tmdlib.datasets import check_dataset_name
     from flows.select import nodes_flow
 
-    try:
-        check_dataset_name(dataset)
-        if method not in ("tmd", "random", "rw", "kcore"):
-            raise InputError(None, f"--method must be tmd, random, rw or kcore, got {method!r}")
-        if not 0.0 < fraction <= 1.0:
-            raise InputError(None, f"--fraction must be in (0, 1], got {fraction}")
-        if bfs_mode not in ("fill", "paper"):
-            raise InputError(None, f"--bfs-mode must be fill or paper, got {bfs_mode!r}")
-        try:
-            w = parse_weights(weights)
-            resolve_weights(depth, w)
-        except ValueError as err:
-            raise InputError(None, f"--depth/--weights: {err}") from None
-        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
-        target = out or Path("data/selection") / dataset / "nodes.parquet"
-        res = nodes_flow(str(store), str(target), method=method, fraction=fraction, depth=depth, weights=w,
-                         seed=seed, bfs_mode=bfs_mode)
-    except InputError as err:
-        _fail(err)
+    store, w = _store(dataset, graphs), _weights(depth, weights)
+    _choice("--method", method, ("tmd", "random", "rw", "kcore"))
+    _choice("--bfs-mode", bfs_mode, ("fill", "paper"))
+    if not 0.0 < fraction <= 1.0:
+        raise InputError(None, f"--fraction must be in (0, 1], got {fraction}")
+    target = out or DATA / "selection" / dataset / "nodes.parquet"
+    res = nodes_flow(str(store), str(target), method=method, fraction=fraction, depth=depth, weights=w,
+                     seed=seed, bfs_mode=bfs_mode)
     typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {method} at {fraction:g}, "
                f"mean epsilon = {res['mean_epsilon']:.4g} -> {target}")
 
@@ -209,19 +193,14 @@ def label_requests(
 ) -> None:
     """Export the graphs to label: label_requests.csv/.parquet (graph_id, source_id, tau, rank) + manifest.json."""
     from tmdlib.errors import InputError
-    from tmdlib.datasets import check_dataset_name
     from flows.labels import label_requests_flow
 
-    try:
-        check_dataset_name(dataset)
-        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
-        sel = selection or Path("data/selection") / dataset / "selection.json"
-        if not sel.is_file():
-            raise InputError(sel, "selection not found (run `tmdsub select` first)")
-        target = out_dir or Path("data/labels") / dataset
-        man = label_requests_flow(str(store), str(sel), str(target))
-    except InputError as err:
-        _fail(err)
+    store = _store(dataset, graphs)
+    sel = selection or DATA / "selection" / dataset / "selection.json"
+    if not sel.is_file():
+        raise InputError(sel, "selection not found (run `tmdsub select` first)")
+    target = out_dir or DATA / "labels" / dataset
+    man = label_requests_flow(str(store), str(sel), str(target))
     typer.echo(f"{dataset}: {man['requested']} graphs to label -> {target / 'label_requests.csv'}")
 
 
@@ -240,19 +219,14 @@ def labels_import(
 ) -> None:
     """Validate a label file against the requests; writes labels.csv + labels.json, nothing on error."""
     from tmdlib.errors import InputError
-    from tmdlib.datasets import check_dataset_name
     from flows.labels import labels_import_flow
 
-    try:
-        check_dataset_name(dataset)
-        store = graphs or Path("data/graphs") / f"{dataset}.parquet"
-        req = requests or Path("data/labels") / dataset / "label_requests.parquet"
-        if not req.is_file():
-            raise InputError(req, "label requests not found (run `tmdsub label-requests` first)")
-        target = out_dir or Path("data/labels") / dataset
-        res = labels_import_flow(str(store), str(req), source, str(target))
-    except InputError as err:
-        _fail(err)
+    store = _store(dataset, graphs)
+    req = requests or DATA / "labels" / dataset / "label_requests.parquet"
+    if not req.is_file():
+        raise InputError(req, "label requests not found (run `tmdsub label-requests` first)")
+    target = out_dir or DATA / "labels" / dataset
+    res = labels_import_flow(str(store), str(req), source, str(target))
     flag = "  [BENCHMARK STAND-IN: dataset labels, not imported]" if res.get("benchmark_mode") else ""
     typer.echo(f"{dataset}: {res['labelled']} labels -> {target / 'labels.csv'}{flag}")
 
@@ -289,6 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     import os
 
     from tasks.locking import WorkspaceBusy, workspace_lock
+    from tmdlib.errors import InputError
 
     def _exit(err, code: int):
         try:
@@ -317,6 +292,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with contextlib.nullcontext() if read_only else workspace_lock(wait=seconds):
             app(args=args, prog_name="tmdsub")
+    except InputError as err:  # bad user input: one line naming file, line and problem
+        _exit(err, 2)
     except WorkspaceBusy as err:
         _exit(err, 75)
     except SystemExit:
