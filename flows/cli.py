@@ -292,10 +292,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with contextlib.nullcontext() if read_only else workspace_lock(wait=seconds):
             app(args=args, prog_name="tmdsub")
-    except InputError as err:  # bad user input: one line naming file, line and problem
-        _exit(err, 2)
     except WorkspaceBusy as err:
         _exit(err, 75)
+    except InputError as err:  # bad user input: one line naming file, line and problem
+        _exit(err, 2)
     except SystemExit:
         raise
     except KeyboardInterrupt:
