@@ -1,0 +1,211 @@
+"""Exact TMD engine: reference values of the original implementation, API, validation, Theorem 4.2."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tmdlib.graph import Graph, GraphDataset
+from tmdlib.tmd import tmd, tmd_block, tmd_matrix, tmd_pairs
+from tmdlib.treenorm import tree_norm
+from tmdlib.weights import resolve_weights
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = Path(__file__).resolve().parent / "data" / "mutag_tmd_reference.json"
+SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "mutag_tmd_reference.json"
+RTOL = 1e-6
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict:
+    """Reference values computed by chingyaoc/TMD ``tmd.py`` (see the file's ``meta``)."""
+    return json.loads(REFERENCE.read_text())
+
+
+def _key(entry: dict) -> tuple:
+    return entry["L"], tuple(entry["weights"])
+
+
+def test_reference_copy_matches_shared():
+    """The vendored copy is the shared reference file, when ``../shared`` is present."""
+    if not SHARED_REFERENCE.exists():
+        pytest.skip("../shared/reference not present")
+    assert json.loads(SHARED_REFERENCE.read_text()) == json.loads(REFERENCE.read_text())
+
+
+def test_reference_pairs(mutag, reference):
+    """All 102 MUTAG pair values of the original implementation, to rtol 1e-6."""
+    pairs = reference["pairs"]
+    assert len(pairs) == 102
+    got = np.array([tmd(mutag[p["i"]], mutag[p["j"]], p["L"], p["weights"]) for p in pairs])
+    want = np.array([p["tmd"] for p in pairs])
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-9)
+    # the weights as passed to the original code (scalar or list) resolve the same way
+    for p in pairs:
+        assert resolve_weights(p["L"], p["w_arg"]).tolist() == pytest.approx(p["weights"])
+
+
+def test_reference_tree_norms(mutag, reference):
+    """All 30 tree norms: TMD to the empty graph, and Algorithm 1, equal the reference."""
+    norms = reference["tree_norms"]
+    assert len(norms) == 30
+    empty = Graph.empty(mutag.num_features)
+    for e in norms:
+        g = mutag[e["i"]]
+        assert g.num_nodes == e["n_i"]
+        assert tmd(g, empty, e["L"], e["weights"]) == pytest.approx(e["tmd_to_empty"], rel=RTOL)
+        assert tmd(empty, g, e["L"], e["weights"]) == pytest.approx(e["tmd_to_empty"], rel=RTOL)
+        assert tree_norm(g, e["L"], e["weights"]) == pytest.approx(e["tmd_to_empty"], rel=RTOL)
+
+
+def test_reference_pairs_by_matrix_block_and_pairs(mutag, reference):
+    """The id-table engine (matrix, blocks) and the pair-list kernel reproduce the reference pairs."""
+    groups = defaultdict(list)
+    for p in reference["pairs"]:
+        groups[_key(p)].append(p)
+    for (depth, weights), pairs in groups.items():
+        i = np.array([p["i"] for p in pairs])
+        j = np.array([p["j"] for p in pairs])
+        want = np.array([p["tmd"] for p in pairs])
+        np.testing.assert_allclose(tmd_pairs(mutag, i, j, depth, list(weights)), want, rtol=RTOL, atol=1e-9)
+        full = tmd_matrix(mutag, depth, list(weights))
+        np.testing.assert_allclose(full[i, j], want, rtol=RTOL, atol=1e-9)
+        assert np.array_equal(full, full.T)
+        assert np.all(np.diag(full) == 0.0)
+        assert full.min() >= 0.0
+        blk = tmd_block(mutag.take(i), mutag.take(j), depth, list(weights))
+        np.testing.assert_allclose(np.diag(blk), want, rtol=RTOL, atol=1e-9)
+
+
+def test_block_shards_and_chunking_agree(mutag):
+    """Shards, symmetric shards, tiny memory caps and Graph lists give the same numbers."""
+    sub = mutag.take(np.arange(0, 188, 3))
+    full = tmd_matrix(sub)
+    rows, cols = np.arange(0, 40), np.arange(25, 63)
+    blk = tmd_block(sub.take(rows), sub.take(cols))
+    np.testing.assert_allclose(blk, full[np.ix_(rows, cols)], rtol=1e-12, atol=1e-9)
+    sym = tmd_block(sub.take(rows), sub.take(rows))
+    np.testing.assert_allclose(sym, full[np.ix_(rows, rows)], rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(tmd_matrix(sub, rows=rows, cols=cols), blk, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(tmd_matrix(sub, rows=rows, cols=rows), sym, rtol=1e-12, atol=1e-9)
+    tiny = tmd_matrix(sub, memory_limit=24 * 150 ** 2)  # forces many sub-blocks
+    np.testing.assert_allclose(tiny, full, rtol=1e-12, atol=1e-9)
+    tiny_blk = tmd_block(sub.take(rows), sub.take(cols), memory_limit=24 * 150 ** 2)
+    np.testing.assert_allclose(tiny_blk, blk, rtol=1e-12, atol=1e-9)
+    as_list = tmd_block([sub[int(r)] for r in rows[:5]], [sub[int(c)] for c in cols[:4]])
+    np.testing.assert_allclose(as_list, blk[:5, :4], rtol=1e-12, atol=1e-9)
+    assert tmd_matrix(sub, num_threads=1) == pytest.approx(full, rel=1e-12, abs=1e-9)
+
+
+def test_table_and_pair_paths_agree(mutag):
+    """The id-table engine and the per-pair kernel give the same matrix (continuous features too)."""
+    import tmdlib.tmd as T
+
+    sub = mutag.take(np.arange(0, 188, 2))
+    rng = np.random.default_rng(1)
+    noisy = GraphDataset(x=sub.x + rng.normal(0, 0.1, sub.x.shape), node_ptr=sub.node_ptr, edge_ptr=sub.edge_ptr,
+                         src=sub.src, dst=sub.dst, graph_ids=sub.graph_ids)
+    for ds in (sub, noisy):
+        old = T.PAIR_PATH_SHARING
+        try:
+            T.PAIR_PATH_SHARING = np.inf
+            tables = tmd_matrix(ds, 3, "pascal")
+            blk_t = tmd_block(ds.take(np.arange(10)), ds.take(np.arange(5, 25)))
+            T.PAIR_PATH_SHARING = -1.0
+            pairs = tmd_matrix(ds, 3, "pascal")
+            blk_p = tmd_block(ds.take(np.arange(10)), ds.take(np.arange(5, 25)))
+        finally:
+            T.PAIR_PATH_SHARING = old
+        np.testing.assert_allclose(tables, pairs, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(blk_t, blk_p, rtol=1e-12, atol=1e-9)
+    assert not T._prefer_pairs(T._Universe(sub, 4, np.ones(3)))      # one-hot labels share trees
+    assert T._prefer_pairs(T._Universe(noisy, 4, np.ones(3)))        # continuous features do not
+
+
+def test_tree_norm_and_theorem_4_2(mutag):
+    """TN(G) = TMD(G, empty) and Theorem 4.2's identity TMD(G, G[S]) = TN(G) - TN(G[S])."""
+    rng = np.random.default_rng(0)
+    for gi in rng.choice(len(mutag), 12, replace=False):
+        g = mutag[int(gi)]
+        for depth, weights in [(4, "pascal"), (3, 0.5), (2, [2.0]), (1, [])]:
+            tn = tree_norm(g, depth, weights)
+            assert tmd(g, Graph.empty(g.num_features), depth, weights) == pytest.approx(tn, rel=1e-12)
+            for size in (1, g.num_nodes // 2, g.num_nodes - 1):
+                s = rng.choice(g.num_nodes, size, replace=False)
+                sub = g.subgraph(s)
+                want = tn - tree_norm(sub, depth, weights)
+                assert tmd(g, sub, depth, weights) == pytest.approx(want, rel=1e-9, abs=1e-9)
+                assert tmd_block([g], [sub], depth, weights)[0, 0] == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def test_edge_cases():
+    """Empty graphs, isolated nodes and identical graphs."""
+    e = Graph.empty(2)
+    assert tmd(e, e) == 0.0
+    one = Graph(np.array([[3.0, 4.0]]), np.zeros((2, 0), dtype=np.int64))
+    assert tmd(one, e, depth=3, weights=0.5) == pytest.approx(5.0)
+    assert tmd(one, one) == 0.0
+    ds = GraphDataset.from_graphs([e, one, e])
+    m = tmd_matrix(ds)
+    assert m.shape == (3, 3) and m[0, 2] == 0.0 and m[0, 1] == pytest.approx(5.0)
+    assert tmd_block(ds, ds.take([])).shape == (3, 0)
+    assert tmd_matrix(GraphDataset.from_graphs([])).shape == (0, 0)
+    assert tmd_pairs(ds, [0, 1, 2], [1, 1, 0]).tolist() == pytest.approx([5.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("bad", [
+    dict(depth=0), dict(depth=-1), dict(depth=2.5),
+    dict(depth=4, weights=[1.0, 2.0]), dict(depth=2, weights=[1.0, 2.0]), dict(depth=3, weights="1,2,3"),
+    dict(depth=3, weights=-1.0),
+])
+def test_validation_errors(bad):
+    g = Graph(np.ones((2, 3)), np.array([[0, 1], [1, 0]]))
+    with pytest.raises(ValueError):
+        tmd(g, g, **bad)
+    with pytest.raises(ValueError):
+        tmd_matrix([g, g], **bad)
+    with pytest.raises(ValueError):
+        tmd_block([g], [g], **bad)
+
+
+def test_feature_dimension_mismatch():
+    g3 = Graph(np.ones((2, 3)), np.array([[0, 1], [1, 0]]))
+    g2 = Graph(np.ones((2, 2)), np.array([[0, 1], [1, 0]]))
+    with pytest.raises(ValueError, match="feature dimensions differ"):
+        tmd(g3, g2)
+    with pytest.raises(ValueError, match="feature dimensions differ"):
+        tmd(g3, Graph.empty(2))
+    with pytest.raises(ValueError, match="feature dimensions differ"):
+        tmd_block([g3], [g2])
+    with pytest.raises(ValueError, match="same length"):
+        tmd_pairs([g3, g3], [0, 1], [0])
+    with pytest.raises(TypeError):
+        tmd_block(g3, [g3])
+
+
+def test_concurrent_calls_from_python_threads(mutag):
+    """Pipelines may call the engine from several threads (numba's workqueue layer is serialised)."""
+    import threading
+
+    sub = mutag.take(np.arange(60))
+    want = tmd_matrix(sub)
+    got, errors = [], []
+
+    def work():
+        try:
+            got.append(tmd_matrix(sub))
+            got.append(tmd_block(sub.take(np.arange(10)), sub)[:, :10])
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for m in got:
+        np.testing.assert_allclose(m, want[:m.shape[0], :m.shape[1]], rtol=1e-12, atol=1e-9)
