@@ -1,7 +1,10 @@
 """The `tmdsub ingest` command end to end (real Prefect flow in ephemeral mode)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow.parquet as pq
+import pytest
 
 from conftest import run_cli
 
@@ -15,6 +18,21 @@ def test_ingest_builtin_writes_store(tmp_path):
     assert table.num_rows == 188
     assert {"graph_id", "num_nodes", "x", "edge_src", "edge_dst", "y"} <= set(table.column_names)
     assert not list(tmp_path.glob(".*.tmp"))
+
+    # `tmdsub tmd --pairs` on the store just written reproduces the original TMD code's values.
+    import json
+
+    ref = json.loads((Path(__file__).parent / "data" / "mutag_tmd_reference.json").read_text())
+    rows = [p for p in ref["pairs"] if p["L"] == 4 and p["weights"] == [1 / 3, 1, 3]][:20]
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("i,j\n" + "".join(f"{p['i']},{p['j']}\n" for p in rows))
+    res = run_cli("tmd", "MUTAG", "--graphs", str(out), "--pairs", str(pairs), "--out", str(tmp_path / "tmd.csv"))
+    assert res.returncode == 0, res.stderr
+    got = (tmp_path / "tmd.csv").read_text().splitlines()
+    assert got[0] == '"i","j","tmd"' and len(got) == len(rows) + 1
+    for line, p in zip(got[1:], rows):
+        i, j, v = line.split(",")
+        assert (int(i), int(j)) == (p["i"], p["j"]) and float(v) == pytest.approx(p["tmd"], rel=1e-6)
 
 
 def test_ingest_user_tu_folder_bad_input_is_one_clear_error(tmp_path):
