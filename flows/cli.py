@@ -240,12 +240,14 @@ def summary() -> None:
 
 
 def _register_stage_commands() -> None:
-    """Training and evaluation commands (their modules import torch/mlflow lazily)."""
+    """Training, evaluation and experiment commands (their modules import torch/mlflow lazily)."""
     from flows.evaluate import evaluate_command
+    from flows.experiment import experiment_command
     from flows.train import train_command
 
     app.command("train")(train_command)
     app.command("evaluate")(evaluate_command)
+    app.command("experiment")(experiment_command)
 
 
 _register_stage_commands()

@@ -1,0 +1,159 @@
+"""Experiment flow: regenerate the paper's result tables (``tmdsub experiment --profile quick|full``).
+
+Datasets x methods x fractions x trials x architectures (Jain et al., Section 5 and the appendix on the
+alternative architecture).  Wiring only: the work is in :mod:`tasks.experiment` (cells, results store) and
+:mod:`tmdlib.report` (aggregation, tables, plots).
+
+Outputs under ``--out-dir`` (default ``reports/``):
+
+* ``results/<profile>/<DATASET>.csv`` -- one row per trained model (raw results; a rerun skips finished rows);
+* ``<profile>/<DATASET>.md`` and ``<profile>/<DATASET>.png`` -- tables in the paper's form and plots;
+* ``<profile>/summary.md`` -- wins / fails per method and against the paper's numbers (``paper_results.csv``).
+
+The distance matrices are cached in ``--cache-dir`` (default ``reports/cache/``, ignored by git).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from prefect import flow
+
+from tasks.experiment import (ARCHS, KINDS, PROFILES, ResultStore, cpu_count, plan_cells, prepare_dataset,
+                              run_cell)
+from tmdlib import InputError
+
+
+def resolve_profile(profile: str, datasets: str | None = None, trials: int | None = None,
+                    epochs: int | None = None, kinds: str | None = None, archs: str | None = None) -> dict:
+    """The profile's grid with command-line overrides applied; checked (InputError on bad input)."""
+    from tmdlib.datasets import dataset_names
+
+    if profile not in PROFILES:
+        raise InputError(None, f"unknown profile {profile!r}: {', '.join(PROFILES)}")
+    p = {k: (list(v) if isinstance(v, list) else v) for k, v in PROFILES[profile].items()}
+
+    def _list(text: str, allowed, what: str) -> list[str]:
+        items = [s.strip() for s in text.split(",") if s.strip()]
+        bad = [s for s in items if s not in allowed]
+        if not items or bad:
+            raise InputError(None, f"--{what}: unknown {bad or text!r}; choose from {', '.join(allowed)}")
+        return list(dict.fromkeys(items))
+
+    if datasets:
+        p["datasets"] = _list(datasets, dataset_names(), "datasets")
+    if kinds:
+        p["kinds"] = _list(kinds, KINDS, "kinds")
+    if archs:
+        p["archs"] = _list(archs, ARCHS, "archs")
+    if trials is not None:
+        if trials < 1:
+            raise InputError(None, f"--trials must be >= 1, got {trials}")
+        p["trials"] = int(trials)
+    if epochs is not None:
+        if epochs < 1:
+            raise InputError(None, f"--epochs must be >= 1, got {epochs}")
+        p["graph_epochs"] = p["node_epochs"] = int(epochs)
+    p["name"] = profile
+    return p
+
+
+@flow(name="experiment")
+def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir: str = "reports",
+                    raw_root: str = "data/raw", cache_dir: str | None = None, trials: int | None = None,
+                    epochs: int | None = None, kinds: str | None = None, archs: str | None = None,
+                    torch_threads: int = 1, device: str = "cpu", report: bool = True,
+                    prepare_threads: int | None = None) -> dict:
+    """Run (or resume) the grid of ``profile``; append rows as cells finish; then write the reports."""
+    from prefect.futures import as_completed
+
+    from tasks.experiment import write_reports
+
+    grid = resolve_profile(profile, datasets, trials, epochs, kinds, archs)
+    cache = cache_dir or str(Path(out_dir) / "cache")
+    results_dir = Path(out_dir) / "results" / profile
+    summary = {"profile": profile, "datasets": {}}
+    for name in grid["datasets"]:
+        t0 = time.perf_counter()
+        prep = prepare_dataset(name, raw_root, cache, prepare_threads or cpu_count())
+        store = ResultStore(str(results_dir), name)
+        try:
+            specs = plan_cells(grid, name, store, prep["paths"], raw_root, torch_threads, device)
+            total = sum(len(s["fractions"]) for s in specs)
+            print(f"{name}: {prep['graphs']} graphs, matrices {prep['seconds']} s; {len(store.rows)} rows done, "
+                  f"{total} models to train in {len(specs)} cells")
+            done, failures = 0, []
+            futures = [run_cell.submit(s) for s in specs]
+            for fut in as_completed(futures):
+                try:
+                    rows = fut.result()
+                except Exception as err:  # noqa: BLE001 - keep the other cells' results; report at the end
+                    failures.append(str(err))
+                    continue
+                store.append(rows)
+                done += len(rows)
+                el = time.perf_counter() - t0
+                print(f"{name}: {done}/{total} models ({el:.0f} s, ETA {el / done * (total - done):.0f} s)",
+                      file=sys.stderr, flush=True)
+            if failures:
+                raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
+        finally:
+            store.close()
+        summary["datasets"][name] = {"rows": len(store.rows), "trained": done,
+                                     "seconds": round(time.perf_counter() - t0, 1)}
+    if report:
+        summary["reports"] = write_reports(str(results_dir), str(Path(out_dir) / profile), profile,
+                                           str(Path(out_dir) / "paper_results.csv"))
+    return summary
+
+
+def experiment_command(
+    profile: str = typer.Option("quick", "--profile", help="quick (CI: MUTAG, 3 fractions, 3 trials, few epochs) | full (the paper's grid)."),
+    datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma list of built-in datasets (default: the profile's)."),
+    trials: Optional[int] = typer.Option(None, "--trials", help="Trials per cell (default: the profile's; quick 3, full 20)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Training epochs, graph and node runs (default: the profile's)."),
+    kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma list of graph,node (default: both)."),
+    archs: Optional[str] = typer.Option(None, "--archs", help="Comma list of gin (paper B.2), gin-wide-mean (2x width, mean pooling)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel trial processes (default: the CPUs available; quick: 1, in-process)."),
+    out_dir: Path = typer.Option(Path("reports"), "--out-dir", help="Reports folder (results/, <profile>/, cache/)."),
+    raw_root: Path = typer.Option(Path("data/raw"), "--raw-root", help="Folder of the shipped raw datasets."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Distance-matrix cache (default: <out-dir>/cache)."),
+    torch_threads: int = typer.Option(1, "--torch-threads", help="Torch CPU threads per worker."),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda[:N] | auto."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write tables and plots at the end."),
+) -> None:
+    """Re-measure the paper's tables: subsampling methods x fractions x trials, with tables and plots."""
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+    try:
+        resolve_profile(profile, datasets, trials, epochs, kinds, archs)
+        if workers is not None and workers < 1:
+            raise InputError(None, f"--workers must be >= 1, got {workers}")
+        if torch_threads < 1:
+            raise InputError(None, f"--torch-threads must be >= 1, got {torch_threads}")
+        if device != "auto" and not (device == "cpu" or device.startswith("cuda")):
+            raise InputError(None, "--device must be auto, cpu or cuda[:N]")
+        if not raw_root.is_dir():
+            raise InputError(str(raw_root), "raw data folder not found")
+        # quick: one in-process worker (starting worker processes costs more than its few small models)
+        n = workers or (1 if profile == "quick" else max(1, cpu_count() // torch_threads))
+        runner = ProcessPoolTaskRunner(max_workers=n) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
+        summary = experiment_flow.with_options(task_runner=runner)(
+            profile, datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, epochs,
+            kinds, archs, torch_threads, device, report)
+    except InputError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    for name, d in summary["datasets"].items():
+        typer.echo(f"{name}: {d['rows']} result rows ({d['trained']} trained now, {d['seconds']} s)")
+    for path in summary.get("reports", {}).get("files", []):
+        typer.echo(f"report -> {path}")
+
+
+if __name__ == "__main__":  # ``python -m flows.experiment --profile quick`` (same as ``tmdsub experiment``)
+    _app = typer.Typer(add_completion=False)
+    _app.command()(experiment_command)
+    _app()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The runs made for the committed reports, in the order they ran (2026-11-22, 12:01-13:02 UTC, 2-core shared
+# CPU VM; see README_section.md).  Every call resumes: rows already in reports/results/full/<DATASET>.csv are
+# skipped, so raising --trials only trains the new trials, and a killed call loses only its unfinished cells.
+# `python -m flows.experiment` is `tmdsub experiment`.  Reports are written by the last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+EXP="$PY -m flows.experiment --profile full --no-report --workers 2"
+# graph subsampling, paper GIN (B.2), 50 epochs: 5 trials on the three datasets, then 10
+$EXP --datasets MUTAG,COX2,PROTEINS --kinds graph --archs gin --epochs 50 --trials 5
+$EXP --datasets MUTAG,COX2,PROTEINS --kinds graph --archs gin --epochs 50 --trials 10
+# node subsampling, paper GIN, 20 epochs, 3 trials
+$EXP --datasets MUTAG --kinds node --archs gin --epochs 20 --trials 3
+# alternative architecture (2x width, mean pooling), graph subsampling, 5 trials
+$EXP --datasets MUTAG --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
+$EXP --datasets COX2 --kinds node --archs gin --epochs 20 --trials 3
+# MUTAG graph subsampling with GIN to the paper's 20 trials
+$EXP --datasets MUTAG --kinds graph --archs gin --epochs 50 --trials 20
+$EXP --datasets COX2 --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
+$EXP --datasets COX2 --kinds graph --archs gin --epochs 50 --trials 20
+# tables, plots, summary (trains nothing: every row is done)
+$PY -m flows.experiment --profile full --datasets MUTAG,COX2,PROTEINS --kinds graph --archs gin --epochs 50 --trials 10
