@@ -31,8 +31,19 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
         return "parquet", parquet, label, None
     if not dataset:
         raise InputError(None, "name a built-in dataset or give --tu-dir/--smiles-csv/--parquet")
-    info = tds.get_dataset_info(dataset)
-    return info.kind, str(Path(raw_root) / info.folder), info.name, info.folder
+    tds.check_dataset_name(dataset)
+    if dataset in tds.DATASETS:
+        info = tds.get_dataset_info(dataset)
+        return info.kind, str(Path(raw_root) / info.folder), info.name, info.folder
+    # A user dataset dropped into the raw root: a TU folder, a graph-store Parquet or a SMILES CSV.
+    root = Path(raw_root)
+    if (root / dataset).is_dir():
+        return "tu", str(root / dataset), dataset, None
+    for suffix, kind in ((".parquet", "parquet"), (".csv", "smiles")):
+        if (root / f"{dataset}{suffix}").is_file():
+            return kind, str(root / f"{dataset}{suffix}"), dataset, None
+    raise InputError(None, f"unknown dataset {dataset!r}: not built in ({', '.join(tds.DATASETS)}) and no "
+                           f"{root / dataset}/ (TU layout), {dataset}.parquet or {dataset}.csv (SMILES) in {root}")
 
 
 @flow(name="ingest", log_prints=True)

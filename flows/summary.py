@@ -45,7 +45,9 @@ def summary_text(root: str = ".") -> str:
     metrics_files = []
     for stage, outs in stage_outputs(root):
         present = [o for o in outs if (Path(root) / o).exists()]
-        lines.append(f"  {LABELS.get(stage, stage):26s} {', '.join(present) if present else '(not produced yet)'}")
+        name, _, dataset = stage.partition("@")
+        label = f"{LABELS.get(name, name)}" + (f" [{dataset}]" if dataset else "")
+        lines.append(f"  {label:34s} {', '.join(present) if present else '(not produced yet)'}")
         metrics_files += [o for o in present if o.endswith(".json") and "metrics" in Path(o).name]
     for mf in metrics_files:
         m = json.loads((Path(root) / mf).read_text())

@@ -49,7 +49,8 @@ def workspace(tmp_path_factory, prefect_server):
 
 
 def _ran(stdout: str) -> set[str]:
-    return {line.split("'")[1] for line in stdout.splitlines() if line.startswith("Running stage '")}
+    """Stages DVC ran, without the ``@<dataset>`` of the foreach."""
+    return {line.split("'")[1].partition("@")[0] for line in stdout.splitlines() if line.startswith("Running stage '")}
 
 
 def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace):
@@ -66,7 +67,7 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     assert (ws / "data/metrics/MUTAG/bound_vs_gap.png").stat().st_size > 1000
     assert (ws / "mlflow.db").exists()
     lock = yaml.safe_load((ws / "dvc.lock").read_text())
-    assert set(lock["stages"]) >= {"ingest", "tmd", "select", "train", "evaluate"}
+    assert set(lock["stages"]) >= {f"{s}@MUTAG" for s in ("ingest", "tmd", "select", "train", "evaluate")}
 
     res = _sh([str(Path(sys.executable).parent / "dvc"), "repro"], ws, env)
     assert res.returncode == 0 and not _ran(res.stdout), res.stdout
@@ -91,8 +92,16 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
     assert tags["git_sha"] == sha
     lock = yaml.safe_load((ws / "dvc.lock").read_text())
-    sel_md5 = next(o["md5"] for o in lock["stages"]["select"]["outs"])
+    sel_md5 = next(o["md5"] for o in lock["stages"]["select@MUTAG"]["outs"])
     assert tags["dvc.md5.data/selection/MUTAG/selection.json"] == sel_md5
 
     res = _sh([str(Path(sys.executable).parent / "tmdsub"), "summary"], ws, env)
     assert res.returncode == 0 and "label_requests.csv" in res.stdout and "evaluate" in res.stdout
+
+    # Several datasets: one more entry in base.datasets adds a whole pipeline for it (DVC foreach).
+    params["base"]["datasets"]["COX2"] = "COX2"
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    res = _sh([str(Path(sys.executable).parent / "dvc"), "stage", "list"], ws, env)
+    assert res.returncode == 0, res.stderr
+    listed = {line.split()[0] for line in res.stdout.splitlines() if line.strip()}
+    assert {"ingest@COX2", "tmd@COX2", "evaluate@COX2", "ingest@MUTAG", "evaluate@MUTAG"} <= listed
