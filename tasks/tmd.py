@@ -107,47 +107,18 @@ def matrix_memory_bytes(n: int, block_size: int) -> int:
     return 8 * n * n + 2 * 8 * b * b
 
 
-def available_memory_bytes() -> int:
-    """Memory this process may still use: free RAM (psutil), capped by a cgroup limit and by
-    ``TMDSUB_MAX_MEMORY`` (bytes; for schedulers and tests)."""
-    import os
-    from pathlib import Path
-
-    import psutil
-
-    avail = int(psutil.virtual_memory().available)
-    try:  # cgroup v2 (containers, CI runners)
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
-            avail = min(avail, max(0, int(limit) - used))
-    except (OSError, ValueError):
-        pass
-    cap = os.environ.get("TMDSUB_MAX_MEMORY")
-    if cap:
-        avail = min(avail, int(float(cap)))
-    return avail
-
-
 def check_matrix_fits(n: int, block_size: int, path: str | None = None) -> int:
     """Refuse up front (InputError) a matrix whose merge would not fit in memory; returns the bytes needed."""
     from tmdlib import InputError
+    from tmdlib.datasets.limits import format_size, memory_budget
 
     need = matrix_memory_bytes(n, block_size)
-    avail = available_memory_bytes()
+    avail = memory_budget()
     if need > avail:
-        raise InputError(path, f"the {n} x {n} TMD matrix needs {_size(need)} of memory to assemble "
-                               f"({_size(8 * n * n)} float64 plus block buffers), but only {_size(avail)} is "
+        raise InputError(path, f"the {n} x {n} TMD matrix needs {format_size(need)} of memory to assemble "
+                               f"({format_size(8 * n * n)} float64 plus block buffers), but only {format_size(avail)} is "
                                f"available; run on a machine with more memory, or select on a subset")
     return need
-
-
-def _size(nbytes: int) -> str:
-    """Human-readable size: ``12.3 MiB``, ``1.50 GiB``, ``745.06 TiB``."""
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.2f} {unit}"
-    return f"{nbytes} bytes"
 
 
 _DATASETS: dict = {}

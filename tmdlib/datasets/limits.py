@@ -9,13 +9,23 @@ __all__ = ["memory_budget", "check_fits", "format_size"]
 
 
 def memory_budget() -> int:
-    """Bytes a reader may allocate: available RAM (psutil, if installed), capped by ``TMDSUB_MAX_MEMORY``."""
+    """Bytes this process may still allocate: free RAM (psutil, if installed), capped by a cgroup v2
+    limit (containers, CI runners) and by ``TMDSUB_MAX_MEMORY`` (bytes; for schedulers and tests)."""
+    from pathlib import Path
+
     budget = 1 << 62
     try:
         import psutil
 
         budget = int(psutil.virtual_memory().available)
     except Exception:  # noqa: BLE001 - psutil is optional for the library
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            budget = min(budget, max(0, int(limit) - used))
+    except (OSError, ValueError):
         pass
     cap = os.environ.get("TMDSUB_MAX_MEMORY")
     if cap:
