@@ -56,7 +56,7 @@ def make_task_runner(runner: str, workers: int, dask_address: str | None = None)
 class _Progress:
     """Progress with ETA on the terminal (stderr) and as a Prefect progress artifact."""
 
-    def __init__(self, total: int, done: int, pairs_per_block: list[int]):
+    def __init__(self, total: int, done: int):
         from prefect.artifacts import create_progress_artifact
 
         self.total, self.done, self.t0 = total, done, time.monotonic()
@@ -102,7 +102,7 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     paths = [str(Path(cache_dir) / f"{block_key(hashes, b, depth, w)}.npy") for b in blocks]
     todo = [k for k, p in enumerate(paths) if read_block(p, block_shape(blocks[k])) is None]
     logger.info("%d graphs, %d blocks, %d to compute", n, len(blocks), len(todo))
-    progress = _Progress(len(blocks), len(blocks) - len(todo), [])
+    progress = _Progress(len(blocks), len(blocks) - len(todo))
     futures = [compute_block.submit(graphs, blocks[k], depth, w.tolist(), paths[k], threads_per_block) for k in todo]
     from prefect.futures import as_completed
 
