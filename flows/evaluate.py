@@ -17,9 +17,9 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.evaluate import (bound_point, load_matrix, losses_of, parse_fractions, plot_bound_vs_gap, score_on,
+from tasks.evaluate import (bound_point, losses_of, parse_fractions, plot_bound_vs_gap, score_on,
                             sweep_point, write_metrics)
-from tasks.graphs import load_graph_store
+from tasks.graphs import load_graph_store, load_matrix
 from tasks.train import (BENCHMARK_EVAL, dataset_name, load_model, log_run, metric_for_dataset, node_subsets_for,
                          positions, read_json, read_nodes, read_selection, set_torch_threads, to_data, train_model)
 from tmdlib import InputError

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from prefect import flow
 
-from tasks.graphs import load_graph_store
-from tasks.select import load_matrix, select_graphs, subsample_nodes_task, write_json, write_parquet
+from tasks.graphs import load_graph_store, load_matrix
+from tasks.select import select_graphs, subsample_nodes_task, write_json, write_parquet
 from tmdlib.split import train_test_split
 
 

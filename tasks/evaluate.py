@@ -36,21 +36,6 @@ def parse_fractions(text: str | None) -> list[float]:
     return sorted(set(out))
 
 
-def load_matrix(path: str, n: int) -> np.ndarray:
-    """The TMD matrix (``.npy``, rows/cols in graph-store order, never pickled), checked to be ``(n, n)``."""
-    try:
-        mat = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(path, "TMD matrix not found") from None
-    except (ValueError, OSError, EOFError) as err:
-        raise InputError(path, f"not a readable .npy matrix: {err}") from None
-    if mat.shape != (n, n):
-        raise InputError(path, f"TMD matrix has shape {mat.shape}, the graph store has {n} graphs")
-    if not np.all(np.isfinite(mat)):
-        raise InputError(path, "TMD matrix has non-finite entries")
-    return np.asarray(mat, dtype=np.float64)
-
-
 def losses_of(model, data: list, y: np.ndarray) -> np.ndarray:
     """Per-graph BCE-with-logits losses of ``model`` on ``data`` (aligned labels ``y``)."""
     from tmdlib.nn import bce_losses, predict_logits

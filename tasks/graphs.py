@@ -42,3 +42,18 @@ def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndar
             pos[row] = lookup[gid]
         out.append(pos)
     return out[0], out[1]
+
+
+def load_matrix(path: str, n: int) -> np.ndarray:
+    """The TMD matrix (``.npy``, rows/cols in graph-store order, never pickled), checked to be ``(n, n)``."""
+    try:
+        mat = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(path, "TMD matrix not found (run `tmdsub tmd-matrix` first)") from None
+    except (ValueError, OSError, EOFError) as err:
+        raise InputError(path, f"not a readable .npy matrix: {err}") from None
+    if mat.shape != (n, n):
+        raise InputError(path, f"TMD matrix has shape {mat.shape}, the graph store has {n} graphs")
+    if not np.all(np.isfinite(mat)):
+        raise InputError(path, "TMD matrix has non-finite entries")
+    return np.asarray(mat, dtype=np.float64)

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
+
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
            "remove_stale_temps"]
 
@@ -123,15 +125,6 @@ def write_npy(dest, array) -> Path:
             np.save(fh, array, allow_pickle=False)
 
     return _write_with(dest, _w)
-
-
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _json_default(o: Any) -> Any:

@@ -11,19 +11,6 @@ from tmdlib.coreset import budget_to_k, kmedoids_coreset, medoids_objective
 from . import io
 
 
-def load_matrix(path: str, n: int) -> np.ndarray:
-    """The TMD matrix written by the tmd stage (``.npy``, never pickled), checked against ``n`` graphs."""
-    try:
-        mat = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(path, "TMD matrix not found (run `tmdsub tmd-matrix` first)") from None
-    except ValueError as err:
-        raise InputError(path, f"not a readable .npy matrix: {err}") from None
-    if mat.shape != (n, n):
-        raise InputError(path, f"TMD matrix has shape {mat.shape}, the graph store has {n} graphs")
-    return mat
-
-
 @task(name="select-graphs", persist_result=False)
 def select_graphs(ds: GraphDataset, train: np.ndarray, method: str, fraction: float | None, count: int | None,
                   seed: int, tmd_matrix: np.ndarray | None, restarts: int = 5, backend: str = "fasterpam") -> dict:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .coreset import medoids_objective
+
 __all__ = ["medoid_objective", "cluster_sizes", "weighted_subset_loss", "coreset_gap", "lemma_bound",
            "erm_bound", "excess_loss", "node_epsilon_mean", "node_gap", "node_bounds"]
 
@@ -38,7 +40,7 @@ def medoid_objective(D, medoids) -> float:
     med = np.asarray(medoids, dtype=np.int64).ravel()
     if D.ndim != 2 or D.shape[0] != D.shape[1] or med.size == 0:
         raise ValueError("D must be square and medoids non-empty")
-    return float(D[:, med].min(axis=1).mean())
+    return medoids_objective(D, med)
 
 
 def cluster_sizes(D, medoids) -> np.ndarray:
