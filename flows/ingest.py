@@ -10,7 +10,7 @@ from prefect import flow
 
 from tmdlib import InputError
 from tmdlib import datasets as tds
-from tasks.ingest import read_source, verify_checksums, write_graph_store
+from tasks.ingest import append_batches, batch_sources, read_source, verify_checksums, write_graph_store
 
 
 def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smiles_csv: str | None,
@@ -49,12 +49,21 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
 @flow(name="ingest", log_prints=True)
 def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None = None,
                 checksum_folder: str | None = None, node_attributes: bool = False,
-                smiles_column: str = "smiles", label_column: str | None = None) -> dict:
-    """Verify (built-in data), read, validate and atomically write the graph store."""
+                smiles_column: str = "smiles", label_column: str | None = None,
+                append_dir: str | None = None) -> dict:
+    """Verify (built-in data), read, append the batches of ``append_dir``, validate and atomically write.
+
+    ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),
+    appended in name order after the base source; old graphs keep their ids and features.
+    """
     if checksum_folder is not None and raw_root is not None:
         verify_checksums(raw_root, checksum_folder)
     table = read_source(kind, path, name, node_attributes, smiles_column, label_column)
-    return write_graph_store(table, out)
+    batches = batch_sources(append_dir)
+    if batches:
+        table = append_batches(table, batches, node_attributes, smiles_column, label_column)
+    summary = write_graph_store(table, out)
+    return {**summary, "batches": [b[0] for b in batches]}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,25 +9,38 @@ from prefect import flow
 
 from tasks import io
 from tasks.graphs import load_graph_store
-from tasks.labels import build_requests, import_labels, write_labels, write_requests
+from tasks.labels import (build_requests, commit_labels, import_labels, merge_labels, read_ledger, write_labels,
+                          write_requests)
 
 
 @flow(name="label-requests")
-def label_requests_flow(graphs: str, selection: str, out_dir: str) -> dict:
-    """Export the graphs to label (largest clusters first) with a manifest for the labelling team."""
+def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str | None = None) -> dict:
+    """Export the graphs still to label (largest clusters first) with a manifest for the labelling team.
+
+    Medoids already in the label ledger ``labelled`` are not requested again.
+    """
+    import pyarrow.parquet as pq
+
     sel = json.loads(Path(selection).read_text())
-    requests = build_requests(graphs, sel)
+    known = pq.read_table(graphs, columns=["graph_id"]).column("graph_id").to_numpy()
+    have = set(read_ledger(labelled, known).column("graph_id").to_pylist())
+    requests = build_requests(graphs, sel, have)
     manifest = {"dataset_sha256": io.sha256_file(graphs), "selection_sha256": io.sha256_file(selection),
                 "method": sel["method"], "fraction": sel.get("fraction"), "count": sel.get("count"),
                 "k": sel["k"], "seed": sel["seed"], "epsilon": sel.get("epsilon"),
-                "requested": requests.num_rows, "train_graphs": sel["n_train"]}
+                "requested": requests.num_rows, "reused": int(sum(int(g) in have for g in sel["medoids"])),
+                "train_graphs": sel["n_train"], "graphs": int(len(known)), "ledger": labelled,
+                "ledger_size": len(have)}
     write_requests(out_dir, requests, manifest)
     return manifest
 
 
 @flow(name="labels-import")
-def labels_import_flow(graphs: str, requests: str, source: str, out_dir: str) -> dict:
-    """Validate imported labels against the requests (or stand in with the dataset's own labels, flagged)."""
+def labels_import_flow(graphs: str, requests: str, source: str, out_dir: str, labelled: str | None = None) -> dict:
+    """Validate imported labels against the requests (or stand in with the dataset's own labels, flagged).
+
+    The labels written are the ledger's (``labelled``: reused) plus the new ones.
+    """
     import pyarrow.parquet as pq
 
     ds = load_graph_store(graphs)
@@ -36,5 +49,16 @@ def labels_import_flow(graphs: str, requests: str, source: str, out_dir: str) ->
     known = ds.graph_ids[order]
     y = None if ds.y is None else ds.y[order]
     gids, labels, meta = import_labels(source, requested, known, y)
-    write_labels(out_dir, gids, labels, meta)
-    return {**meta, "labelled": int(len(gids))}
+    ledger = read_ledger(labelled, known)
+    all_ids, all_y = merge_labels(ledger, gids, labels, source)
+    write_labels(out_dir, all_ids, all_y, meta)  # labels.json stays the same when only the ledger grew
+    return {**meta, "labelled": int(len(all_ids)), "new": int(len(requested)), "from_ledger": int(ledger.num_rows)}
+
+
+@flow(name="labels-commit")
+def labels_commit_flow(graphs: str, labels_csv: str, ledger: str) -> dict:
+    """Append the labels a run used to the dataset's label ledger (so later runs reuse them)."""
+    import pyarrow.parquet as pq
+
+    known = pq.read_table(graphs, columns=["graph_id"]).column("graph_id").to_numpy()
+    return commit_labels(ledger, labels_csv, known)

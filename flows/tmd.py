@@ -17,8 +17,9 @@ from prefect import flow, get_run_logger
 
 from tasks import io
 from tasks.graphs import load_graph_store, read_id_pairs
-from tasks.tmd import (block_key, block_shape, check_matrix_fits, compute_block, graph_hashes, merge_blocks,
-                       plan_blocks, read_block, tmd_pairs, write_pairs_csv)
+from tasks.tmd import (block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits, chunk_index,
+                       compute_block, graph_hashes, merge_blocks, plan_chunks, read_block, record_chunks, tmd_pairs,
+                       write_pairs_csv)
 from tmdlib.weights import resolve_weights
 
 
@@ -88,7 +89,12 @@ class _Progress:
 @flow(name="tmd-matrix")
 def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str, depth: int = 4,
                     weights="pascal", block_size: int = 256, threads_per_block: int | None = None) -> dict:
-    """Full symmetric TMD matrix of the graph store, sharded into cached blocks."""
+    """Full symmetric TMD matrix of the graph store, sharded into cached blocks.
+
+    Incremental: blocks are named by the content of the graphs they cover and the chunking reuses
+    the chunks of earlier runs, so after new graphs are appended only their rows and columns are
+    computed (``pairs_computed`` in the result says how many pairs this run computed).
+    """
     logger = get_run_logger()
     w = resolve_weights(depth, weights)
     check_matrix_fits(_store_rows(graphs), block_size, graphs)  # refuse up front, before any work
@@ -98,10 +104,14 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     io.remove_stale_temps(cache_dir)  # temporaries of a killed run (never mistaken for blocks)
     io.remove_stale_temps(Path(matrix_out).parent)
     hashes = graph_hashes(ds)
-    blocks = plan_blocks(n, block_size)
+    chunks = plan_chunks(hashes, block_size, chunk_index(cache_dir))
+    record_chunks(cache_dir, hashes, chunks)
+    blocks = blocks_of_chunks(chunks)
     paths = [str(Path(cache_dir) / f"{block_key(hashes, b, depth, w)}.npy") for b in blocks]
     todo = [k for k, p in enumerate(paths) if read_block(p, block_shape(blocks[k])) is None]
-    logger.info("%d graphs, %d blocks, %d to compute", n, len(blocks), len(todo))
+    pairs = sum(block_pairs(blocks[k]) for k in todo)
+    logger.info("%d graphs, %d blocks, %d to compute (%d of %d pairs)", n, len(blocks), len(todo), pairs,
+                n * (n - 1) // 2)
     progress = _Progress(len(blocks), len(blocks) - len(todo))
     futures = [compute_block.submit(graphs, blocks[k], depth, w.tolist(), paths[k], threads_per_block) for k in todo]
     from prefect.futures import as_completed
@@ -120,7 +130,7 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
             "block_size": block_size, "matrix_sha256": io.sha256_file(matrix_out)}
     io.write_json(meta_out, meta)
     logger.info("%d of %d blocks computed by this run, %d reused", len(todo), len(blocks), len(blocks) - len(todo))
-    return {**meta, "blocks_computed": len(todo)}
+    return {**meta, "blocks_computed": len(todo), "pairs_computed": pairs}
 
 
 def _store_rows(graphs: str) -> int:

@@ -57,3 +57,16 @@ def load_matrix(path: str, n: int) -> np.ndarray:
     if not np.all(np.isfinite(mat)):
         raise InputError(path, "TMD matrix has non-finite entries")
     return np.asarray(mat, dtype=np.float64)
+
+
+def store_segments(path: str, n: int) -> list[int]:
+    """Graph counts of the base and of each appended batch of a graph store (``[n]`` without batches)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.append import META_BATCHES
+
+    meta = pq.read_schema(path).metadata or {}
+    batches = [int(c) for _name, c in json.loads(meta.get(META_BATCHES.encode(), b"[]"))]
+    return [n - sum(batches)] + batches

@@ -6,15 +6,19 @@ import pyarrow as pa
 from prefect import task
 
 from tmdlib import GraphDataset, InputError
-from tmdlib.coreset import budget_to_k, kmedoids_coreset, medoids_objective
+from tmdlib.coreset import budget_to_k, kmedoids_coreset, medoids_objective, reuse_labelled
 
 from . import io
 
 
 @task(name="select-graphs", persist_result=False)
 def select_graphs(ds: GraphDataset, train: np.ndarray, method: str, fraction: float | None, count: int | None,
-                  seed: int, tmd_matrix: np.ndarray | None, restarts: int = 5, backend: str = "fasterpam") -> dict:
+                  seed: int, tmd_matrix: np.ndarray | None, restarts: int = 5, backend: str = "fasterpam",
+                  labelled: np.ndarray | None = None) -> dict:
     """Pick graphs among ``train`` (positions) by ``method``; never reads labels.
+
+    ``labelled`` (bool mask over ``train``) marks graphs that already have a label: they are reused
+    first (tmdlib.coreset.reuse_labelled) so that only the other medoids need labelling.
 
     Returns a JSON-ready dict: medoid graph ids, τ, the method's own medoid objective and, when a
     TMD matrix is given, ε = f_TMD(I; X_train) of the selection (what Lemma 3.2 uses).
@@ -23,8 +27,13 @@ def select_graphs(ds: GraphDataset, train: np.ndarray, method: str, fraction: fl
 
     n = len(train)
     k = budget_to_k(n, fraction=fraction, count=count)
+    lab = np.zeros(n, dtype=bool) if labelled is None else np.asarray(labelled, dtype=bool)
+    candidates, fixed = reuse_labelled(lab, n, k)
     if method == "random":
-        pos = np.sort(baselines.random_selection(n, k, seed))
+        pool = np.flatnonzero(candidates if candidates is not None else ~lab)
+        kept = np.flatnonzero(fixed) if fixed is not None else np.zeros(0, dtype=np.int64)
+        extra = pool[baselines.random_selection(pool.size, k - kept.size, seed)] if k > kept.size else kept[:0]
+        pos = np.sort(np.concatenate([kept, extra]))
         tau = np.full(k, n // k) + (np.arange(k) < n % k)  # uniform weights summing to n
         own_eps = None
     else:
@@ -38,7 +47,8 @@ def select_graphs(ds: GraphDataset, train: np.ndarray, method: str, fraction: fl
             D = baselines.wl_distance_matrix(ds.take(train))
         else:
             raise InputError(None, f"unknown method {method!r}: tmd, random, feature or wl")
-        res = kmedoids_coreset(D, k, seed=seed, method=backend, restarts=restarts)
+        res = kmedoids_coreset(D, k, seed=seed, method=backend, restarts=restarts, candidates=candidates,
+                               fixed=fixed)
         pos, tau, own_eps = res.medoids, res.tau.astype(float), float(res.epsilon)
     eps_tmd = None
     if tmd_matrix is not None:
@@ -46,7 +56,8 @@ def select_graphs(ds: GraphDataset, train: np.ndarray, method: str, fraction: fl
     gids = ds.graph_ids
     return {"method": method, "k": int(k), "n_train": int(n), "seed": int(seed),
             "medoids": gids[train[pos]].tolist(), "tau": np.asarray(tau, dtype=float).tolist(),
-            "epsilon": eps_tmd, "epsilon_method": own_eps}
+            "epsilon": eps_tmd, "epsilon_method": own_eps,
+            "labelled_in_pool": int(lab.sum()), "reused_labels": int(lab[pos].sum())}
 
 
 @task(name="subsample-nodes", persist_result=False)

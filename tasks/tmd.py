@@ -56,8 +56,86 @@ def graph_hashes(ds: GraphDataset) -> list[str]:
 def plan_blocks(n: int, block_size: int) -> list[tuple[int, int, int, int]]:
     """Upper-triangular blocks ``(r0, r1, c0, c1)`` (half-open) covering an ``n x n`` matrix."""
     starts = list(range(0, n, max(1, block_size)))
-    return [(r, min(r + block_size, n), c, min(c + block_size, n))
-            for bi, r in enumerate(starts) for c in starts[bi:]]
+    return blocks_of_chunks([(r, min(r + block_size, n)) for r in starts])
+
+
+def blocks_of_chunks(chunks: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
+    """Upper-triangular blocks: one per pair ``a <= b`` of consecutive position ranges ``chunks``."""
+    return [(r0, r1, c0, c1) for a, (r0, r1) in enumerate(chunks) for (c0, c1) in chunks[a:]]
+
+
+# A chunk is a run of consecutive graphs that forms one side of blocks.  Chunks used before are
+# recorded (by the content hashes of their graphs) in ``<cache>/chunks/``; a new plan reuses every
+# old chunk it finds again, so after graphs are appended (or removed) every block between two old
+# chunks has the same content key as before and only blocks touching new graphs are computed.
+
+def chunk_index(cache_dir: str) -> dict[str, list[list[str]]]:
+    """Chunks recorded in ``cache_dir/chunks``: first graph hash -> hash lists, longest first."""
+    import json
+    from pathlib import Path
+
+    index: dict[str, list[list[str]]] = {}
+    folder = Path(cache_dir) / "chunks"
+    for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            hashes = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue  # a damaged index entry only costs reuse, never correctness
+        if isinstance(hashes, list) and hashes and all(isinstance(h, str) for h in hashes):
+            index.setdefault(hashes[0], []).append(hashes)
+    for lists in index.values():
+        lists.sort(key=len, reverse=True)
+    return index
+
+
+def record_chunks(cache_dir: str, hashes: list[str], chunks: list[tuple[int, int]]) -> None:
+    """Record the hash list of every chunk of a plan (atomic, idempotent)."""
+    import hashlib
+    from pathlib import Path
+
+    for a, b in chunks:
+        part = hashes[a:b]
+        name = hashlib.sha256("|".join(part).encode()).hexdigest()[:32]
+        path = Path(cache_dir) / "chunks" / f"{name}.json"
+        if not path.exists():
+            io.write_json(path, part)
+
+
+def plan_chunks(hashes: list[str], block_size: int, index: dict[str, list[list[str]]]) -> list[tuple[int, int]]:
+    """Split positions ``0..n-1`` into chunks, reusing recorded chunks where the graphs match.
+
+    Walking the graphs in order, a recorded chunk (the longest) whose hash list matches the graphs
+    starting here is taken whole; graphs matched by none are grouped into new chunks of at most
+    ``block_size``.  With an empty index this is the plain split into ``block_size`` runs.
+    """
+    n, b = len(hashes), max(1, block_size)
+    chunks: list[tuple[int, int]] = []
+    pending = None
+
+    def flush(end: int) -> None:
+        chunks.extend((s, min(s + b, end)) for s in range(pending, end, b))
+
+    i = 0
+    while i < n:
+        match = next((c for c in index.get(hashes[i], ()) if hashes[i:i + len(c)] == c), None)
+        if match is None:
+            pending = i if pending is None else pending
+            i += 1
+            continue
+        if pending is not None:
+            flush(i)
+            pending = None
+        chunks.append((i, i + len(match)))
+        i += len(match)
+    if pending is not None:
+        flush(n)
+    return chunks
+
+
+def block_pairs(block: tuple[int, int, int, int]) -> int:
+    """Graph pairs a block computes: ``m(m-1)/2`` on the diagonal, ``rows x cols`` off it."""
+    r0, r1, c0, c1 = block
+    return (r1 - r0) * (r1 - r0 - 1) // 2 if (r0, r1) == (c0, c1) else (r1 - r0) * (c1 - c0)
 
 
 def block_key(hashes: list[str], block: tuple[int, int, int, int], depth: int, weights) -> str:
@@ -125,13 +203,20 @@ _DATASETS: dict = {}
 
 
 def _dataset_cached(store: str) -> GraphDataset:
-    """Per-process cache of the graph store (workers load it once, not once per block)."""
-    if store not in _DATASETS:
+    """Per-process cache of the graph store (workers load it once, not once per block).
+
+    Keyed by path, size and modification time, so a store rewritten with appended graphs is reloaded.
+    """
+    import os
+
+    st = os.stat(store)
+    key = (store, st.st_size, st.st_mtime_ns)
+    if key not in _DATASETS:
         from tmdlib.datasets import read_graph_parquet
 
         _DATASETS.clear()
-        _DATASETS[store] = GraphDataset.from_arrow(read_graph_parquet(store))
-    return _DATASETS[store]
+        _DATASETS[key] = GraphDataset.from_arrow(read_graph_parquet(store))
+    return _DATASETS[key]
 
 
 @task(name="tmd-block", retries=2, retry_delay_seconds=1, persist_result=False)

@@ -81,7 +81,9 @@ def test_killed_run_resumes_without_recomputing_and_matches(small_store, tmp_pat
     assert not (out / "matrix.npy").exists()
     finished = sorted(p.name for p in cache.glob("*.npy"))
     assert len(finished) == 6
-    assert not [p for p in cache.iterdir() if p.suffix != ".npy"]  # no torn temporary files left behind
+    # no torn temporary files left behind (chunks/ is the index of chunks the plan used, all .json)
+    assert not [p for p in cache.iterdir() if p.suffix != ".npy" and p.name != "chunks"]
+    assert all(p.suffix == ".json" for p in (cache / "chunks").iterdir())
     stamps = {p.name: p.stat().st_mtime_ns for p in cache.glob("*.npy")}
 
     res = _run_script(_flow_script(small_store, out, cache, None), tmp_path)

@@ -29,6 +29,7 @@ __all__ = [
     "assign_to_medoids",
     "medoids_objective",
     "kmedoids_coreset",
+    "reuse_labelled",
     "METHODS",
 ]
 
@@ -233,6 +234,35 @@ def _index_set(spec, n: int, name: str) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     mask[idx] = True
     return mask
+
+
+def reuse_labelled(labelled, n: int, k: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    r"""``(candidates, fixed)`` for :func:`kmedoids_coreset` that reuse already-labelled points.
+
+    With :math:`L` the labelled points: if :math:`|L| \le k` they are all kept as medoids
+    (``fixed = L``) and the other :math:`k - |L|` medoids are chosen freely, so only those need a
+    label; if :math:`|L| > k` the ``k`` medoids are chosen among them (``candidates = L``) and
+    nothing new is labelled.  Either way :math:`\varepsilon` is the objective of the medoids
+    actually chosen, so the bound of Lemma 3.2 holds as usual.
+
+    Parameters
+    ----------
+    labelled : array_like of bool, shape (n,), or of int
+        Points (positions ``0..n-1``) that already have a label.
+    n, k : int
+        Number of points and of medoids.
+
+    Returns
+    -------
+    candidates, fixed : ndarray of bool, shape (n,), or None
+        One of the two is None; both are None when nothing is labelled.
+    """
+    lab = _index_set(labelled, n, "labelled")
+    if not lab.any():
+        return None, None
+    if lab.sum() <= k:
+        return None, lab
+    return lab, None
 
 
 def kmedoids_coreset(D, k: int, seed: int = 0, method: str = "fasterpam", restarts: int = 5,

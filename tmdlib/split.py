@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["train_test_split"]
+__all__ = ["train_test_split", "batched_train_test_split"]
 
 
 def train_test_split(n: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -28,3 +28,36 @@ def train_test_split(n: int, test_fraction: float = 0.2, seed: int = 0) -> tuple
     perm = np.random.default_rng(seed).permutation(n)
     n_test = int(round(test_fraction * n))
     return np.sort(perm[n_test:]).astype(np.int64), np.sort(perm[:n_test]).astype(np.int64)
+
+
+def batched_train_test_split(sizes, test_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Split a dataset that grew by batches so that appending never moves an old graph.
+
+    Segment ``b`` (positions ``start_b .. start_b + sizes[b] - 1``) is split on its own by
+    :func:`train_test_split` with seed ``seed`` for the base (``b = 0``, so a dataset without batches
+    splits exactly as :func:`train_test_split`) and ``SeedSequence([seed, b])`` for batch ``b``.
+
+    Parameters
+    ----------
+    sizes : sequence of int, shape (B,)
+        Graphs in the base and in each appended batch, in order; ``n = sum(sizes)``.
+    test_fraction : float in [0, 1)
+        Share held out of each segment (``round(test_fraction * sizes[b])`` graphs).
+    seed : int
+        Base seed.
+
+    Returns
+    -------
+    train, test : ndarray of int64
+        Sorted disjoint positions covering ``0..n-1``; those of the first ``B - 1`` segments are the
+        same whatever batches follow.
+    """
+    trains, tests, start = [], [], 0
+    for b, size in enumerate(int(s) for s in sizes):
+        s = seed if b == 0 else int(np.random.SeedSequence([int(seed), b]).generate_state(1)[0])
+        tr, te = train_test_split(size, test_fraction, s)
+        trains.append(tr + start)
+        tests.append(te + start)
+        start += size
+    empty = np.zeros(0, dtype=np.int64)
+    return np.concatenate(trains or [empty]), np.concatenate(tests or [empty])

@@ -1,0 +1,157 @@
+"""Appending batches of new graphs to a dataset's graph table.
+
+A dataset grows by batches: its base source, then each batch in order.  The
+appended rows must live in the *base's* feature space, so that an old graph
+keeps its features (and its TMD values) when new graphs arrive:
+
+* TU base, TU batch: node features are re-encoded with the base's one-hot
+  map (``label - min(base labels)``, base width), node attributes kept as
+  they are; raw graph labels are mapped with the base's ``y_raw -> y`` map.
+  A node label outside the base's range or an unseen raw class is an error:
+  the one-hot width or the class set of old graphs would otherwise change.
+* Any other pair (molecules from SMILES/OGB, graph-store Parquet): the
+  feature dimension must be the same.
+
+Appended graphs get ``graph_id`` values after the base's, so ids of old
+graphs never change.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InputError
+from .schema import graph_table_metadata, nested_list_array
+
+__all__ = ["append_graph_table", "META_BATCHES"]
+
+META_BATCHES = "tmdlib.batches"
+
+
+def _feature_dim(table: pa.Table) -> int | None:
+    """Node-feature dimension ``d`` (None for a table without nodes)."""
+    x = table.column("x").combine_chunks()
+    rows = x.flatten()
+    return len(rows[0]) if len(rows) else None
+
+
+def _label_range(table: pa.Table) -> tuple[int, int] | None:
+    """``(min, max)`` of the TU node labels of ``table``, None without node labels."""
+    if "node_labels" not in table.column_names:
+        return None
+    labels = table.column("node_labels").combine_chunks().flatten()
+    if len(labels) == 0:
+        return None
+    arr = np.asarray(labels, dtype=np.int64)
+    return int(arr.min()), int(arr.max())
+
+
+def _reencode_tu_features(base: pa.Table, batch: pa.Table, path) -> pa.Array:
+    """Batch node features in the base's one-hot map, shape ``(N_batch, d_base)`` as a nested list array.
+
+    Both encodings are ``[one-hot of node labels | attributes]``; the base has ``a = d_base - width``
+    attribute columns, which are the batch's last ``a`` columns and are kept as they are.
+    """
+    base_rng = _label_range(base)
+    if base_rng is None or _label_range(batch) is None:
+        return _check_same_dim(base, batch, path)
+    lo, hi = base_rng
+    labels = np.asarray(batch.column("node_labels").combine_chunks().flatten(), dtype=np.int64)
+    bad = np.flatnonzero((labels < lo) | (labels > hi))
+    if bad.size:
+        raise InputError(path, f"node label {labels[bad[0]]} is outside the dataset's node-label range {lo}..{hi}: "
+                               f"a new label would change the one-hot features of every existing graph")
+    width = hi - lo + 1
+    n_attr = (_feature_dim(base) or width) - width
+    d_batch = _feature_dim(batch) or 0
+    if d_batch <= n_attr:
+        raise InputError(path, f"node features have {d_batch} columns; the dataset has {n_attr} node attribute "
+                               f"columns after its one-hot labels")
+    x_batch = np.asarray(batch.column("x").combine_chunks().flatten().flatten(), dtype=np.float32)
+    attrs = x_batch.reshape(-1, d_batch)[:, d_batch - n_attr:]
+    onehot = np.zeros((labels.size, width), dtype=np.float32)
+    onehot[np.arange(labels.size), labels - lo] = 1.0
+    node_ptr = np.concatenate([[0], np.cumsum(batch.column("num_nodes").to_numpy())])
+    return nested_list_array(np.hstack([onehot, attrs]), node_ptr, pa.float32())
+
+
+def _check_same_dim(base: pa.Table, batch: pa.Table, path) -> pa.Array:
+    """The batch's ``x`` column, after checking its feature dimension equals the base's."""
+    d0, d1 = _feature_dim(base), _feature_dim(batch)
+    if d0 is not None and d1 is not None and d0 != d1:
+        raise InputError(path, f"node features have dimension {d1}, the dataset has {d0}: "
+                               f"a batch must come from the same kind of source as the dataset")
+    return batch.column("x").combine_chunks()
+
+
+def _map_tu_labels(base: pa.Table, batch: pa.Table, path) -> pa.Array:
+    """Batch ``y`` from its raw TU labels with the base's ``y_raw -> y`` map."""
+    raw0 = base.column("y_raw").to_numpy()
+    y0 = base.column("y").to_numpy(zero_copy_only=False)
+    mapping = {int(r): float(v) for r, v in zip(raw0, y0)}
+    raw = batch.column("y_raw").to_numpy()
+    unseen = [int(r) for r in raw if int(r) not in mapping]
+    if unseen:
+        row = int(np.flatnonzero(raw == unseen[0])[0])
+        raise InputError(path, f"graph label {unseen[0]} is not a class of the dataset "
+                               f"({sorted(mapping)})", line=row + 1)
+    return pa.array([mapping[int(r)] for r in raw], type=pa.float64())
+
+
+def _column_like(batch: pa.Table, field: pa.Field, path) -> pa.Array:
+    """The batch's column for ``field``, cast to its type; nulls if the batch lacks a nullable column."""
+    if field.name in batch.column_names:
+        return batch.column(field.name).combine_chunks().cast(field.type)
+    if field.nullable:
+        return pa.nulls(batch.num_rows, field.type)
+    raise InputError(path, f"the batch has no column {field.name!r}, which the dataset has "
+                           f"(a batch must come from the same kind of source as the dataset)")
+
+
+def append_graph_table(base: pa.Table, batch: pa.Table, batch_name: str,
+                       path: str | os.PathLike | None = None) -> pa.Table:
+    """Append the graphs of ``batch`` after those of ``base`` in the base's feature space.
+
+    Parameters
+    ----------
+    base : pyarrow.Table
+        The dataset so far (graph-store schema), ``G0`` rows.
+    batch : pyarrow.Table
+        New graphs (graph-store schema), ``G1`` rows, as read from their source.
+    batch_name : str
+        Recorded in the ``tmdlib.batches`` metadata (JSON list of ``[name, G1]``).
+    path : str or os.PathLike, optional
+        The batch's file or folder, named in errors.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``G0 + G1`` rows with the base's schema; the batch's ``graph_id`` are ``G0 .. G0 + G1 - 1``
+        (base ids are kept), its features re-encoded as described in the module docstring.
+
+    Raises
+    ------
+    InputError
+        Features or classes that do not fit the base, or a missing required column.
+    """
+    base_meta = graph_table_metadata(base)
+    tu = base_meta.get("tmdlib.source") == "tu" and graph_table_metadata(batch).get("tmdlib.source") == "tu"
+    start = int(np.asarray(base.column("graph_id")).max()) + 1 if base.num_rows else 0
+    columns = []
+    for field in base.schema:
+        if field.name == "graph_id":
+            col = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
+        elif field.name == "x":
+            col = _reencode_tu_features(base, batch, path) if tu else _check_same_dim(base, batch, path)
+        elif field.name == "y" and tu:
+            col = _map_tu_labels(base, batch, path)
+        else:
+            col = _column_like(batch, field, path)
+        columns.append(col.cast(field.type))
+    added = pa.Table.from_arrays(columns, schema=base.schema)
+    batches = json.loads(base_meta.get(META_BATCHES, "[]")) + [[batch_name, int(batch.num_rows)]]
+    meta = {**(base.schema.metadata or {}), META_BATCHES.encode(): json.dumps(batches).encode()}
+    return pa.concat_tables([base, added]).replace_schema_metadata(meta)
