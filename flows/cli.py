@@ -23,6 +23,11 @@ def _fail(err: Exception | str, code: int = 2) -> None:
 DATA = Path("data")  # default layout for direct CLI use; dvc.yaml passes every path explicitly
 
 
+def _ledger(dataset: str) -> Path:
+    """Default label ledger of a dataset: every label paid for so far."""
+    return DATA / "labelled" / f"{dataset}.csv"
+
+
 def _store(dataset: str, graphs: Optional[Path]) -> Path:
     """Check the dataset name (no escaping the workspace) and resolve its graph store."""
     from tmdlib.datasets import check_dataset_name
@@ -63,6 +68,7 @@ def ingest(
     features: str = typer.Option("onehot", "--features", help="TU node features: 'onehot' (one-hot of node labels, PyG's default) or 'onehot+attributes' (append the node attributes)."),
     smiles_column: str = typer.Option("smiles", help="SMILES CSV: the SMILES column."),
     label_column: Optional[str] = typer.Option(None, help="SMILES CSV: the label column, if any."),
+    append_dir: Optional[Path] = typer.Option(None, "--append-dir", help="Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended in name order after the dataset."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph)."""
     from flows.ingest import ingest_flow, resolve_source
@@ -73,8 +79,9 @@ def ingest(
     summary = ingest_flow(kind, path, ds_name, str(out or DATA / "graphs" / f"{ds_name}.parquet"),
                           raw_root=str(raw_root), checksum_folder=folder,
                           node_attributes=features == "onehot+attributes", smiles_column=smiles_column,
-                          label_column=label_column)
-    typer.echo(f"{ds_name}: {summary['graphs']} graphs, {summary['mean_nodes']:.2f} nodes and "
+                          label_column=label_column, append_dir=str(append_dir) if append_dir else None)
+    batches = f" ({len(summary['batches'])} appended batches)" if summary["batches"] else ""
+    typer.echo(f"{ds_name}: {summary['graphs']} graphs{batches}, {summary['mean_nodes']:.2f} nodes and "
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}")
 
 
@@ -136,6 +143,7 @@ def select(
     out: Optional[Path] = typer.Option(None, "--out", help="Output JSON (default data/selection/<DATASET>/selection.json)."),
     restarts: int = typer.Option(5, "--restarts", min=1, help="k-medoids restarts (best objective kept)."),
     backend: str = typer.Option("fasterpam", "--backend", help="fasterpam | sklearn-extra | sklearn-extra-alternate."),
+    labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv; absent = nothing labelled): graphs in it are reused first."),
 ) -> None:
     """Pick the graphs worth labelling (k-medoids coreset on TMD, or a baseline)."""
     from tmdlib.errors import InputError
@@ -150,9 +158,10 @@ def select(
     target = out or DATA / "selection" / dataset / "selection.json"
     sel = select_flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
                       test_fraction=test_fraction, matrix=str(mat) if (method == "tmd" or mat.exists()) else None,
-                      restarts=restarts, backend=backend)
+                      restarts=restarts, backend=backend, labelled=str(labelled or _ledger(dataset)))
     eps = "n/a" if sel["epsilon"] is None else f"{sel['epsilon']:.4g}"
-    typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method}, "
+    reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
+    typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method}{reused}, "
                f"epsilon_TMD = {eps} -> {target}")
 
 
@@ -190,8 +199,9 @@ def label_requests(
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
     selection: Optional[Path] = typer.Option(None, "--selection", help="Selection JSON (default data/selection/<DATASET>/selection.json)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/labels/<DATASET>)."),
+    labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv): its graphs are not requested again."),
 ) -> None:
-    """Export the graphs to label: label_requests.csv/.parquet (graph_id, source_id, tau, rank) + manifest.json."""
+    """Export the graphs still to label: label_requests.csv/.parquet (graph_id, source_id, tau, rank) + manifest.json."""
     from tmdlib.errors import InputError
     from flows.labels import label_requests_flow
 
@@ -200,8 +210,9 @@ def label_requests(
     if not sel.is_file():
         raise InputError(sel, "selection not found (run `tmdsub select` first)")
     target = out_dir or DATA / "labels" / dataset
-    man = label_requests_flow(str(store), str(sel), str(target))
-    typer.echo(f"{dataset}: {man['requested']} graphs to label -> {target / 'label_requests.csv'}")
+    man = label_requests_flow(str(store), str(sel), str(target), str(labelled or _ledger(dataset)))
+    reused = f" ({man['reused']} selected graphs already labelled)" if man["reused"] else ""
+    typer.echo(f"{dataset}: {man['requested']} graphs to label{reused} -> {target / 'label_requests.csv'}")
 
 
 labels_app = typer.Typer(no_args_is_help=True, help="Import labels for the requested graphs.")
@@ -216,8 +227,9 @@ def labels_import(
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
     requests: Optional[Path] = typer.Option(None, "--requests", help="Label requests (default data/labels/<DATASET>/label_requests.parquet)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/labels/<DATASET>)."),
+    labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv): its labels are reused."),
 ) -> None:
-    """Validate a label file against the requests; writes labels.csv + labels.json, nothing on error."""
+    """Validate a label file against the requests; writes labels.csv (ledger + new labels) + labels.json, nothing on error."""
     from tmdlib.errors import InputError
     from flows.labels import labels_import_flow
 
@@ -226,9 +238,25 @@ def labels_import(
     if not req.is_file():
         raise InputError(req, "label requests not found (run `tmdsub label-requests` first)")
     target = out_dir or DATA / "labels" / dataset
-    res = labels_import_flow(str(store), str(req), source, str(target))
+    res = labels_import_flow(str(store), str(req), source, str(target), str(labelled or _ledger(dataset)))
     flag = "  [BENCHMARK STAND-IN: dataset labels, not imported]" if res.get("benchmark_mode") else ""
     typer.echo(f"{dataset}: {res['labelled']} labels -> {target / 'labels.csv'}{flag}")
+
+
+@labels_app.command("commit")
+def labels_commit(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
+    labels: Optional[Path] = typer.Option(None, "--labels", help="Labels a run used (default data/labels/<DATASET>/labels.csv)."),
+    ledger: Optional[Path] = typer.Option(None, "--ledger", help="Label ledger to grow (default data/labelled/<DATASET>.csv)."),
+) -> None:
+    """Add the labels of a finished run to the label ledger, so the next run requests only new graphs."""
+    from flows.labels import labels_commit_flow
+
+    store = _store(dataset, graphs)
+    res = labels_commit_flow(str(store), str(labels or DATA / "labels" / dataset / "labels.csv"),
+                             str(ledger or _ledger(dataset)))
+    typer.echo(f"{dataset}: {res['added']} labels added to {res['ledger']} ({res['total']} in all)")
 
 
 @app.command()
@@ -239,14 +267,52 @@ def summary() -> None:
     typer.echo(summary_text())
 
 
+@app.command()
+def remote(
+    workspace: Path = typer.Option(Path("."), "--workspace", help="The repository root (reads its params.yaml)."),
+) -> None:
+    """Make params.yaml's `remote:` (name, url) the default DVC remote in .dvc/config (commit it to share)."""
+    from tasks.dvcops import configure_remote
+    from tasks.tracking import redact_uri
+
+    name, url = configure_remote(workspace)
+    typer.echo(f"DVC remote {name!r} -> {redact_uri(url)} (default; credentials: dvc remote modify --local {name} ...)")
+
+
+@app.command()
+def schedule(
+    cron: Optional[str] = typer.Option(None, "--cron", help="Cron schedule, UTC (default params.yaml schedule.cron)."),
+    name: str = typer.Option("tmdsub", "--name", help="Deployment name (scheduled-run/NAME)."),
+    workspace: Path = typer.Option(Path("."), "--workspace", help="The repository root the runs work in."),
+) -> None:
+    """Serve a Prefect deployment that ingests new data, reruns the pipeline, pushes and records (Ctrl-C stops)."""
+    from flows.schedule import serve_schedule
+
+    serve_schedule(workspace, cron, name)
+
+
+@app.command()
+def retrain(
+    workspace: Path = typer.Option(Path("."), "--workspace", help="The repository root to run in."),
+) -> None:
+    """One scheduled run now, in the foreground: ingest data/incoming, dvc repro, commit, push, record."""
+    from flows.schedule import scheduled_run_flow
+
+    rec = scheduled_run_flow(str(workspace))
+    typer.echo(f"{len(rec['batches'])} new batch(es); {len(rec['stages_ran'])} stage(s) ran; "
+               f"{'pushed' if rec['pushed'] else 'not pushed'}; record -> data/runs/{rec['stamp']}.json")
+
+
 def _register_stage_commands() -> None:
-    """Training, evaluation and experiment commands (their modules import torch/mlflow lazily)."""
+    """Training, evaluation, audit and experiment commands (their modules import torch/mlflow lazily)."""
+    from flows.audit import audit_command
     from flows.evaluate import evaluate_command
     from flows.experiment import experiment_command
     from flows.train import train_command
 
     app.command("train")(train_command)
     app.command("evaluate")(evaluate_command)
+    app.command("audit")(audit_command)
     app.command("experiment")(experiment_command)
 
 
@@ -286,13 +352,14 @@ def main(argv: list[str] | None = None) -> None:
 
         for name in ("prefect", "prefect.flow_runs", "prefect.task_runs"):
             logging.getLogger(name).addFilter(_NoTraceback())
-    read_only = not args or args[0] in ("summary", "--help", "-h") or "--help" in args
+    # schedule serves for ever and retrain may name another workspace: their runs take the lock themselves.
+    unlocked = not args or args[0] in ("summary", "schedule", "retrain", "--help", "-h") or "--help" in args
     try:
         seconds = float(wait)
     except ValueError:
         _exit(f"--wait / TMDSUB_LOCK_WAIT must be a number of seconds, got {wait!r}", 2)
     try:
-        with contextlib.nullcontext() if read_only else workspace_lock(wait=seconds):
+        with contextlib.nullcontext() if unlocked else workspace_lock(wait=seconds):
             app(args=args, prog_name="tmdsub")
     except WorkspaceBusy as err:
         _exit(err, 75)

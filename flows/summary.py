@@ -34,7 +34,8 @@ def latest_runs(experiment: str = "tmdsub", limit: int = 4) -> list[dict]:
 
 LABELS = {"select": "coreset (selection)", "label_requests": "label requests", "labels": "labels",
           "train": "model", "evaluate": "metrics", "nodes": "node subsets", "tmd": "TMD matrix",
-          "ingest": "graph store", "train_nodes": "model (node-subsampled)", "evaluate_nodes": "metrics (nodes)"}
+          "ingest": "graph store", "train_nodes": "model (node-subsampled)", "evaluate_nodes": "metrics (nodes)",
+          "audit": "audit report"}
 
 
 def summary_text(root: str = ".") -> str:

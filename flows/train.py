@@ -1,8 +1,8 @@
 """Train flow: a GIN on the selected (τ-weighted) graphs with the imported labels only.
 
 Run as ``tmdsub train ...`` (:func:`train_command`).  Outputs ``model.pt`` (a state dict) and
-``train.json`` (config, device, per-epoch losses, the stability constant c and its per-layer factors);
-the run is logged to MLflow (``tasks.tracking.tracking_uri()``).
+``train.json`` (config, device, per-epoch losses, the stability constant c and its per-layer factors, and the
+MLflow run id); the run is logged to MLflow (``tasks.tracking.tracking_uri()``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import typer
 from prefect import flow
 
 from tasks.graphs import load_graph_store
-from tasks.train import (dataset_name, log_run, node_subsets_for, positions, read_labels, read_nodes,
+from tasks.train import (dataset_name, log_run, node_subsets_for, open_run, positions, read_labels, read_nodes,
                          read_selection, set_torch_threads, to_data, train_model, write_model)
 from tmdlib import InputError
 
@@ -76,7 +76,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
 
     ``lipschitz_budget`` switches to certified mode (:mod:`tmdlib.certified`): every weight matrix is kept at
     spectral norm ≤ the budget, and ``lipschitz.c`` is the certified constant (``c_measured`` next to it).
-    Returns ``train.json``'s content plus ``mlflow`` (``run_id``, ``tracking_uri``) when logged.
+    Returns ``train.json``'s content; when logged, both hold ``mlflow`` (``run_id``, ``tracking_uri`` redacted,
+    ``experiment_id``).
     """
     from tmdlib.certified import stability_constant
     from tmdlib.nn import model_config
@@ -117,31 +118,35 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                       "loss": "BCE with logits (M = 1)"},
         "certified": lip["certified"], "c_certified": lip["c_certified"],
     }
-    info = write_model(model, model_out, info_out, info)
-    print(f"trained {name}: {len(med_ids)} graphs, {cfg['epochs']} epochs on {used}, final weighted loss "
-          f"{info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}, c = {lip['c']:.4g}"
-          + (f" (certified: budget {lip['lipschitz_budget']}, measured {lip['c_measured']:.4g}, constraint "
-             f"{'holds' if lip['constraint_ok'] else 'VIOLATED'})" if lip["certified"] else ""))
-    if log_mlflow:
-        params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights,
-                  "selection.method": sel.get("method"), "selection.fraction": sel.get("fraction"),
-                  "selection.k": len(med_ids), "node_subsampling": bool(nodes),
-                  "labels_source": info["labels_source"], "torch_threads": torch_threads,
-                  "certified": lip["certified"], "train.lipschitz_budget": cfg.get("lipschitz_budget")}
-        metrics = {"final_loss": info["final_loss"], "c": lip["c"], "kappa": lip["kappa"],
-                   "bound_valid": lip["valid"], "train_seconds": seconds, "certified": lip["certified"],
-                   "c_measured": lip["c_measured"],
-                   **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
-                       **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
-                      if lip["certified"] else {}),
-                   **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])},
-                   "phi.readout": lip["readout"]}
-        if info["node_epsilon_mean"] is not None:
-            metrics["node_epsilon_mean"] = info["node_epsilon_mean"]
-        inputs = [p for p in (graphs, selection, labels, nodes) if p]
-        info["mlflow"] = log_run("train", params, metrics, inputs, [info_out], experiment=experiment,
-                                 step_metrics={"train_loss": losses},
-                                 extra_tags={"labels_source": info["labels_source"], "device": used})
+    params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights,
+              "selection.method": sel.get("method"), "selection.fraction": sel.get("fraction"),
+              "selection.k": len(med_ids), "node_subsampling": bool(nodes),
+              "labels_source": info["labels_source"], "torch_threads": torch_threads,
+              "certified": lip["certified"], "train.lipschitz_budget": cfg.get("lipschitz_budget")}
+    metrics = {"final_loss": info["final_loss"], "c": lip["c"], "kappa": lip["kappa"],
+               "bound_valid": lip["valid"], "train_seconds": seconds, "certified": lip["certified"],
+               "c_measured": lip["c_measured"],
+               **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
+                   **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
+                  if lip["certified"] else {}),
+               **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])},
+               "phi.readout": lip["readout"]}
+    if info["node_epsilon_mean"] is not None:
+        metrics["node_epsilon_mean"] = info["node_epsilon_mean"]
+    inputs = [p for p in (graphs, selection, labels, nodes) if p]
+    # the run exists before train.json is written, so train.json names it (``mlflow.run_id``: the audit reads it)
+    with open_run("train", params, inputs, experiment, enabled=log_mlflow,
+                  extra_tags={"labels_source": info["labels_source"], "device": used}) as run:
+        if run:
+            info["mlflow"] = run
+        info = write_model(model, model_out, info_out, info)
+        print(f"trained {name}: {len(med_ids)} graphs, {cfg['epochs']} epochs on {used}, final weighted loss "
+              f"{info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}, c = {lip['c']:.4g}"
+              + (f" (certified: budget {lip['lipschitz_budget']}, measured {lip['c_measured']:.4g}, constraint "
+                 f"{'holds' if lip['constraint_ok'] else 'VIOLATED'})" if lip["certified"] else ""))
+        if run:
+            log_run("train", params, metrics, inputs, [info_out], experiment=experiment,
+                    step_metrics={"train_loss": losses}, run=run)
     return info
 
 

@@ -1,7 +1,6 @@
 """Label hand-off tasks: export the label requests, import (or stand in for) the labels."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np

@@ -34,6 +34,39 @@ def git_info(root: str | os.PathLike = ".") -> dict:
     return {"git_sha": sha or "unknown", "git_dirty": "unknown" if status is None else str(bool(status)).lower()}
 
 
+def read_lock(lock_path: str | os.PathLike = "dvc.lock") -> dict:
+    """The ``stages`` mapping of ``dvc.lock`` (``{}`` when there is no lock file yet)."""
+    from tmdlib import InputError
+
+    p = Path(lock_path)
+    if not p.exists():
+        return {}
+    try:
+        lock = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise InputError(lock_path, f"not valid YAML: {err}") from None
+    if not isinstance(lock, dict) or not isinstance(lock.get("stages") or {}, dict):
+        raise InputError(lock_path, "not a dvc.lock (no 'stages' mapping)")
+    return lock.get("stages") or {}
+
+
+def _md5s(entries) -> dict:
+    """``{path: md5}`` of a lock entry's ``deps`` or ``outs`` list."""
+    return {e["path"]: e["md5"] for e in entries or [] if "path" in e and "md5" in e}
+
+
+def lock_entries(dataset: str, lock_path: str | os.PathLike = "dvc.lock") -> dict:
+    """md5 of the deps and outs of every ``<stage>@<dataset>`` entry of ``dvc.lock``.
+
+    Returns
+    -------
+    dict
+        ``{"<stage>@<dataset>": {"deps": {path: md5}, "outs": {path: md5}}}`` (``{}`` without a lock).
+    """
+    return {name: {"deps": _md5s(e.get("deps")), "outs": _md5s(e.get("outs"))}
+            for name, e in read_lock(lock_path).items() if name.endswith(f"@{dataset}")}
+
+
 def dvc_lock_hashes(inputs: list[str], lock_path: str | os.PathLike = "dvc.lock") -> dict:
     """md5 of each input as recorded in ``dvc.lock`` (the ``outs`` of the stage that made it).
 
@@ -46,14 +79,8 @@ def dvc_lock_hashes(inputs: list[str], lock_path: str | os.PathLike = "dvc.lock"
     dict
         ``{"dvc.md5.<path>": md5}``.
     """
-    recorded: dict[str, str] = {}
-    p = Path(lock_path)
-    if p.exists():
-        lock = yaml.safe_load(p.read_text()) or {}
-        for entry in (lock.get("stages") or {}).values():
-            for out in entry.get("outs", []) or []:
-                if "path" in out and "md5" in out:
-                    recorded[out["path"]] = out["md5"]
+    recorded = {path: md5 for entry in read_lock(lock_path).values()
+                for path, md5 in _md5s(entry.get("outs")).items()}
     tags = {}
     for path in inputs:
         md5 = recorded.get(path)

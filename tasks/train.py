@@ -9,6 +9,7 @@ Input formats (written by the select, nodes and labels stages):
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -285,13 +286,59 @@ def flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifacts: list[str],
-            experiment: str = "tmdsub", step_metrics: dict | None = None, run_name: str | None = None,
-            extra_tags: dict | None = None) -> dict:
-    """Log one finished stage run with an explicit :class:`mlflow.MlflowClient` (no global MLflow state).
+def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub", run_name: str | None = None,
+              extra_tags: dict | None = None) -> dict:
+    """Create an MLflow run (status RUNNING) with an explicit :class:`mlflow.MlflowClient`.
 
     Tags: :func:`tasks.tracking.run_tags` (git sha, dirty, dvc md5 of ``inputs``, params hash) plus
-    ``extra_tags``.  ``step_metrics`` maps a name to a list of values logged at steps 0, 1, ...
+    ``extra_tags``.
+
+    Returns
+    -------
+    dict
+        ``{"run_id", "tracking_uri" (redacted), "experiment_id"}``.
+    """
+    from mlflow import MlflowClient
+
+    from .tracking import redact_uri, run_tags, tracking_uri
+
+    uri = tracking_uri()
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp is not None else client.create_experiment(experiment)
+    tags = {**run_tags(stage, params, inputs), **(extra_tags or {})}
+    run = client.create_run(exp_id, tags={k: str(v) for k, v in tags.items()}, run_name=run_name or stage)
+    return {"run_id": run.info.run_id, "tracking_uri": redact_uri(uri), "experiment_id": exp_id}
+
+
+@contextlib.contextmanager
+def open_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub",
+             extra_tags: dict | None = None, enabled: bool = True):
+    """A run created up front (:func:`start_run`; ``None`` unless ``enabled``) so the stage's outputs can name
+    its id; finish it with ``log_run(..., run=run)``.  Marked FAILED if the body raises."""
+    if not enabled:
+        yield None
+        return
+    run = start_run(stage, params, inputs, experiment, extra_tags=extra_tags)
+    try:
+        yield run
+    except BaseException:
+        from mlflow import MlflowClient
+
+        from .tracking import tracking_uri
+
+        MlflowClient(tracking_uri=tracking_uri()).set_terminated(run["run_id"], "FAILED")
+        raise
+
+
+def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifacts: list[str],
+            experiment: str = "tmdsub", step_metrics: dict | None = None, run_name: str | None = None,
+            extra_tags: dict | None = None, run: dict | None = None) -> dict:
+    """Log one finished stage run with an explicit :class:`mlflow.MlflowClient` (no global MLflow state).
+
+    The run is ``run`` (from :func:`start_run`/:func:`open_run`), else a new one (:func:`start_run` with
+    ``stage``, ``inputs``, ``run_name``, ``extra_tags``).  ``step_metrics`` maps a name to a list of values
+    logged at steps 0, 1, ...
 
     Returns
     -------
@@ -303,15 +350,11 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
     from mlflow import MlflowClient
     from mlflow.entities import Metric, Param
 
-    from .tracking import redact_uri, run_tags, tracking_uri
+    from .tracking import tracking_uri
 
-    uri = tracking_uri()
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name(experiment)
-    exp_id = exp.experiment_id if exp is not None else client.create_experiment(experiment)
-    tags = {**run_tags(stage, params, inputs), **(extra_tags or {})}
-    run = client.create_run(exp_id, tags={k: str(v) for k, v in tags.items()}, run_name=run_name or stage)
-    run_id = run.info.run_id
+    run = run or start_run(stage, params, inputs, experiment, run_name, extra_tags)
+    run_id = run["run_id"]
+    client = MlflowClient(tracking_uri=tracking_uri())
     try:
         now = int(time.time() * 1000)
         plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
@@ -329,5 +372,5 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
-    return {"run_id": run_id, "tracking_uri": redact_uri(uri), "experiment_id": exp_id}
+    return run
 

@@ -109,3 +109,38 @@ def prefect_server(tmp_path_factory):
     finally:
         stop_process(proc)
         log.close()
+
+
+def pipeline_env(prefect_api: str) -> dict:
+    """Environment for `dvc`/`tmdsub` subprocesses in a temporary workspace (venv first, a git identity)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PREFECT_API_URL": prefect_api,
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "DVC_NO_ANALYTICS": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+def git_workspace(ws: Path, env: dict, remote_url: str | None = None) -> Path:
+    """A git repository holding the project's files (MUTAG raw data only) with a small training budget."""
+    import shutil
+    import subprocess
+
+    import yaml
+
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for rel in files:
+        skip_raw = rel.startswith("data/raw/") and not rel.startswith(("data/raw/MUTAG/", "data/raw/SHA256SUMS"))
+        if skip_raw or rel.startswith(("reports/", "benchmarks/")) or rel == "dvc.lock" or not (ROOT / rel).is_file():
+            continue
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, ws / rel)
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["train"]["epochs"] = 5
+    params["evaluate"].update(fractions="0.1,0.2", sweep_epochs=3)
+    if remote_url is not None:
+        params["remote"]["url"] = remote_url
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=ws, env=env, check=True, capture_output=True)
+    return ws

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import git_workspace, pipeline_env
 
 pytestmark = pytest.mark.server  # uses a real Prefect server for fast stage start-up
 
@@ -23,29 +22,8 @@ def _sh(args, cwd, env, timeout=900):
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, prefect_server):
     """A git repo holding the project's tracked files (MUTAG raw data only), with a small budget."""
-    ws = tmp_path_factory.mktemp("ws")
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()
-    for rel in files:
-        if rel.startswith("data/raw/") and not (rel.startswith("data/raw/MUTAG/") or rel == "data/raw/SHA256SUMS"):
-            continue
-        if rel.startswith(("reports/", "benchmarks/")) or rel == "dvc.lock" or not (ROOT / rel).is_file():
-            continue
-        dst = ws / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, dst)
-    params = yaml.safe_load((ws / "params.yaml").read_text())
-    params["train"]["epochs"] = 5
-    params["evaluate"]["fractions"] = "0.1,0.2"
-    params["evaluate"]["sweep_epochs"] = 3
-    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "PREFECT_API_URL": prefect_server, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "DVC_NO_ANALYTICS": "1"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
-        subprocess.run(cmd, cwd=ws, env=env, check=True, capture_output=True)
-    return ws, env
+    env = pipeline_env(prefect_server)
+    return git_workspace(tmp_path_factory.mktemp("ws"), env), env
 
 
 def _ran(stdout: str) -> set[str]:
@@ -58,7 +36,7 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     res = _sh([str(Path(sys.executable).parent / "dvc"), "repro"], ws, env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert _ran(res.stdout) == {"ingest", "tmd", "select", "nodes", "label_requests", "labels", "train",
-                                "train_nodes", "evaluate", "evaluate_nodes"}
+                                "train_nodes", "evaluate", "evaluate_nodes", "audit"}
     sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
     assert sel["k"] == 15 and len(sel["medoids"]) == 15 and sel["epsilon"] > 0
     assert (ws / "data/labels/MUTAG/label_requests.csv").read_text().startswith('"graph_id"')
@@ -78,7 +56,7 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     res = _sh([str(Path(sys.executable).parent / "dvc"), "repro"], ws, env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert _ran(res.stdout) == {"select", "label_requests", "labels", "train", "train_nodes", "evaluate",
-                                "evaluate_nodes"}
+                                "evaluate_nodes", "audit"}
     assert json.loads((ws / "data/selection/MUTAG/selection.json").read_text())["k"] == 30
 
     # Runs are tagged with provenance: git sha and the dvc.lock md5 of their inputs.
@@ -95,6 +73,13 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     sel_md5 = next(o["md5"] for o in lock["stages"]["select@MUTAG"]["outs"])
     assert tags["dvc.md5.data/selection/MUTAG/selection.json"] == sel_md5
 
+    # The audit report names the run, the commit and the dvc.lock md5s, and the train run links to it.
+    assert (ws / "data/audit/MUTAG/report.html").stat().st_size > 1000
+    train_run = json.loads((ws / "data/models/MUTAG/train.json").read_text())["mlflow"]["run_id"]
+    assert client.get_run(train_run).data.tags["tmdsub.audit_report"] == "data/audit/MUTAG/report.html"
+    report = (ws / "data/audit/MUTAG/report.md").read_text()
+    assert train_run in report and sha in report and sel_md5 in report
+
     res = _sh([str(Path(sys.executable).parent / "tmdsub"), "summary"], ws, env)
     assert res.returncode == 0 and "label_requests.csv" in res.stdout and "evaluate" in res.stdout
 
@@ -105,3 +90,37 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     assert res.returncode == 0, res.stderr
     listed = {line.split()[0] for line in res.stdout.splitlines() if line.strip()}
     assert {"ingest@COX2", "tmd@COX2", "evaluate@COX2", "ingest@MUTAG", "evaluate@MUTAG"} <= listed
+
+
+def test_remote_push_then_pull_on_a_fresh_clone(workspace, tmp_path):
+    """`tmdsub remote` sets params.yaml's local-folder remote; `dvc push`; a fresh clone pulls the same bytes."""
+    ws, env = workspace
+    dvc, tmdsub = (str(Path(sys.executable).parent / name) for name in ("dvc", "tmdsub"))
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["base"]["datasets"].pop("COX2", None)  # listed, never run, by the end-to-end test
+    remote = tmp_path / "remote"
+    params["remote"]["url"] = os.path.relpath(remote, ws)  # relative to the repository root
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    res = _sh([dvc, "repro"], ws, env)  # nothing to do after the end-to-end test
+    assert res.returncode == 0, res.stdout + res.stderr
+
+    res = _sh([tmdsub, "remote"], ws, env)
+    assert res.returncode == 0 and str(remote) in res.stdout, res.stdout + res.stderr
+    assert f"url = {remote}" in (ws / ".dvc/config").read_text()  # absolute: the same folder from any clone
+    for cmd in (["git", "add", "-A"], ["git", "commit", "-qm", "results + team remote"]):
+        subprocess.run(cmd, cwd=ws, env=env, check=True, capture_output=True)
+    res = _sh([dvc, "push"], ws, env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert any(p.is_file() for p in remote.rglob("*"))
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ws), str(clone)], env=env, check=True, capture_output=True)
+    res = _sh([dvc, "pull"], clone, env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lock = yaml.safe_load((ws / "dvc.lock").read_text())
+    outs = [o["path"] for entry in lock["stages"].values() for o in entry.get("outs", [])]
+    assert len(outs) > 10
+    for rel in outs:
+        assert (clone / rel).read_bytes() == (ws / rel).read_bytes(), rel
+    res = _sh([dvc, "status"], clone, env)
+    assert res.returncode == 0 and "up to date" in res.stdout, res.stdout + res.stderr

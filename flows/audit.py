@@ -1,0 +1,76 @@
+"""Audit flow: one report per run (Markdown + static HTML with plots) that names everything needed to reproduce it.
+
+Run as ``tmdsub audit DATASET ...`` (:func:`audit_command`; the ``audit`` stage of dvc.yaml).  Every input is
+read and checked before the first file is written; the report is then linked from the MLflow train run
+named in ``train.json`` (artifacts under ``audit/``, tag ``tmdsub.audit_report``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from prefect import flow
+
+from tasks.audit import gather_facts, link_report, read_plot, write_report
+
+
+@flow(name="audit", log_prints=True)
+def audit_flow(dataset: str, graphs: str, tmd_meta: str, selection: str, nodes: str, requests: str, manifest: str,
+               labels_meta: str, train_info: str, metrics: str, metrics_nodes: str, plot: str, out_dir: str,
+               params: str = "params.yaml", lock: str = "dvc.lock", log_mlflow: bool = True) -> dict:
+    """Write ``report.md``, ``report.html`` and the plots into ``out_dir`` and link them from the train run.
+
+    Returns
+    -------
+    dict
+        ``{"files": {"markdown", "html", "plots"}, "facts": ..., "mlflow_tags": ... (when linked)}``.
+    """
+    paths = {"graphs": graphs, "tmd_meta": tmd_meta, "selection": selection, "nodes": nodes, "requests": requests,
+             "manifest": manifest, "labels_meta": labels_meta, "train_info": train_info, "metrics": metrics,
+             "metrics_nodes": metrics_nodes, "plot": plot, "params": params}
+    facts = gather_facts(dataset, paths, lock, check_mlflow=log_mlflow)
+    bound_plot = read_plot(plot)
+    files = write_report(out_dir, facts, bound_plot)
+    result = {"files": files, "facts": facts}
+    run_id = facts["provenance"].get("mlflow_run_id")
+    if log_mlflow and run_id:
+        result["mlflow_tags"] = link_report(run_id, files)
+    print(f"{dataset}: audit report -> {files['html']} (MLflow train run {run_id or 'not logged'})")
+    return result
+
+
+def audit_command(
+    dataset: str = typer.Argument(..., help="Dataset name (the <DATASET> of the stage outputs)."),
+    graphs: Path = typer.Option(..., "--graphs", help="Graph-store Parquet (data/graphs/<DATASET>.parquet)."),
+    tmd_meta: Path = typer.Option(..., "--tmd-meta", help="The TMD matrix's meta.json."),
+    selection: Path = typer.Option(..., "--selection", help="selection.json."),
+    nodes: Path = typer.Option(..., "--nodes", help="nodes.parquet (node subsampling)."),
+    requests: Path = typer.Option(..., "--requests", help="label_requests.parquet."),
+    manifest: Path = typer.Option(..., "--manifest", help="The label requests' manifest.json."),
+    labels_meta: Path = typer.Option(..., "--labels-meta", help="labels.json (label source)."),
+    train_info: Path = typer.Option(..., "--train-info", help="train.json (names the MLflow train run)."),
+    metrics: Path = typer.Option(..., "--metrics", help="metrics.json (epsilon, the bounds, test metric)."),
+    metrics_nodes: Path = typer.Option(..., "--metrics-nodes", help="metrics_nodes.json (node-subsampling bound)."),
+    plot: Path = typer.Option(..., "--plot", help="bound_vs_gap.png of the evaluate stage (copied into the report)."),
+    out_dir: Path = typer.Option(..., "--out-dir", help="Report folder (data/audit/<DATASET>)."),
+    params: Path = typer.Option(Path("params.yaml"), "--params", help="The pipeline's params.yaml."),
+    lock: Path = typer.Option(Path("dvc.lock"), "--lock", help="dvc.lock, read at run time (may not exist yet)."),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Link the report from the MLflow train run."),
+) -> None:
+    """Audit report of a run (Markdown + static HTML with plots), linked from its MLflow train run."""
+    from tmdlib import InputError
+    from tmdlib.datasets import check_dataset_name
+
+    check_dataset_name(dataset)
+    inputs = (graphs, tmd_meta, selection, nodes, requests, manifest, labels_meta, train_info, metrics, metrics_nodes,
+              plot, params)
+    missing = next((p for p in inputs if not p.is_file()), None)
+    if missing is not None:  # before Prefect starts: a missing upstream output fails in a second
+        raise InputError(missing, "not found (run the pipeline up to the stage that writes it: dvc repro)")
+    res = audit_flow(dataset, *(str(p) for p in inputs[:-1]), str(out_dir), params=str(params), lock=str(lock),
+                     log_mlflow=mlflow)
+    files = res["files"]
+    typer.echo(f"report -> {files['markdown']}, {files['html']} (plots {', '.join(files['plots'])})")
+    if "mlflow_tags" in res:
+        typer.echo(f"linked from MLflow run {res['facts']['provenance']['mlflow_run_id']} "
+                   f"(tag tmdsub.audit_report, artifacts audit/)")

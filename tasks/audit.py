@@ -1,0 +1,271 @@
+"""Audit-report tasks: gather the facts of one run from the stage outputs, write the report, link it from MLflow.
+
+Reads (paths from dvc.yaml): the graph store, the TMD ``meta.json``, ``selection.json``, ``nodes.parquet``,
+``label_requests.parquet``, ``manifest.json``, ``labels.json``, ``train.json`` (its ``mlflow.run_id``),
+``metrics.json``, ``metrics_nodes.json``, ``bound_vs_gap.png``, ``params.yaml`` and -- at run time, not as a
+DVC dependency -- ``dvc.lock``.  Writes ``report.md``, ``report.html``, ``counts.png`` and a copy of
+``bound_vs_gap.png`` into one folder; the rendering is :mod:`tmdlib.audit`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+import numpy as np
+from prefect import task
+
+from tmdlib import InputError, audit
+
+from . import io
+from .train import read_json
+
+REPORT_MD, REPORT_HTML, COUNTS_PNG, BOUND_PNG = "report.md", "report.html", "counts.png", "bound_vs_gap.png"
+DOCUMENTS = {"tmd_meta": "TMD meta file", "manifest": "label manifest", "labels_meta": "labels metadata",
+             "train_info": "train info", "metrics": "metrics file", "metrics_nodes": "node metrics file"}
+
+
+# ----------------------------------------------------------------------------------------------
+# Readers (each raises InputError naming the file)
+# ----------------------------------------------------------------------------------------------
+def read_documents(paths: dict) -> dict:
+    """The JSON inputs named in :data:`DOCUMENTS`, by key (``paths`` maps the same keys to files)."""
+    return {key: read_json(paths[key], what) for key, what in DOCUMENTS.items()}
+
+
+def store_facts(graphs: str) -> tuple:
+    """``(dataset, facts)`` of the graph store: file sha256, content hash, graph and node counts."""
+    from .graphs import load_graph_store
+    from .tmd import graph_hashes
+
+    ds = load_graph_store(graphs)
+    return ds, {"graph_store": graphs, "store_sha256": io.sha256_file(graphs),
+                "content_sha256": audit.content_hash(ds.graph_ids, graph_hashes(ds)),
+                "graphs": len(ds), "nodes": int(ds.nodes_per_graph.sum())}
+
+
+def node_counts(path: str, ds, medoids: np.ndarray) -> tuple[dict, dict]:
+    """Nodes kept and dropped (:func:`tmdlib.audit.kept_dropped`) over all graphs and over the ``medoids``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not Path(path).is_file():
+        raise InputError(path, "node-subsampling file not found")
+    try:
+        table = pq.read_table(path, columns=["graph_id", "k"])
+    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
+        raise InputError(path, f"not a readable nodes Parquet (graph_id, k): {err}") from None
+    gids, kept = table.column("graph_id").to_numpy(), table.column("k").to_numpy()
+    size = dict(zip(ds.graph_ids.tolist(), ds.nodes_per_graph.tolist()))
+    unknown = [int(g) for g in gids if int(g) not in size]
+    if unknown:
+        raise InputError(path, f"graph ids not in the graph store: {unknown[:10]}")
+    total = np.array([size[int(g)] for g in gids])
+    sel = np.isin(gids, medoids)
+    return (audit.kept_dropped(int(kept.sum()), int(total.sum())),
+            audit.kept_dropped(int(kept[sel].sum()), int(total[sel].sum())))
+
+
+def count_rows(path: str) -> int:
+    """Rows of a Parquet file (the label requests)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not Path(path).is_file():
+        raise InputError(path, "label requests not found")
+    try:
+        return int(pq.read_metadata(path).num_rows)
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(path, f"not a readable Parquet file: {err}") from None
+
+
+def read_params(path: str) -> dict:
+    """Flat ``{"group.key": value}`` of ``params.yaml``, credentials in URL-like values redacted."""
+    import yaml
+
+    from .tracking import redact_uri
+
+    if not Path(path).is_file():
+        raise InputError(path, "params file not found")
+    try:
+        params = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise InputError(path, f"not valid YAML: {err}") from None
+    if not isinstance(params, dict):
+        raise InputError(path, "params file must be a mapping")
+    return {k: redact_uri(v) if isinstance(v, str) else v for k, v in audit.flat_items(params).items()}
+
+
+def read_plot(path: str) -> bytes:
+    """Bytes of a PNG plot (InputError if missing or not a PNG)."""
+    if not Path(path).is_file():
+        raise InputError(path, "plot not found")
+    data = Path(path).read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        raise InputError(path, "not a PNG image")
+    return data
+
+
+def mlflow_run(info: dict, train_info: str, check: bool = True) -> dict:
+    """The train run named by ``train.json`` (``mlflow.run_id``; ``{}`` when the run was not logged).
+
+    With ``check`` the run must exist in the tracking store (its experiment id is read from there).
+
+    Returns
+    -------
+    dict
+        ``{"mlflow_run_id", "mlflow_experiment_id", "tracking_uri"}`` (URI redacted), or ``{}``.
+    """
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    from .tracking import redact_uri, tracking_uri
+
+    logged = info.get("mlflow") or {}
+    run_id = logged.get("run_id")
+    if not run_id:
+        return {}
+    if not check:
+        return {"mlflow_run_id": run_id, "mlflow_experiment_id": logged.get("experiment_id"),
+                "tracking_uri": logged.get("tracking_uri")}
+    uri = redact_uri(tracking_uri())
+    try:
+        run = MlflowClient(tracking_uri=tracking_uri()).get_run(run_id)
+    except MlflowException as err:
+        raise InputError(train_info, f"MLflow run {run_id} not found at {uri}: {err.message}") from None
+    return {"mlflow_run_id": run_id, "mlflow_experiment_id": run.info.experiment_id, "tracking_uri": uri}
+
+
+# ----------------------------------------------------------------------------------------------
+# Facts
+# ----------------------------------------------------------------------------------------------
+def _scalars(doc: dict) -> dict:
+    """The entries of a JSON object that are not lists or objects."""
+    return {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
+
+
+def _count(value) -> int:
+    """A count recorded either as a number or as the list of the items."""
+    return len(value) if isinstance(value, list) else int(value or 0)
+
+
+def label_facts(manifest: dict, labels_meta: dict, requested_rows: int, pool: int) -> dict:
+    """:func:`tmdlib.audit.labelling_cost` of the manifest, plus the label source (read defensively)."""
+    requested = manifest.get("requested", requested_rows)
+    cost = audit.labelling_cost(_count(requested), int(manifest.get("train_graphs") or pool),
+                                _count(manifest.get("reused")))
+    return {**cost, "source": labels_meta.get("source"), "benchmark_mode": labels_meta.get("benchmark_mode"),
+            "warning": labels_meta.get("warning")}
+
+
+def consistency_checks(docs: dict, data: dict, paths: dict, requested_rows: int) -> list:
+    """``[(what, ok, detail)]``: the files of the run describe the same dataset and selection."""
+    man, meta = docs["manifest"], docs["tmd_meta"]
+    checks = [("label manifest names this graph store (sha256)", man.get("dataset_sha256") == data["store_sha256"],
+               None),
+              ("label manifest names this selection (sha256)",
+               man.get("selection_sha256") == io.sha256_file(paths["selection"]), None),
+              ("label requests rows = manifest 'requested'", man.get("requested") == requested_rows,
+               f"{requested_rows} rows")]
+    if "graphs" in meta:
+        checks.append(("TMD matrix covers every graph", int(meta["graphs"]) == data["graphs"],
+                       f"{meta['graphs']} of {data['graphs']}"))
+    return checks
+
+
+@task(name="audit-facts", persist_result=False)
+def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True) -> dict:
+    """Every fact of the report (:mod:`tmdlib.audit`'s schema) from the run's files; nothing is written.
+
+    ``paths`` maps ``graphs``, ``selection``, ``nodes``, ``requests``, ``plot``, ``params`` and the keys of
+    :data:`DOCUMENTS` to files; ``lock`` is ``dvc.lock`` (may be missing); ``check_mlflow``: the train run
+    named by ``train.json`` must exist in the tracking store.
+    """
+    from .tracking import dvc_lock_hashes, git_info, lock_entries
+    from .train import read_selection
+
+    docs = read_documents(paths)
+    sel = read_selection(paths["selection"])
+    ds, data = store_facts(paths["graphs"])
+    meta = docs["tmd_meta"]
+    data.update({"matrix_sha256": meta.get("matrix_sha256"), "depth": meta.get("depth"),
+                 "weights": meta.get("weights")})
+    nodes_all, nodes_sel = node_counts(paths["nodes"], ds, sel["medoids"])
+    rows = count_rows(paths["requests"])
+    run = mlflow_run(docs["train_info"], paths["train_info"], check_mlflow)
+    graphs = {**audit.kept_dropped(len(sel["medoids"]), len(sel["train_ids"])), "dataset": len(ds),
+              "test": len(sel["test_ids"]), "method": sel.get("method"), "fraction": sel.get("fraction"),
+              "seed": sel.get("seed")}
+    files = [paths[k] for k in ("graphs", "selection", "nodes", "requests", "plot", *DOCUMENTS)]
+    md5 = {k.removeprefix("dvc.md5."): v for k, v in dvc_lock_hashes(files, lock).items()}
+    return {
+        "dataset": dataset, "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        "provenance": {**git_info(), **run},
+        "data": data, "graphs": graphs, "nodes": nodes_all, "nodes_selected": nodes_sel,
+        "bound": {"certified": docs["metrics"].get("certified"), **(docs["metrics"].get("bound") or {})},
+        "test": docs["metrics"].get("test") or {},
+        "node_bound": docs["metrics_nodes"].get("nodes") or {},
+        "labels": label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
+        "manifest": _scalars(docs["manifest"]),
+        "checks": consistency_checks(docs, data, paths, rows),
+        "params": read_params(paths["params"]), "inputs": md5,
+        "lock": {k: v for k, v in lock_entries(dataset, lock).items() if not k.startswith("audit@")} or None,
+    }
+
+
+def counts_plot(facts: dict) -> bytes:
+    """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.audit.counts_png`)."""
+    g, n, lab = facts["graphs"], facts["nodes"], facts["labels"]
+    bars = [("graphs (training pool)", [("kept", g["kept"]), ("dropped", g["dropped"])]),
+            ("nodes (all graphs)", [("kept", n["kept"]), ("dropped", n["dropped"])]),
+            ("labels (training pool)", [("requested", lab["requested"]), ("reused", lab["reused"]),
+                                        ("not needed", lab["not_needed"])])]
+    return audit.counts_png(bars, title=f"{facts['dataset']}: kept versus dropped")
+
+
+# ----------------------------------------------------------------------------------------------
+# Outputs
+# ----------------------------------------------------------------------------------------------
+@task(name="write-audit-report", persist_result=False)
+def write_report(out_dir: str, facts: dict, bound_plot: bytes) -> dict:
+    """Render and write the plots, ``report.md`` and (last) ``report.html``, each atomically.
+
+    Everything is rendered before the first write, so a rendering error writes nothing.
+
+    Returns
+    -------
+    dict
+        ``{"markdown", "html", "plots": [...]}`` paths.
+    """
+    out = Path(out_dir)
+    facts = {**facts, "files": {"markdown": str(out / REPORT_MD), "html": str(out / REPORT_HTML)}}
+    images = [(COUNTS_PNG, "Graphs, nodes and labels kept versus dropped", counts_plot(facts)),
+              (BOUND_PNG, "Bound versus observed gap across coreset fractions (evaluate stage)", bound_plot)]
+    markdown, page = audit.render_markdown(facts, images), audit.render_html(facts, images)
+    for name, _, png in images:
+        io.write_bytes(out / name, png)
+    io.write_text(out / REPORT_MD, markdown)
+    io.write_text(out / REPORT_HTML, page)
+    return {**facts["files"], "plots": [str(out / name) for name, _, _ in images]}
+
+
+@task(name="link-audit-report", persist_result=False)
+def link_report(run_id: str, files: dict) -> dict:
+    """Log the report files as artifacts (``audit/``) of the MLflow run and tag the run with the report's path.
+
+    Tags: ``tmdsub.audit_report`` (report.html path in the workspace), ``tmdsub.audit_report_md``,
+    ``tmdsub.audit_artifact`` (artifact path) and the run description ``mlflow.note.content``.
+    """
+    from mlflow import MlflowClient
+
+    from .tracking import tracking_uri
+
+    client = MlflowClient(tracking_uri=tracking_uri())
+    for path in (files["markdown"], files["html"], *files["plots"]):
+        client.log_artifact(run_id, path, artifact_path="audit")
+    tags = {"tmdsub.audit_report": files["html"], "tmdsub.audit_report_md": files["markdown"],
+            "tmdsub.audit_artifact": f"audit/{REPORT_HTML}",
+            "mlflow.note.content": f"Audit report: artifact `audit/{REPORT_HTML}` (Markdown: `audit/{REPORT_MD}`); "
+                                   f"in the workspace `{files['html']}`."}
+    for key, value in tags.items():
+        client.set_tag(run_id, key, value)
+    return tags

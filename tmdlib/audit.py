@@ -1,0 +1,449 @@
+"""Audit report of one pipeline run: the facts that reproduce it, as Markdown and as a static HTML page.
+
+Pure functions on plain dicts (no files, MLflow or DVC here); :mod:`tasks.audit` gathers the facts from the
+stage outputs.  The facts are one dict with these keys (any may be missing; missing values read ``n/a``):
+
+``dataset``, ``generated_utc``
+    Dataset name and when the report was made.
+``provenance``
+    ``git_sha``, ``git_dirty``, ``mlflow_run_id``, ``mlflow_experiment_id``, ``tracking_uri`` (redacted).
+``data``
+    ``graph_store``, ``store_sha256`` (the file), ``content_sha256`` (:func:`content_hash`), ``graphs``,
+    ``nodes``, ``matrix_sha256``, ``depth``, ``weights``.
+``graphs``, ``nodes``, ``nodes_selected``
+    :func:`kept_dropped` dicts (``graphs`` also has ``dataset``, ``test``, ``method``, ``fraction``, ``seed``).
+``bound``, ``node_bound``, ``test``
+    From ``metrics.json`` (``bound``, ``test``) and ``metrics_nodes.json`` (``nodes``).
+``labels``, ``manifest``
+    :func:`labelling_cost` plus ``source`` / ``benchmark_mode``; the manifest's scalar entries.
+``checks``
+    ``[(what, ok, detail)]`` consistency checks between the files.
+``params``, ``inputs``, ``lock``
+    Flat ``params.yaml`` values; ``{path: md5}`` of the files read; ``{stage: {"deps"|"outs": {path: md5}}}``
+    of the dataset's ``dvc.lock`` entries (``None`` outside ``dvc repro``).
+``files``
+    ``{"markdown": path, "html": path}`` of the report itself.
+
+Every text is escaped (:func:`html.escape` in HTML, ``|`` and line breaks in Markdown tables).  The HTML page
+embeds its plots as ``data:`` URIs and carries a Content-Security-Policy that forbids any other resource, so it
+opens the same from disk, from an MLflow artifact view or from an e-mail attachment.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = ["kept_dropped", "labelling_cost", "content_hash", "flat_items", "reproduce_commands",
+           "report_sections", "render_markdown", "render_html", "counts_png"]
+
+NA = "n/a"
+
+
+# ----------------------------------------------------------------------------------------------
+# Figures computed from the facts
+# ----------------------------------------------------------------------------------------------
+def kept_dropped(kept: int, total: int) -> dict:
+    """Counts of a subsample.
+
+    Parameters
+    ----------
+    kept : int
+        Items kept (graphs of the coreset, nodes of the subsampled graphs).
+    total : int
+        Items there were to choose from.
+
+    Returns
+    -------
+    dict
+        ``kept``, ``dropped`` (= total − kept), ``total`` and ``fraction_kept`` (``None`` when total is 0).
+    """
+    return {"kept": int(kept), "dropped": int(total) - int(kept), "total": int(total),
+            "fraction_kept": kept / total if total else None}
+
+
+def labelling_cost(requested: int, pool: int, reused: int = 0) -> dict:
+    """Labels paid for by this run against labelling the whole pool.
+
+    Parameters
+    ----------
+    requested : int
+        Labels requested from the labelling team in this run (graphs that still needed one).
+    pool : int
+        Graphs in the unlabelled pool the coreset was chosen from (the training graphs): what labelling
+        "the full set" would cost.
+    reused : int
+        Selected graphs whose label was already paid for (the label ledger), not requested again.
+
+    Returns
+    -------
+    dict
+        ``requested``, ``reused``, ``used`` (= requested + reused, the labels training reads), ``pool``,
+        ``not_needed`` (= pool − used), ``fraction_saved`` (= 1 − requested / pool: the labelling cost this run
+        saved) and ``fraction_saved_by_coreset`` (= 1 − used / pool: the saving of the coreset alone,
+        without the ledger).  Fractions are ``None`` for an empty pool.
+    """
+    used = int(requested) + int(reused)
+    return {"requested": int(requested), "reused": int(reused), "used": used, "pool": int(pool),
+            "not_needed": int(pool) - used,
+            "fraction_saved": 1.0 - requested / pool if pool else None,
+            "fraction_saved_by_coreset": 1.0 - used / pool if pool else None}
+
+
+def content_hash(graph_ids: Iterable[int], graph_hashes: Iterable[str]) -> str:
+    """sha256 of a dataset's content, independent of how the graph store file is encoded.
+
+    Parameters
+    ----------
+    graph_ids : iterable of int
+        Graph ids in store order.
+    graph_hashes : iterable of str
+        The per-graph content hashes (node features and edges), aligned with ``graph_ids``.
+
+    Returns
+    -------
+    str
+        Hex sha256 over the lines ``"<graph id> <graph hash>\\n"``: equal for two stores holding the same
+        graphs under the same ids in the same order, whatever their Parquet compression or row groups.
+    """
+    h = hashlib.sha256()
+    for gid, gh in zip(graph_ids, graph_hashes, strict=True):
+        h.update(f"{int(gid)} {gh}\n".encode())
+    return h.hexdigest()
+
+
+def flat_items(tree: Mapping, prefix: str = "") -> dict:
+    """``{"a.b.c": leaf}`` of a nested mapping (lists stay leaves), e.g. the contents of ``params.yaml``."""
+    out = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flat_items(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def reproduce_commands(dataset: str, git_sha: str, run_id: str | None, tracking_uri: str | None) -> list[str]:
+    """Shell commands that reproduce the run (and find its MLflow record).
+
+    Parameters
+    ----------
+    dataset : str
+        Dataset name (the ``@<DATASET>`` of the DVC stages).
+    git_sha : str
+        Commit the run was made from.
+    run_id, tracking_uri : str or None
+        The MLflow train run and its (redacted) tracking URI, when the run was logged.
+
+    Returns
+    -------
+    list of str
+        Command lines, comments starting with ``#``.
+    """
+    lines = [f"git checkout {git_sha}", "dvc pull            # the data of this run from the DVC remote",
+             f"dvc repro audit@{dataset}   # reruns whatever differs, up to this report"]
+    if run_id:
+        lines += [f"# MLflow train run {run_id}:",
+                  f"mlflow ui --backend-store-uri '{tracking_uri}'   # then open run {run_id}"]
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# Sections: (title, rows of (label, text), optional paragraph, optional code block)
+# ----------------------------------------------------------------------------------------------
+def _fmt(value: Any) -> str:
+    """Text of one value: n/a, yes/no, 4 significant digits for floats, str otherwise."""
+    if value is None:
+        return NA
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value)
+    return str(value)
+
+
+def _pct(value: float | None) -> str:
+    return NA if value is None else f"{100.0 * value:.1f} %"
+
+
+def _section(title: str, rows: Sequence[tuple[str, Any]] = (), text: str | None = None,
+             code: Sequence[str] | None = None) -> dict:
+    return {"title": title, "rows": [(label, _fmt(v)) for label, v in rows], "text": text,
+            "code": list(code) if code else None}
+
+
+def _run_section(f: Mapping) -> dict:
+    p, files = f.get("provenance") or {}, f.get("files") or {}
+    dirty = p.get("git_dirty")
+    return _section("Run", [
+        ("dataset", f.get("dataset")), ("generated (UTC)", f.get("generated_utc")),
+        ("git sha", p.get("git_sha")), ("uncommitted changes", dirty),
+        ("MLflow train run id", p.get("mlflow_run_id") or "not logged"),
+        ("MLflow experiment id", p.get("mlflow_experiment_id")), ("MLflow tracking URI", p.get("tracking_uri")),
+        ("report (Markdown)", files.get("markdown")), ("report (HTML)", files.get("html")),
+    ], text=("WARNING: the working tree had uncommitted changes; the git sha alone does not reproduce this run."
+             if dirty == "true" else None))
+
+
+def _data_section(f: Mapping) -> dict:
+    d = f.get("data") or {}
+    return _section("Dataset", [
+        ("graph store", d.get("graph_store")), ("graph store sha256 (file)", d.get("store_sha256")),
+        ("content sha256 (graph ids, node features, edges)", d.get("content_sha256")),
+        ("graphs", d.get("graphs")), ("nodes", d.get("nodes")),
+        ("TMD matrix sha256", d.get("matrix_sha256")), ("TMD depth", d.get("depth")),
+        ("TMD level weights", d.get("weights")),
+    ])
+
+
+def _graphs_section(f: Mapping) -> dict:
+    g = f.get("graphs") or {}
+    return _section("Graphs kept and dropped", [
+        ("graphs in the dataset", g.get("dataset")), ("training pool (selection chooses from these)", g.get("total")),
+        ("kept (coreset medoids, labelled and trained on)", g.get("kept")), ("dropped", g.get("dropped")),
+        ("fraction kept", _pct(g.get("fraction_kept"))), ("held-out test graphs", g.get("test")),
+        ("selection method", g.get("method")), ("selection fraction", g.get("fraction")),
+        ("seed", g.get("seed")),
+    ])
+
+
+def _nodes_section(f: Mapping) -> dict:
+    rows = []
+    for key, what in (("nodes", "all graphs"), ("nodes_selected", "selected graphs (node-subsampled model)")):
+        n = f.get(key) or {}
+        rows += [(f"{what}: nodes", n.get("total")), (f"{what}: kept", n.get("kept")),
+                 (f"{what}: dropped", n.get("dropped")), (f"{what}: fraction kept", _pct(n.get("fraction_kept")))]
+    return _section("Nodes kept and dropped", rows)
+
+
+def _bound_section(f: Mapping) -> dict:
+    b, t = f.get("bound") or {}, f.get("test") or {}
+    rows = [("ε (medoid objective, TMD units)", b.get("epsilon")), ("c (stability constant)", b.get("c")),
+            ("certified mode (spectral-norm budget, c known before training)", b.get("certified")),
+            ("c·ε: bound on |coreset loss − full loss| (Lemma 3.2)", b.get("c_epsilon")),
+            ("observed gap", b.get("gap_observed")), ("Lemma 3.2 holds", b.get("lemma_holds")),
+            ("2c·ε: bound on the excess training loss (Cor. 3.3)", b.get("erm_bound")),
+            ("observed excess loss", b.get("excess_loss")), ("Corollary 3.3 holds", b.get("corollary_holds"))]
+    if "bound_with_labels" in b:
+        rows += [("c·ε + label term bound", b.get("bound_with_labels")),
+                 ("bound with labels holds", b.get("bound_with_labels_holds"))]
+    rows += [(f"test {t.get('metric', 'metric')}: coreset model", t.get("coreset_model")),
+             (f"test {t.get('metric', 'metric')}: full-data model", t.get("full_model"))]
+    n = f.get("node_bound") or {}
+    rows += [("nodes: mean ε_i (Cor. 4.1)", n.get("epsilon_mean")), ("nodes: c·mean ε_i", n.get("bound")),
+             ("nodes: observed gap", n.get("gap_observed")), ("nodes: bound holds", n.get("lemma_holds")),
+             ("nodes: 2c·mean ε_i", n.get("erm_bound")), ("nodes: observed excess loss", n.get("excess_loss"))]
+    return _section("ε and the bound", rows)
+
+
+def _labels_section(f: Mapping) -> dict:
+    lab = f.get("labels") or {}
+    return _section("Labels requested versus the full set", [
+        ("labels requested in this run", lab.get("requested")),
+        ("labels reused from the ledger (paid before)", lab.get("reused")),
+        ("labels training used", lab.get("used")), ("full set: graphs in the training pool", lab.get("pool")),
+        ("graphs never labelled", lab.get("not_needed")),
+        ("labelling cost saved (1 − requested / pool)", _pct(lab.get("fraction_saved"))),
+        ("saved by the coreset alone (1 − used / pool)", _pct(lab.get("fraction_saved_by_coreset"))),
+        ("label source", lab.get("source")), ("benchmark stand-in labels", lab.get("benchmark_mode")),
+    ], text=lab.get("warning"))
+
+
+def _table_section(title: str, mapping: Mapping | None, empty: str) -> dict:
+    items = sorted((mapping or {}).items())
+    return _section(title, items, text=None if items else empty)
+
+
+def _lock_section(f: Mapping) -> dict:
+    lock = f.get("lock")
+    rows = [(f"{stage} {kind}: {path}", md5) for stage, entry in sorted((lock or {}).items())
+            for kind in ("deps", "outs") for path, md5 in sorted((entry.get(kind) or {}).items())]
+    return _section("dvc.lock entries of this dataset", rows,
+                    text=None if lock else "No dvc.lock entry: the run was made outside `dvc repro`; "
+                                           "see the md5 of the files read above.")
+
+
+def _checks_section(f: Mapping) -> dict:
+    rows = [(what, ("ok" if ok else "MISMATCH") + (f" ({detail})" if detail else ""))
+            for what, ok, detail in f.get("checks") or []]
+    return _section("Consistency checks", rows)
+
+
+def report_sections(facts: Mapping) -> list[dict]:
+    """The report's sections, each ``{"title", "rows": [(label, text)], "text", "code"}`` (texts unescaped).
+
+    Parameters
+    ----------
+    facts : mapping
+        The facts described in the module docstring.
+
+    Returns
+    -------
+    list of dict
+        In reading order: run, dataset, graphs, nodes, bound, labels, label manifest, checks, parameters,
+        files read, dvc.lock entries, reproduce.
+    """
+    p = facts.get("provenance") or {}
+    return [
+        _run_section(facts), _data_section(facts), _graphs_section(facts), _nodes_section(facts),
+        _bound_section(facts), _labels_section(facts),
+        _table_section("Label manifest (manifest.json)", facts.get("manifest"), "no manifest entries"),
+        _checks_section(facts),
+        _table_section("Parameters (params.yaml)", facts.get("params"), "no parameters recorded"),
+        _table_section("Files read (md5 as recorded by DVC)", facts.get("inputs"), "no files recorded"),
+        _lock_section(facts),
+        _section("Reproduce", code=reproduce_commands(str(facts.get("dataset")), p.get("git_sha", NA),
+                                                      p.get("mlflow_run_id"), p.get("tracking_uri"))),
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Rendering
+# ----------------------------------------------------------------------------------------------
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def render_markdown(facts: Mapping, images: Sequence[tuple[str, str, bytes]] = ()) -> str:
+    """The report as Markdown.
+
+    Parameters
+    ----------
+    facts : mapping
+        The facts described in the module docstring.
+    images : sequence of (file name, caption, PNG bytes)
+        Plots, referenced by their file name (relative: they sit next to the report).
+
+    Returns
+    -------
+    str
+        Markdown text ending with a newline.
+    """
+    out = [f"# tmdsub audit report: {_md_cell(str(facts.get('dataset')))}", ""]
+    for s in report_sections(facts):
+        out += [f"## {s['title']}", ""]
+        if s["text"]:
+            out += [_md_cell(s["text"]), ""]
+        if s["rows"]:
+            out += ["| fact | value |", "|---|---|"]
+            out += [f"| {_md_cell(label)} | {_md_cell(value)} |" for label, value in s["rows"]] + [""]
+        if s["code"]:
+            out += ["```bash", *s["code"], "```", ""]
+    if images:
+        out += ["## Plots", ""]
+        out += [f"![{_md_cell(caption)}]({name})\n" for name, caption, _ in images]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;width:100%}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f4f4f4;font-weight:normal;width:40%}td{font-family:ui-monospace,monospace;word-break:break-all}
+pre{background:#f4f4f4;padding:.8em;overflow-x:auto}.warn{color:#a00;font-weight:bold}
+img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}"""
+
+# No scripts, no fetches: only inline styles and data: images may load.
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _html_section(s: Mapping) -> list[str]:
+    esc = html.escape
+    out = [f"<section><h2>{esc(s['title'])}</h2>"]
+    if s["text"]:
+        out.append(f'<p class="warn">{esc(s["text"])}</p>')
+    if s["rows"]:
+        out.append("<table><tbody>")
+        out += [f'<tr><th scope="row">{esc(label)}</th><td>{esc(value)}</td></tr>' for label, value in s["rows"]]
+        out.append("</tbody></table>")
+    if s["code"]:
+        out.append(f"<pre><code>{esc(chr(10).join(s['code']))}</code></pre>")
+    out.append("</section>")
+    return out
+
+
+def render_html(facts: Mapping, images: Sequence[tuple[str, str, bytes]] = ()) -> str:
+    """The report as one self-contained static HTML page (no scripts, plots embedded as data URIs).
+
+    Parameters
+    ----------
+    facts : mapping
+        The facts described in the module docstring.
+    images : sequence of (file name, caption, PNG bytes)
+        Plots to embed, in order.
+
+    Returns
+    -------
+    str
+        An HTML5 document.
+    """
+    esc = html.escape
+    title = f"tmdsub audit report: {facts.get('dataset')}"
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f'<meta http-equiv="Content-Security-Policy" content="{esc(_CSP)}">',
+           f"<title>{esc(title)}</title><style>{_CSS}</style></head><body><main>", f"<h1>{esc(title)}</h1>"]
+    for s in report_sections(facts):
+        out += _html_section(s)
+    if images:
+        out.append("<section><h2>Plots</h2>")
+        for name, caption, png in images:
+            uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+            out.append(f'<figure><img src="{uri}" alt="{esc(caption)}" title="{esc(name)}">'
+                       f"<figcaption>{esc(caption)}</figcaption></figure>")
+        out.append("</section>")
+    out += ["</main></body></html>", ""]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# Plot
+# ----------------------------------------------------------------------------------------------
+_KEPT_COLOURS = ("#2b8a3e", "#94d82d")
+_DROPPED_COLOUR = "#ced4da"
+
+
+def counts_png(bars: Sequence[tuple[str, Sequence[tuple[str, int]]]], title: str = "") -> bytes:
+    """Horizontal bars of what was kept and what was dropped, as shares of each bar's total.
+
+    Parameters
+    ----------
+    bars : sequence of (label, parts)
+        One bar per entry; ``parts`` are ``(name, count)`` pairs, the last one being what was dropped (grey),
+        e.g. ``("labels", [("requested", 12), ("reused", 3), ("not needed", 135)])``.
+    title : str
+        Figure title.
+
+    Returns
+    -------
+    bytes
+        A PNG image (matplotlib's Agg canvas; no global pyplot state).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 0.9 + 0.7 * len(bars)), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for row, (_, parts) in enumerate(bars):
+        total = sum(c for _, c in parts) or 1
+        left = 0.0
+        for k, (_, count) in enumerate(parts):
+            colour = _DROPPED_COLOUR if k == len(parts) - 1 else _KEPT_COLOURS[k % len(_KEPT_COLOURS)]
+            share = 100.0 * count / total
+            ax.barh(row, share, left=left, color=colour, edgecolor="white")
+            left += share
+    ax.set_yticks(range(len(bars)))
+    ax.set_yticklabels([f"{label}\n" + ", ".join(f"{c} {n}" for n, c in parts) for label, parts in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the total")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
