@@ -127,7 +127,7 @@ def tmd_matrix(
         str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
         weights=w, block_size=block_size, threads_per_block=threads_per_block or (1 if workers > 1 else None))
     typer.echo(f"{dataset}: {meta['graphs']}x{meta['graphs']} TMD matrix ({meta['blocks_computed']}/{meta['blocks']} "
-               f"blocks computed) -> {out_dir / 'matrix.npy'}")
+               f"blocks, {meta['pairs_computed']} pairs computed) -> {out_dir / 'matrix.npy'}")
 
 
 @app.command()

@@ -10,7 +10,8 @@ lock throughout and
 2. moves every new batch from ``data/incoming/<DATASET>/`` (a TU folder, a SMILES ``.csv`` or a
    graph-store ``.parquet``) to ``data/append/<DATASET>/<UTC stamp>-<name>``, after checking that each
    one parses and fits the dataset (one bad batch: the run fails naming it, and nothing moves);
-3. runs ``dvc repro`` (DVC reruns only the stages whose inputs changed);
+3. runs ``dvc repro`` (DVC reruns only the stages whose inputs changed; the TMD stage computes only
+   the rows and columns of new graphs, and says how many pairs in the record's ``tmd``);
 4. commits ``dvc.lock``, the appended batches and the ledgers to git (``schedule.commit``);
 5. pushes the artifacts to the default DVC remote (``schedule.push``; ``tmdsub remote`` sets it up);
 6. records the run, finished or failed: an MLflow run in experiment ``tmdsub-schedule`` and
@@ -96,7 +97,8 @@ def _steps(settings: dict, stamp: str, record: dict) -> None:
         record["labels_committed"] = commit_labels(datasets)
     record["batches"] = intake_batches(INCOMING, APPEND, datasets, stamp, settings["read_options"])
     print(f"intake: {len(record['batches'])} new batch(es) -> {APPEND}")
-    record["stages_ran"] = repro()
+    ran = repro()
+    record["stages_ran"], record["tmd"] = ran["stages"], ran["tmd"]
     print(f"dvc repro ran {len(record['stages_ran'])} stage(s): {', '.join(record['stages_ran']) or 'none'}")
     if settings["commit"]:
         message = f"tmdsub scheduled run {stamp}: {len(record['batches'])} new batch(es)"
@@ -130,7 +132,7 @@ def scheduled_run_flow(workspace: str) -> dict:
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             record = {"stamp": stamp, "workspace": str(ws), "prefect_flow_run_id": str(flow_run.id),
                       "datasets": settings["datasets"], "commit": settings["commit"], "push": settings["push"],
-                      "git_sha_before": git_info()["git_sha"], "batches": [], "stages_ran": [],
+                      "git_sha_before": git_info()["git_sha"], "batches": [], "stages_ran": [], "tmd": [],
                       "committed": False, "pushed": False, "status": "FAILED"}
             try:
                 _steps(settings, stamp, record)

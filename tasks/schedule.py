@@ -86,9 +86,10 @@ def intake_batches(incoming: str, append_root: str, datasets: list[str], stamp: 
 
 
 @task(name="dvc-repro", persist_result=False)
-def repro() -> list[str]:
-    """``dvc repro`` in the workspace; the stages it ran (``ingest@MUTAG``, ...)."""
-    return dvcops.stages_ran(dvcops.run_tool(["dvc", "repro"], "."))
+def repro() -> dict:
+    """``dvc repro`` in the workspace: ``{"stages": [ingest@MUTAG, ...], "tmd": [what each TMD stage computed]}``."""
+    out = dvcops.run_tool(["dvc", "repro"], ".")
+    return {"stages": dvcops.stages_ran(out), "tmd": [line.strip() for line in out.splitlines() if " TMD matrix (" in line]}
 
 
 @task(name="labels-commit", persist_result=False)

@@ -67,7 +67,13 @@ def test_scheduled_run_ingests_reruns_pushes_and_records(prefect_server, tmp_pat
     ws, remote = git_workspace(tmp_path / "ws", env, remote_url="../remote"), tmp_path / "remote"
     res = subprocess.run([str(BIN / "tmdsub"), "remote"], cwd=ws, env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    subprocess.run(["git", "commit", "-qam", "team remote"], cwd=ws, env=env, check=True, capture_output=True)
+    # An earlier labelling round: the matrix of the 188 graphs (blocks cached) and 15 graphs labelled.
+    res = subprocess.run([str(BIN / "dvc"), "repro", "labels@MUTAG"], cwd=ws, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    first_medoids = set(json.loads((ws / "data/selection/MUTAG/selection.json").read_text())["medoids"])
+    subprocess.run(["git", "add", "-A"], cwd=ws, env=env, check=True, capture_output=True)
+    subprocess.run(["git", "commit", "-qm", "team remote, first round"], cwd=ws, env=env, check=True,
+                   capture_output=True)
     sha_before = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
 
     log = tmp_path / "serve.log"
@@ -104,11 +110,22 @@ def test_scheduled_run_ingests_reruns_pushes_and_records(prefect_server, tmp_pat
     assert [b["batch"] for b in rec["batches"]] == [f"data/append/MUTAG/{batch.name}"]
     assert rec["batches"][0]["graphs"] == 3
     assert {"ingest@MUTAG", "tmd@MUTAG", "train@MUTAG", "evaluate@MUTAG"} <= set(rec["stages_ran"])
+
+    # Only what changed was recomputed: the 3 new rows and columns of the TMD matrix ...
+    assert rec["tmd"] == [f"MUTAG: 191x191 TMD matrix (2/3 blocks, {3 * 188 + 3} pairs computed) -> "
+                          f"data/tmd/MUTAG/matrix.npy"], rec["tmd"]
+    # ... and only the new labels were requested: the first round's 15 labels joined the ledger first.
+    assert rec["labels_committed"] == ["MUTAG: 15 labels added to data/labelled/MUTAG.csv (15 in all)"]
+    sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
+    manifest = json.loads((ws / "data/labels/MUTAG/manifest.json").read_text())
+    assert first_medoids <= set(sel["medoids"]) and manifest["reused"] == 15
+    assert manifest["requested"] == sel["k"] - 15 == 1
     assert rec["audit_reports"] == ["data/audit/MUTAG/report.html"]
     assert rec["remote"] == f"team {remote}"
     committed = subprocess.run(["git", "show", "--name-only", "--format=", "HEAD"], cwd=ws, capture_output=True,
                                text=True).stdout.split()
     assert "dvc.lock" in committed and f"data/append/MUTAG/{batch.name}/new_A.txt" in committed
+    assert "data/labelled/MUTAG.csv" in committed
     for args in (["status"], ["status", "--cloud"]):  # the commit is reproducible; the remote holds its data
         res = subprocess.run([str(BIN / "dvc"), *args], cwd=ws, env=env, capture_output=True, text=True)
         assert res.returncode == 0 and ("up to date" in res.stdout or "in sync" in res.stdout), res.stdout
