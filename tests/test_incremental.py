@@ -184,3 +184,26 @@ def test_ledger_conflict_is_one_clear_error(tmp_path):
     ledger.write_text("graph_id,label,source\n3,1.0,x\n42,0.0,x\n")
     with pytest.raises(InputError, match="(?s)M.csv.*line 3: unknown graph_id 42"):
         read_ledger(str(ledger), np.arange(10))
+
+
+def test_smiles_batch_appends_to_a_molecule_dataset(tmp_path):
+    """A SMILES CSV appended to a SMILES dataset: same featurisation as reading all molecules at once."""
+    import gzip
+
+    from flows.ingest import ingest_flow
+    from tmdlib.datasets import read_graph_parquet, read_smiles_csv
+
+    rows = gzip.open(RAW / "ogbg_molbace/mapping/mol.csv.gz", "rt").read().splitlines()[1:26]
+    lines = ["smiles,y"] + [f"{r.split(',')[1]},{r.split(',')[0]}" for r in rows]
+    (tmp_path / "base.csv").write_text("\n".join(lines[:21]) + "\n")
+    (tmp_path / "append").mkdir()
+    (tmp_path / "append" / "b1.csv").write_text("\n".join(lines[:1] + lines[21:]) + "\n")
+    (tmp_path / "all.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "mols.parquet"
+    summary = ingest_flow("smiles", str(tmp_path / "base.csv"), "mols", str(out), label_column="y",
+                          append_dir=str(tmp_path / "append"))
+    assert summary["graphs"] == 25 and summary["batches"] == ["b1.csv"]
+    got = read_graph_parquet(out)
+    want = read_smiles_csv(tmp_path / "all.csv", label_column="y")
+    for col in ("graph_id", "num_nodes", "x", "edge_src", "edge_dst", "smiles", "y"):
+        assert got.column(col).to_pylist() == want.column(col).to_pylist(), col
