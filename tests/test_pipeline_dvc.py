@@ -124,3 +124,24 @@ def test_remote_push_then_pull_on_a_fresh_clone(workspace, tmp_path):
         assert (clone / rel).read_bytes() == (ws / rel).read_bytes(), rel
     res = _sh([dvc, "status"], clone, env)
     assert res.returncode == 0 and "up to date" in res.stdout, res.stdout + res.stderr
+
+
+def test_committing_labels_to_the_ledger_does_not_retrain(workspace):
+    """`tmdsub labels commit` grows the ledger: selection keeps the same medoids (now all labelled), nothing is
+    requested, labels.csv/labels.json keep their bytes, so training and evaluation are not rerun."""
+    ws, env = workspace
+    dvc, tmdsub = (str(Path(sys.executable).parent / name) for name in ("dvc", "tmdsub"))
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["base"]["datasets"].pop("COX2", None)
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    assert _sh([dvc, "repro"], ws, env).returncode == 0
+    before = {p: (ws / p).read_bytes() for p in ("data/selection/MUTAG/selection.json", "data/labels/MUTAG/labels.csv",
+                                                 "data/labels/MUTAG/labels.json")}
+    res = _sh([tmdsub, "labels", "commit", "MUTAG"], ws, env)
+    assert res.returncode == 0 and "30 labels added" in res.stdout, res.stdout + res.stderr
+    res = _sh([dvc, "repro"], ws, env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _ran(res.stdout) == {"select", "label_requests", "labels", "audit"}
+    assert all((ws / p).read_bytes() == b for p, b in before.items())
+    manifest = json.loads((ws / "data/labels/MUTAG/manifest.json").read_text())
+    assert manifest["requested"] == 0 and manifest["reused"] == 30
