@@ -104,9 +104,10 @@ def record_chunks(cache_dir: str, hashes: list[str], chunks: list[tuple[int, int
 def plan_chunks(hashes: list[str], block_size: int, index: dict[str, list[list[str]]]) -> list[tuple[int, int]]:
     """Split positions ``0..n-1`` into chunks, reusing recorded chunks where the graphs match.
 
-    Walking the graphs in order, a recorded chunk (the longest) whose hash list matches the graphs
-    starting here is taken whole; graphs matched by none are grouped into new chunks of at most
-    ``block_size``.  With an empty index this is the plain split into ``block_size`` runs.
+    Walking the graphs in order, a recorded chunk (the longest, of at most ``block_size`` graphs, so a
+    smaller block size is honoured) whose hash list matches the graphs starting here is taken whole;
+    graphs matched by none are grouped into new chunks of at most ``block_size``.  With an empty index
+    this is the plain split into ``block_size`` runs.
     """
     n, b = len(hashes), max(1, block_size)
     chunks: list[tuple[int, int]] = []
@@ -117,7 +118,7 @@ def plan_chunks(hashes: list[str], block_size: int, index: dict[str, list[list[s
 
     i = 0
     while i < n:
-        match = next((c for c in index.get(hashes[i], ()) if hashes[i:i + len(c)] == c), None)
+        match = next((c for c in index.get(hashes[i], ()) if len(c) <= b and hashes[i:i + len(c)] == c), None)
         if match is None:
             pending = i if pending is None else pending
             i += 1

@@ -133,9 +133,11 @@ def test_plan_chunks_reuses_recorded_chunks():
     assert blocks_of_chunks(plan_chunks(hashes, 4, {})) == plan_blocks(10, 4)
     index = {"h0": [hashes[0:4]], "h4": [hashes[4:10]]}
     grown_hashes = hashes + ["n1", "n2"]
-    assert plan_chunks(grown_hashes, 4, index) == [(0, 4), (4, 10), (10, 12)]
+    assert plan_chunks(grown_hashes, 6, index) == [(0, 4), (4, 10), (10, 12)]
     # a removed graph breaks only its own chunk
-    assert plan_chunks(hashes[:2] + hashes[3:], 4, index) == [(0, 3), (3, 9)]
+    assert plan_chunks(hashes[:2] + hashes[3:], 6, index) == [(0, 3), (3, 9)]
+    # recorded chunks longer than the block size are not reused: a smaller block size is honoured
+    assert plan_chunks(hashes, 3, index) == [(0, 3), (3, 6), (6, 9), (9, 10)]
 
 
 def test_split_is_stable_under_append():
