@@ -8,7 +8,7 @@ import numpy as np
 from prefect import flow
 
 from tasks import io
-from tasks.graphs import load_graph_store
+from tasks.graphs import load_graph_store, store_graph_ids
 from tasks.labels import (build_requests, commit_labels, import_labels, merge_labels, read_ledger, write_labels,
                           write_requests)
 
@@ -19,10 +19,8 @@ def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str
 
     Medoids already in the label ledger ``labelled`` are not requested again.
     """
-    import pyarrow.parquet as pq
-
     sel = json.loads(Path(selection).read_text())
-    known = pq.read_table(graphs, columns=["graph_id"]).column("graph_id").to_numpy()
+    known = store_graph_ids(graphs)
     have = set(read_ledger(labelled, known).column("graph_id").to_pylist())
     requests = build_requests(graphs, sel, have)
     manifest = {"dataset_sha256": io.sha256_file(graphs), "selection_sha256": io.sha256_file(selection),
@@ -41,10 +39,8 @@ def labels_import_flow(graphs: str, requests: str, source: str, out_dir: str, la
 
     The labels written are the ledger's (``labelled``: reused) plus the new ones.
     """
-    import pyarrow.parquet as pq
-
     ds = load_graph_store(graphs)
-    requested = pq.read_table(requests, columns=["graph_id"]).column("graph_id").to_numpy()
+    requested = store_graph_ids(requests)
     order = np.argsort(ds.graph_ids)
     known = ds.graph_ids[order]
     y = None if ds.y is None else ds.y[order]
@@ -58,7 +54,5 @@ def labels_import_flow(graphs: str, requests: str, source: str, out_dir: str, la
 @flow(name="labels-commit")
 def labels_commit_flow(graphs: str, labels_csv: str, ledger: str) -> dict:
     """Append the labels a run used to the dataset's label ledger (so later runs reuse them)."""
-    import pyarrow.parquet as pq
-
-    known = pq.read_table(graphs, columns=["graph_id"]).column("graph_id").to_numpy()
+    known = store_graph_ids(graphs)
     return commit_labels(ledger, labels_csv, known)

@@ -70,3 +70,10 @@ def store_segments(path: str, n: int) -> list[int]:
     meta = pq.read_schema(path).metadata or {}
     batches = [int(c) for _name, c in json.loads(meta.get(META_BATCHES.encode(), b"[]"))]
     return [n - sum(batches)] + batches
+
+
+def store_graph_ids(path: str) -> np.ndarray:
+    """The ``graph_id`` column of a Parquet file (graph store, label requests); nothing else is read."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=["graph_id"]).column("graph_id").to_numpy()

@@ -52,7 +52,6 @@ def commit_labels(ledger_path: str, labels_csv: str, known: np.ndarray) -> dict:
     labels, meta = read_labels(labels_csv)
     have = set(ledger.column("graph_id").to_pylist())
     new = {g: y for g, y in sorted(labels.items()) if g not in have}
-    merge_labels(ledger, np.array(list(new), dtype=np.int64), np.array(list(new.values())), labels_csv)
     source = meta.get("source", "unknown") if not meta.get("sha256") else f"import:{meta['sha256'][:12]}"
     p = Path(ledger_path)
     text = p.read_text() if p.exists() else LEDGER_HEADER + "\n"
