@@ -19,7 +19,7 @@ export NUMBA_CACHE_DIR ?= $(CURDIR)/.venv/numba-cache
 # dvc.yaml's stage commands call `tmdsub`, installed in the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup run test test-all bench clean
+.PHONY: setup run test test-fast test-all bench clean
 
 setup: $(STAMP)
 
@@ -38,11 +38,16 @@ run: setup
 	$(VENV)/bin/dvc repro
 	$(VENV)/bin/tmdsub summary
 
+# The default suite (what CI runs) on both cores; whole test files stay on one worker (their module fixtures).
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
+
+# The inner loop: library units, reference values, property tests with few examples (no flows, CLI, DVC, servers).
+test-fast: setup
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -q -n 2 -m "not slow and not pipeline"
 
 test-all: setup
-	$(PY) -m pytest -q -m "slow or not slow"
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "slow or not slow"
 
 bench: setup
 	$(PY) benchmarks/tmd_speed.py

@@ -6,7 +6,7 @@ Usage::
         [--seeds 0,1,2] [--fraction 0.1] [--epochs 100] [--full-epochs 20] [--out reports/certified]
         [--cache-dir tmp/certified_sweep] [--mlflow/--no-mlflow]
 
-Per dataset and seed: an 80/20 split (``tmdlib.split``, seed), the TMD k-medoids coreset of ``fraction`` of the
+Per dataset and seed: an 80/20 split (``tmdlib.select.split``, seed), the TMD k-medoids coreset of ``fraction`` of the
 training graphs (the pipeline's selection: FasterPAM, 5 restarts, ε = medoid objective on the training graphs,
 depth 4, Pascal weights) and, per budget, a τ-weighted GIN trained on the coreset plus a reference GIN of the
 **same class** (same budget) trained on all training graphs.  Reported: test accuracy, c (certified
@@ -50,7 +50,7 @@ def load_dataset(name: str):
 
 
 def tmd_matrix_cached(name: str, ds, cache_dir: Path) -> tuple[np.ndarray, float]:
-    from tmdlib.tmd import tmd_matrix
+    from tmdlib.distance.engine import tmd_matrix
 
     path = cache_dir / f"tmd_{name}_L{DEPTH}_pascal.npy"
     if path.is_file():
@@ -71,12 +71,12 @@ def run_point(ds, D, seed: int, budget, args, cache: dict) -> dict:
     """One (dataset, seed, budget) measurement."""
     import torch
 
-    from tmdlib import bounds
-    from tmdlib.certified import label_aware_gap, stability_constant, train_from_config
-    from tmdlib.coreset import budget_to_k, kmedoids_coreset
-    from tmdlib.nn import bce_losses, evaluate, predict_logits
-    from tmdlib.pyg import to_pyg
-    from tmdlib.split import train_test_split
+    from tmdlib.guarantees import bounds
+    from tmdlib.torch.certified import label_aware_gap, stability_constant, train_from_config
+    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
+    from tmdlib.torch.gin import bce_losses, evaluate, predict_logits
+    from tmdlib.torch.pyg import to_pyg
+    from tmdlib.select.split import train_test_split
 
     key = ("split", seed)
     if key not in cache:
@@ -366,7 +366,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from tmdlib.certified import parse_budget
+    from tmdlib.torch.certified import parse_budget
 
     torch.set_num_threads(1)
     out = Path(args.out)

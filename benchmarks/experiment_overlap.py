@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/experiment_overlap.py MUTAG COX2 PROTEINS [--subset NCI1:600]
 
 For trial 0's 80/20 split (seed 0) and each fraction 1..10 %, the k-medoids selections of the experiment
-(``tasks.experiment.select_graphs``) under TMD and under the Feature distance: their Jaccard overlap, and the
+(``tmdlib.experiment.protocol.select_graphs``) under TMD and under the Feature distance: their Jaccard overlap, and the
 TMD medoid objective ε of each.  Uses the distance matrices cached by ``tmdsub experiment`` under
 ``reports/cache/`` (computed if missing).  ``NAME:N`` computes the matrices on the first N graphs of a
 shuffled NAME (for datasets whose full TMD matrix is too slow here, e.g. NCI1).
@@ -17,9 +17,10 @@ import numpy as np
 
 
 def overlap_table(name: str, D_tmd: np.ndarray, D_feat: np.ndarray, seed: int = 0) -> list[tuple]:
-    from tasks.experiment import TEST_FRACTION, select_graphs
-    from tmdlib.coreset import medoids_objective
-    from tmdlib.split import train_test_split
+    from tmdlib.experiment.grid import TEST_FRACTION
+    from tmdlib.experiment.protocol import select_graphs
+    from tmdlib.select.coreset import medoids_objective
+    from tmdlib.select.split import train_test_split
 
     train, _ = train_test_split(len(D_tmd), TEST_FRACTION, seed)
     Dt, Df = D_tmd[np.ix_(train, train)], D_feat[np.ix_(train, train)]
@@ -35,8 +36,8 @@ def overlap_table(name: str, D_tmd: np.ndarray, D_feat: np.ndarray, seed: int = 
 
 def main(argv: list[str]) -> int:
     from tasks.experiment import load_dataset, prepare_dataset
-    from tmdlib import baselines
-    from tmdlib.tmd import tmd_matrix
+    from tmdlib.select import baselines
+    from tmdlib.distance.engine import tmd_matrix
 
     print("| dataset | fraction | k | Jaccard(TMD, Feature) | ε TMD coreset | ε Feature coreset |")
     print("|---|---:|---:|---:|---:|---:|")

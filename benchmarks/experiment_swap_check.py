@@ -7,8 +7,9 @@ For each of our datasets (graph subsampling, GIN) and each of the paper's TU tab
 """
 import sys
 
-from tasks.experiment import _tmd_gap, read_paper, read_results
-from tmdlib.report import aggregate
+from tmdlib.experiment.results import read_results
+from tmdlib.reporting.paper import _tmd_gap, read_paper
+from tmdlib.reporting.tables import aggregate
 
 
 def main(argv):

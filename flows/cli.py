@@ -39,7 +39,7 @@ def _store(dataset: str, graphs: Optional[Path]) -> Path:
 def _weights(depth: int, weights: str):
     """Parse ``--weights`` and check it against ``--depth`` (bad values are an InputError)."""
     from tmdlib.errors import InputError
-    from tmdlib.weights import parse_weights, resolve_weights
+    from tmdlib.distance.weights import parse_weights, resolve_weights
 
     try:
         w = parse_weights(weights)
@@ -66,7 +66,7 @@ def ingest(
     raw_root: Path = typer.Option(DATA / "raw", "--raw-root", help="Folder with the shipped raw datasets."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output Parquet (default data/graphs/<NAME>.parquet)."),
     features: str = typer.Option("onehot", "--features", help="TU node features: 'onehot' (one-hot of node labels, PyG's default) or 'onehot+attributes' (append the node attributes)."),
-    smiles_column: str = typer.Option("smiles", help="SMILES CSV: the SMILES column."),
+    smiles_column: str = typer.Option("smiles", help="SMILES CSV: the SMILES column (case-insensitive when no column has exactly this name)."),
     label_column: Optional[str] = typer.Option(None, help="SMILES CSV: the label column, if any."),
     append_dir: Optional[Path] = typer.Option(None, "--append-dir", help="Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended in name order after the dataset."),
 ) -> None:
@@ -116,16 +116,23 @@ def tmd_matrix(
     threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block", help="numba threads inside one block (default: 1 per worker)."),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS",
                                                help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
+    engine: str = typer.Option("exact", "--engine", help="The selection's engine: exact (compute the matrix) | scalable (no matrix: only meta.json) | auto (the matrix only while it is cheap)."),
 ) -> None:
     """The full TMD matrix of a dataset, sharded into resumable blocks (the pipeline's tmd stage)."""
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
     store, w = _store(dataset, graphs), _weights(depth, weights)
     _choice("--runner", runner, ("local", "threads", "dask"))
+    _choice("--engine", engine, ("exact", "scalable", "auto"))
     task_runner = make_task_runner("dask" if dask_address else runner, workers, dask_address)
     meta = tmd_matrix_flow.with_options(task_runner=task_runner)(
         str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
-        weights=w, block_size=block_size, threads_per_block=threads_per_block or (1 if workers > 1 else None))
+        weights=w, block_size=block_size, threads_per_block=threads_per_block or (1 if workers > 1 else None),
+        engine=engine)
+    if meta.get("matrix") is False:
+        typer.echo(f"{dataset}: {meta['graphs']} graphs, {meta['node_pairs']:.3g} node pairs: the scalable engine "
+                   f"selects without the matrix (not computed) -> {out_dir / 'meta.json'}")
+        return
     typer.echo(f"{dataset}: {meta['graphs']}x{meta['graphs']} TMD matrix ({meta['blocks_computed']}/{meta['blocks']} "
                f"blocks, {meta['pairs_computed']} pairs computed) -> {out_dir / 'matrix.npy'}")
 
@@ -139,30 +146,50 @@ def select(
     seed: int = typer.Option(0, "--seed"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
-    matrix: Optional[Path] = typer.Option(None, "--matrix", help="TMD matrix (default data/tmd/<DATASET>/matrix.npy; needed by --method tmd)."),
+    matrix: Optional[Path] = typer.Option(None, "--matrix", help="TMD matrix of the exact engine (default data/tmd/<DATASET>/matrix.npy when it exists; the scalable engine never reads one)."),
+    engine: str = typer.Option("auto", "--engine", help="exact (k-medoids on the full TMD matrix) | scalable (no matrix: lower bounds + exact pairs on demand) | auto (exact while the matrix is cheap)."),
+    depth: int = typer.Option(4, "--depth", help="TMD depth L (the certificate's and the scalable engine's)."),
+    weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output JSON (default data/selection/<DATASET>/selection.json)."),
     restarts: int = typer.Option(5, "--restarts", min=1, help="k-medoids restarts (best objective kept)."),
     backend: str = typer.Option("fasterpam", "--backend", help="fasterpam | sklearn-extra | sklearn-extra-alternate."),
     labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv; absent = nothing labelled): graphs in it are reused first."),
+    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help="Scalable engine: finished parts and exact pairs (a killed run resumes from them)."),
+    part_size: int = typer.Option(4000, "--part-size", min=2, help="Scalable engine: largest pool solved as one part; larger pools are split (one task per part)."),
+    max_pairs: int = typer.Option(0, "--max-pairs", min=0, help="Scalable engine: budget of exact TMD evaluations for the search (0: none; the certificate stays exact)."),
+    runner: str = typer.Option("local", "--runner", help="Scalable engine, several parts: local (processes) | threads | dask."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Parallel parts (local/threads/dask local cluster)."),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS", help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
 ) -> None:
-    """Pick the graphs worth labelling (k-medoids coreset on TMD, or a baseline)."""
+    """Pick the graphs worth labelling (k-medoids coreset on TMD, or a baseline), with the exact certificate."""
     from tmdlib.errors import InputError
     from flows.select import select_flow
+    from flows.tmd import make_task_runner
 
-    store = _store(dataset, graphs)
+    store, w = _store(dataset, graphs), _weights(depth, weights)
     if (fraction is None) == (count is None):
         raise InputError(None, "give exactly one of --fraction and --count")
     _choice("--method", method, ("tmd", "random", "feature", "wl"))
+    _choice("--engine", engine, ("exact", "scalable", "auto"))
     _choice("--backend", backend, ("fasterpam", "sklearn-extra", "sklearn-extra-alternate"))
+    if dask_address:
+        runner = "dask"
+    _choice("--runner", runner, ("local", "threads", "dask"))
+    if matrix is not None and engine == "scalable":
+        raise InputError(str(matrix), "the scalable engine never reads a TMD matrix; drop --matrix or use --engine exact")
     mat = matrix or DATA / "tmd" / dataset / "matrix.npy"
+    use_matrix = matrix is not None or (engine != "scalable" and mat.exists())
     target = out or DATA / "selection" / dataset / "selection.json"
-    sel = select_flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
-                      test_fraction=test_fraction, matrix=str(mat) if (method == "tmd" or mat.exists()) else None,
-                      restarts=restarts, backend=backend, labelled=str(labelled or _ledger(dataset)))
-    eps = "n/a" if sel["epsilon"] is None else f"{sel['epsilon']:.4g}"
+    flow = select_flow.with_options(task_runner=make_task_runner(runner, workers, dask_address))
+    sel = flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
+               test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
+               backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
+               cache_dir=str(cache_dir), part_size=part_size, max_pairs=max_pairs or None)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
-    typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method}{reused}, "
-               f"epsilon_TMD = {eps} -> {target}")
+    typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method} "
+               f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "
+               f"{sel['n_train']} exact TMDs to the medoids, mean {sel['epsilon_mean']:.4g}), "
+               f"{sel['pairs_computed']} exact pairs computed -> {target}")
 
 
 @app.command()

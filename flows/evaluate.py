@@ -19,10 +19,13 @@ from prefect import flow
 
 from tasks.evaluate import (bound_point, losses_of, parse_fractions, plot_bound_vs_gap, score_on,
                             sweep_point, write_metrics)
-from tasks.graphs import load_graph_store, load_matrix
-from tasks.train import (BENCHMARK_EVAL, dataset_name, load_model, log_run, metric_for_dataset, node_subsets_for,
-                         positions, read_json, read_nodes, read_selection, set_torch_threads, to_data, train_model)
+from tasks.graphs import load_graph_store, load_matrix, matrix_path
+from tasks.registry import tag_evaluation
+from tasks.tracking import graph_store_dataset, log_datasets, selection_dataset
+from tasks.train import (BENCHMARK_EVAL, dataset_name, load_model, log_run, node_subsets_for, positions, read_json,
+                         read_nodes, read_selection, set_torch_threads, start_run, train_model)
 from tmdlib import InputError
+from tmdlib.datasets import metric_for
 
 
 def _tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list]:
@@ -45,8 +48,9 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   seed: int | None = None, device: str = "auto", torch_threads: int = 1,
                   experiment: str = "tmdsub", log_mlflow: bool = True) -> dict:
     """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``)."""
-    from tmdlib import bounds
-    from tmdlib.certified import stability_constant
+    from tmdlib.guarantees import bounds
+    from tmdlib.torch.certified import stability_constant
+    from tmdlib.torch.pyg import dataset_to_pyg
 
     t0 = time.perf_counter()
     set_torch_threads(torch_threads)
@@ -60,7 +64,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     depth, tmd_weights, tmd_problems = _tmd_setting(tmd_meta, int(cfg["layers"]),
                                                     info.get("lipschitz", {}).get("weights", "pascal"))
     name = dataset_name(graphs)
-    metric = metric_for_dataset(name)
+    metric = metric_for(name)
     ds = load_graph_store(graphs)
     sel = read_selection(selection)
     train_pos = positions(sel["train_ids"], ds.graph_ids, selection, "train_ids")
@@ -75,13 +79,14 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     y_train = ds.y[train_pos]
     test_pos = test_pos[~np.isnan(ds.y[test_pos])]
     y_test = ds.y[test_pos]
-    train_data = to_data(ds, train_pos, y=y_train)
-    test_data = to_data(ds, test_pos, y=y_test)
+    train_data = dataset_to_pyg(ds, positions=train_pos, y=y_train)
+    test_data = dataset_to_pyg(ds, positions=test_pos, y=y_test)
 
     net = load_model(model, info["model"])
 
     # epsilon: the selection's, checked against the TMD matrix when given
     D_train, eps_matrix, tau_match, assignment = None, None, None, None
+    matrix = matrix_path(matrix)  # None: the tmd stage took the scalable engine (no matrix; no sweep)
     if matrix:
         D_train = load_matrix(matrix, len(ds))[np.ix_(train_pos, train_pos)]
         eps_matrix = bounds.medoid_objective(D_train, subset)
@@ -90,8 +95,8 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
             near = np.argmin(D_train[:, subset], axis=1)
             near[subset] = np.arange(subset.size)
             assignment = subset[near]
-    epsilon = sel["epsilon"] if sel["epsilon"] is not None else eps_matrix
-    eps_source = "selection" if sel["epsilon"] is not None else ("matrix" if eps_matrix is not None else None)
+    epsilon = sel["epsilon_mean"] if sel["epsilon_mean"] is not None else eps_matrix  # Lemma 3.2's mean ε
+    eps_source = "selection" if sel["epsilon_mean"] is not None else ("matrix" if eps_matrix is not None else None)
 
     # reference: a model trained on every training graph (benchmark labels), same hyper-parameters
     full_cfg = dict(cfg, epochs=int(full_epochs if full_epochs is not None else cfg["epochs"]))
@@ -120,8 +125,8 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     if nodes:
         subsets, eps_i = node_subsets_for(read_nodes(nodes), sel["medoids"], nodes)
         y_med = ds.y[med_pos]
-        data_sub = to_data(ds, med_pos, y=y_med, node_subsets=subsets)
-        data_whole = to_data(ds, med_pos, y=y_med, weights=tau)
+        data_sub = dataset_to_pyg(ds, positions=med_pos, y=y_med, node_subsets=subsets)
+        data_whole = dataset_to_pyg(ds, positions=med_pos, y=y_med, weights=tau)
         L_whole, L_sub = losses_of(net, data_whole, y_med), losses_of(net, data_sub, y_med)
         ng = bounds.node_gap(L_whole, L_sub, weights=tau)
         nb = bounds.node_bounds(main["c"], eps_i, weights=tau)
@@ -200,10 +205,15 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         steps = {f"sweep.{key}": [p.get(key) if p.get(key) is not None else float("nan") for p in sweep]
                  for key in ("fraction", "epsilon", "c_epsilon", "gap_observed", "erm_bound", "excess_loss")}
         inputs = [p for p in (graphs, selection, model, train_info, matrix, nodes) if p]
+        run = start_run("evaluate", params, inputs, experiment, f"{'evaluate_nodes' if nodes else 'evaluate'}@{name}",
+                        {"labels_for_evaluation": BENCHMARK_EVAL, "labels_for_training": metrics["labels_for_training"]})
+        logged = (info.get("mlflow") or {}).get("model") or {}
+        log_datasets(run["run_id"], [graph_store_dataset(graphs, ds, name), selection_dataset(selection, sel, name)],
+                     "evaluation", model_ids=[logged["model_id"]] if logged.get("model_id") else None)
         metrics["mlflow"] = log_run("evaluate", params, flat, inputs, [metrics_out, plot_out], experiment=experiment,
-                                    step_metrics=steps if sweep else None,
-                                    extra_tags={"labels_for_evaluation": BENCHMARK_EVAL,
-                                                "labels_for_training": metrics["labels_for_training"]})
+                                    step_metrics=steps if sweep else None, run=run)
+        # the registered model version of train.json gets its test metric (the scheduled run's champion rule)
+        tag_evaluation(logged, metric, metrics["test"]["coreset_model"], run["run_id"])
     return metrics
 
 

@@ -2,13 +2,14 @@
 
 Datasets x methods x fractions x trials x architectures (Jain et al., Section 5 and the appendix on the
 alternative architecture).  Wiring only: the work is in :mod:`tasks.experiment` (cells, results store) and
-:mod:`tmdlib.report` (aggregation, tables, plots).
+:mod:`tmdlib.experiment` / :mod:`tmdlib.reporting` (the protocol, aggregation, tables, plots).
 
 Outputs under ``--out-dir`` (default ``reports/``):
 
 * ``results/<profile>/<DATASET>.csv`` -- one row per trained model (raw results; a rerun skips finished rows);
 * ``<profile>/<DATASET>.md`` and ``<profile>/<DATASET>.png`` -- tables in the paper's form and plots;
-* ``<profile>/summary.md`` -- wins / fails per method and against the paper's numbers (``paper_results.csv``).
+* ``<profile>/summary.md`` -- wins / fails per method and against the paper's numbers (``<out-dir>/paper_results.csv``,
+  else the repository's ``reports/paper_results.csv``).
 
 The distance matrices are cached in ``--cache-dir`` (default ``reports/cache/``, ignored by git).
 """
@@ -22,14 +23,23 @@ from typing import Optional
 import typer
 from prefect import flow
 
-from tasks.experiment import (ARCHS, KINDS, PROFILES, ResultStore, cpu_count, plan_cells, prepare_dataset,
-                              run_cell)
+from tasks.experiment import ResultStore, cpu_count, prepare_dataset, run_cell
 from tmdlib import InputError
+from tmdlib.experiment import ALL_GRAPH_METHODS, ARCHS, KINDS, NODE_METHODS, PROFILES, needed_matrices, plan_cells
+
+#: The paper's transcribed numbers (``reports/paper_tables.py``), used when ``--out-dir`` has no copy.
+PAPER_CSV = Path(__file__).resolve().parents[1] / "reports" / "paper_results.csv"
 
 
 def resolve_profile(profile: str, datasets: str | None = None, trials: int | None = None,
-                    epochs: int | None = None, kinds: str | None = None, archs: str | None = None) -> dict:
-    """The profile's grid with command-line overrides applied; checked (InputError on bad input)."""
+                    epochs: int | None = None, kinds: str | None = None, archs: str | None = None,
+                    methods: str | None = None) -> dict:
+    """The profile's grid with command-line overrides applied; checked (InputError on bad input).
+
+    ``methods`` replaces the profile's method lists: graph methods (:data:`~tmdlib.experiment.grid.
+    ALL_GRAPH_METHODS`, condensation baselines included) go to graph subsampling, node methods to node
+    subsampling (``tmd`` and ``random`` to both); a kind left with no method runs nothing.
+    """
     from tmdlib.datasets import dataset_names
 
     if profile not in PROFILES:
@@ -49,6 +59,10 @@ def resolve_profile(profile: str, datasets: str | None = None, trials: int | Non
         p["kinds"] = _list(kinds, KINDS, "kinds")
     if archs:
         p["archs"] = _list(archs, ARCHS, "archs")
+    if methods:
+        chosen = _list(methods, tuple(dict.fromkeys(ALL_GRAPH_METHODS + NODE_METHODS)), "methods")
+        p["graph_methods"] = [m for m in chosen if m in ALL_GRAPH_METHODS]
+        p["node_methods"] = [m for m in chosen if m in NODE_METHODS]
     if trials is not None:
         if trials < 1:
             raise InputError(None, f"--trials must be >= 1, got {trials}")
@@ -66,22 +80,25 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
                     raw_root: str = "data/raw", cache_dir: str | None = None, trials: int | None = None,
                     epochs: int | None = None, kinds: str | None = None, archs: str | None = None,
                     torch_threads: int = 1, device: str = "cpu", report: bool = True,
-                    prepare_threads: int | None = None) -> dict:
+                    prepare_threads: int | None = None, methods: str | None = None) -> dict:
     """Run (or resume) the grid of ``profile``; append rows as cells finish; then write the reports."""
     from prefect.futures import as_completed
 
     from tasks.experiment import write_reports
 
-    grid = resolve_profile(profile, datasets, trials, epochs, kinds, archs)
+    grid = resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
     cache = cache_dir or str(Path(out_dir) / "cache")
     results_dir = Path(out_dir) / "results" / profile
     summary = {"profile": profile, "datasets": {}}
+    matrix_seconds = {}
     for name in grid["datasets"]:
         t0 = time.perf_counter()
-        prep = prepare_dataset(name, raw_root, cache, prepare_threads or cpu_count())
+        prep = prepare_dataset(name, raw_root, cache, prepare_threads or cpu_count(), needed_matrices(grid))
+        matrix_seconds[name] = {m: s for m, s in prep["compute_seconds"].items() if s is not None}
         store = ResultStore(str(results_dir), name)
         try:
-            specs = plan_cells(grid, name, store, prep["paths"], raw_root, torch_threads, device)
+            specs = plan_cells(grid, name, store.done, raw_root=raw_root, paths=prep["paths"],
+                               torch_threads=torch_threads, device=device)
             total = sum(len(s["fractions"]) for s in specs)
             print(f"{name}: {prep['graphs']} graphs, matrices {prep['seconds']} s; {len(store.rows)} rows done, "
                   f"{total} models to train in {len(specs)} cells")
@@ -105,8 +122,9 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
         summary["datasets"][name] = {"rows": len(store.rows), "trained": done,
                                      "seconds": round(time.perf_counter() - t0, 1)}
     if report:
+        paper_csv = Path(out_dir) / "paper_results.csv"
         summary["reports"] = write_reports(str(results_dir), str(Path(out_dir) / profile), profile,
-                                           str(Path(out_dir) / "paper_results.csv"))
+                                           str(paper_csv if paper_csv.is_file() else PAPER_CSV), matrix_seconds)
     return summary
 
 
@@ -117,6 +135,7 @@ def experiment_command(
     epochs: Optional[int] = typer.Option(None, "--epochs", help="Training epochs, graph and node runs (default: the profile's)."),
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma list of graph,node (default: both)."),
     archs: Optional[str] = typer.Option(None, "--archs", help="Comma list of gin (paper B.2), gin-wide-mean (2x width, mean pooling)."),
+    methods: Optional[str] = typer.Option(None, "--methods", help="Comma list replacing the profile's methods: tmd, random, feature, wl, doscond, kidd, doscond-nolabel, kidd-nolabel (graph); tmd, random, rw, kcore (node). doscond/kidd use labels."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Parallel trial processes (default: the CPUs available; quick: 1, in-process)."),
     out_dir: Path = typer.Option(Path("reports"), "--out-dir", help="Reports folder (results/, <profile>/, cache/)."),
     raw_root: Path = typer.Option(Path("data/raw"), "--raw-root", help="Folder of the shipped raw datasets."),
@@ -129,7 +148,7 @@ def experiment_command(
     from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
     try:
-        resolve_profile(profile, datasets, trials, epochs, kinds, archs)
+        resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
         if workers is not None and workers < 1:
             raise InputError(None, f"--workers must be >= 1, got {workers}")
         if torch_threads < 1:
@@ -143,7 +162,7 @@ def experiment_command(
         runner = ProcessPoolTaskRunner(max_workers=n) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
         summary = experiment_flow.with_options(task_runner=runner)(
             profile, datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, epochs,
-            kinds, archs, torch_threads, device, report)
+            kinds, archs, torch_threads, device, report, None, methods)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

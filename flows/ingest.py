@@ -1,6 +1,6 @@
 """Ingest flow: a built-in dataset, a TU folder, a SMILES CSV or a Parquet file -> graph store.
 
-Run as ``tmdsub ingest ...`` or ``python -m flows.ingest ...`` (same arguments).
+Run as ``tmdsub ingest ...`` (or ``python -m flows ingest ...``).
 """
 from __future__ import annotations
 
@@ -64,14 +64,3 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
         table = append_batches(table, batches, node_attributes, smiles_column, label_column)
     summary = write_graph_store(table, out)
     return {**summary, "batches": [b[0] for b in batches]}
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m flows.ingest`` entry point: the same arguments as ``tmdsub ingest``."""
-    from flows.cli import app
-
-    app(["ingest", *(argv or __import__("sys").argv[1:])])
-
-
-if __name__ == "__main__":
-    main()

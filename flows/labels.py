@@ -26,6 +26,7 @@ def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str
     manifest = {"dataset_sha256": io.sha256_file(graphs), "selection_sha256": io.sha256_file(selection),
                 "method": sel["method"], "fraction": sel.get("fraction"), "count": sel.get("count"),
                 "k": sel["k"], "seed": sel["seed"], "epsilon": sel.get("epsilon"),
+                "epsilon_mean": sel.get("epsilon_mean", sel.get("epsilon")),
                 "requested": requests.num_rows, "reused": int(sum(int(g) in have for g in sel["medoids"])),
                 "train_graphs": sel["n_train"], "graphs": int(len(known)), "ledger": labelled,
                 "ledger_size": len(have)}

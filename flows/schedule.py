@@ -11,7 +11,10 @@ lock throughout and
    graph-store ``.parquet``) to ``data/append/<DATASET>/<UTC stamp>-<name>``, after checking that each
    one parses and fits the dataset (one bad batch: the run fails naming it, and nothing moves);
 3. runs ``dvc repro`` (DVC reruns only the stages whose inputs changed; the TMD stage computes only
-   the rows and columns of new graphs, and says how many pairs in the record's ``tmd``);
+   the rows and columns of new graphs, and says how many pairs in the record's ``tmd``), then gives the
+   MLflow alias ``champion`` of ``tmdsub-<DATASET>`` to the newly registered model version when its test
+   metric is not worse than the current champion's (:func:`tasks.registry.promote_champions`; the record's
+   ``champion`` and the version's tags say why);
 4. commits ``dvc.lock``, the appended batches and the ledgers to git (``schedule.commit``);
 5. pushes the artifacts to the default DVC remote (``schedule.push``; ``tmdsub remote`` sets it up);
 6. records the run, finished or failed: an MLflow run in experiment ``tmdsub-schedule`` and
@@ -30,6 +33,7 @@ from prefect import flow
 
 from tasks import dvcops
 from tasks.locking import workspace_lock
+from tasks.registry import promote_champions
 from tasks.schedule import commit_labels, commit_run, intake_batches, push, record_run, repro
 from tasks.tracking import git_info, redact_uri
 from tmdlib.errors import InputError
@@ -100,6 +104,11 @@ def _steps(settings: dict, stamp: str, record: dict) -> None:
     ran = repro()
     record["stages_ran"], record["tmd"] = ran["stages"], ran["tmd"]
     print(f"dvc repro ran {len(record['stages_ran'])} stage(s): {', '.join(record['stages_ran']) or 'none'}")
+    record["champion"] = promote_champions(datasets, f"scheduled run {stamp}")
+    for c in record["champion"]:
+        if not c.get("decided_before"):
+            print(f"{c['dataset']}: {c.get('registered_model', 'model')} v{c.get('version', '?')} "
+                  f"{'is the champion' if c['promoted'] else 'not promoted'}: {c['reason']}")
     if settings["commit"]:
         message = f"tmdsub scheduled run {stamp}: {len(record['batches'])} new batch(es)"
         record["committed"] = commit_run(["dvc.lock", APPEND, LEDGERS], message)
@@ -133,6 +142,7 @@ def scheduled_run_flow(workspace: str) -> dict:
             record = {"stamp": stamp, "workspace": str(ws), "prefect_flow_run_id": str(flow_run.id),
                       "datasets": settings["datasets"], "commit": settings["commit"], "push": settings["push"],
                       "git_sha_before": git_info()["git_sha"], "batches": [], "stages_ran": [], "tmd": [],
+                      "champion": [],
                       "committed": False, "pushed": False, "status": "FAILED"}
             try:
                 _steps(settings, stamp, record)

@@ -18,7 +18,7 @@ def stage_outputs(root: str = ".") -> list[tuple[str, list[str]]]:
 
 
 def latest_runs(experiment: str = "tmdsub", limit: int = 4) -> list[dict]:
-    """The newest MLflow runs of ``experiment`` (id, stage tag, status), newest first."""
+    """The newest MLflow runs of ``experiment`` (id, stage tag, run name ``<stage>@<DATASET>``, status), newest first."""
     from mlflow import MlflowClient
 
     from tasks.tracking import tracking_uri
@@ -59,5 +59,22 @@ def summary_text(root: str = ".") -> str:
                          f"c*eps {bound.get('c_epsilon', float('nan')):.4g}, observed gap {bound.get('gap_observed', float('nan')):.4g}")
     runs = latest_runs()
     lines.append(f"MLflow ({redact_uri(tracking_uri())}):")
-    lines += [f"  {r['run_id']}  {r['stage']:15s} {r['status']}" for r in runs] or ["  (no runs yet)"]
+    lines += [f"  {r['run_id']}  {r['name'] or r['stage']:22s} {r['status']}" for r in runs] or ["  (no runs yet)"]
+    lines += [f"  registered model {m['name']}: latest v{m['latest']}, champion "
+              f"{'v' + m['champion'] if m['champion'] else '(none yet: the scheduled retraining sets it)'}"
+              for m in registered_models()]
     return "\n".join(lines)
+
+
+def registered_models(prefix: str = "tmdsub-") -> list[dict]:
+    """The registered models named ``<prefix>...``: latest version and the version holding alias ``champion``."""
+    from mlflow import MlflowClient
+
+    from tasks.tracking import tracking_uri
+
+    out = []
+    for m in MlflowClient(tracking_uri=tracking_uri()).search_registered_models(f"name LIKE '{prefix}%'"):
+        versions = [int(v.version) for v in m.latest_versions or []]
+        out.append({"name": m.name, "latest": str(max(versions)) if versions else "-",
+                    "champion": (m.aliases or {}).get("champion")})
+    return sorted(out, key=lambda m: m["name"])

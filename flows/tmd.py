@@ -17,10 +17,11 @@ from prefect import flow, get_run_logger
 
 from tasks import io
 from tasks.graphs import load_graph_store, read_id_pairs
-from tasks.tmd import (block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits, chunk_index,
-                       compute_block, graph_hashes, merge_blocks, plan_chunks, read_block, record_chunks, tmd_pairs,
-                       write_pairs_csv)
-from tmdlib.weights import resolve_weights
+from tasks.tmd import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits,
+                       chunk_index, compute_block, graph_hashes, merge_blocks, plan_chunks, read_block, record_chunks,
+                       tmd_pairs, write_pairs_csv)
+from tmdlib.distance.fingerprint import engine_fingerprint
+from tmdlib.distance.weights import resolve_weights
 
 
 @flow(name="tmd-pairs")
@@ -88,15 +89,24 @@ class _Progress:
 
 @flow(name="tmd-matrix")
 def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str, depth: int = 4,
-                    weights="pascal", block_size: int = 256, threads_per_block: int | None = None) -> dict:
+                    weights="pascal", block_size: int = 256, threads_per_block: int | None = None,
+                    engine: str = "exact") -> dict:
     """Full symmetric TMD matrix of the graph store, sharded into cached blocks.
 
     Incremental: blocks are named by the content of the graphs they cover and the chunking reuses
     the chunks of earlier runs, so after new graphs are appended only their rows and columns are
     computed (``pairs_computed`` in the result says how many pairs this run computed).
+
+    ``engine`` is the selection's (``exact | scalable | auto``, :func:`tmdlib.select.certificate.resolve_engine`):
+    when it resolves to ``scalable`` the matrix is not computed at all and ``meta.json`` says so
+    (``"matrix": false``); the select stage then runs the scalable engine.
     """
+    from tmdlib.select.certificate import resolve_engine
+
     logger = get_run_logger()
     w = resolve_weights(depth, weights)
+    if resolve_engine(engine, _store_sizes(graphs)) == "scalable":
+        return _no_matrix(graphs, matrix_out, meta_out, depth, w, engine)
     check_matrix_fits(_store_rows(graphs), block_size, graphs)  # refuse up front, before any work
     ds = load_graph_store(graphs)
     n = len(ds)
@@ -113,11 +123,13 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     logger.info("%d graphs, %d blocks, %d to compute (%d of %d pairs)", n, len(blocks), len(todo), pairs,
                 n * (n - 1) // 2)
     progress = _Progress(len(blocks), len(blocks) - len(todo))
-    futures = [compute_block.submit(graphs, blocks[k], depth, w.tolist(), paths[k], threads_per_block) for k in todo]
     from prefect.futures import as_completed
 
-    for fut in as_completed(futures):
-        fut.result()
+    # each task gets its block's graphs and returns the values; this process writes the cache files
+    futures = {compute_block.submit(*block_graphs(ds, blocks[k]), depth, w.tolist(), threads_per_block): k
+               for k in todo}
+    for fut in as_completed(list(futures)):
+        io.write_npy(paths[futures[fut]], fut.result())
         progress.step()
     if todo:
         print(file=sys.stderr)
@@ -126,11 +138,38 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     # meta.json is a DVC output: only facts of the result, so a resumed run writes the same bytes as
     # an uninterrupted one; how many blocks this run computed is returned (and logged), not stored.
     meta = {"graphs": n, "graph_ids": ds.graph_ids.tolist(), "depth": depth, "weights": w.tolist(),
-            "engine": "tmdlib.tmd exact", "blocks": len(blocks),
+            "engine": "tmdlib.distance.engine exact", "engine_fingerprint": engine_fingerprint(), "blocks": len(blocks),
             "block_size": block_size, "matrix_sha256": io.sha256_file(matrix_out)}
     io.write_json(meta_out, meta)
     logger.info("%d of %d blocks computed by this run, %d reused", len(todo), len(blocks), len(blocks) - len(todo))
     return {**meta, "blocks_computed": len(todo), "pairs_computed": pairs}
+
+
+def _store_sizes(graphs: str) -> np.ndarray:
+    """Nodes per graph from the ``num_nodes`` column alone (what the engine choice needs)."""
+    import pyarrow.parquet as pq
+
+    from tmdlib import InputError
+
+    try:
+        return pq.read_table(graphs, columns=["num_nodes"]).column("num_nodes").to_numpy()
+    except Exception as err:  # noqa: BLE001 - one clear error for any unreadable store
+        raise InputError(graphs, f"not a readable graph store: {err}") from None
+
+
+def _no_matrix(graphs: str, matrix_out: str, meta_out: str, depth: int, w, engine: str) -> dict:
+    """The tmd stage under the scalable engine: no matrix (an old one is removed), only meta.json."""
+    from tmdlib.select.certificate import matrix_node_pairs
+
+    sizes = _store_sizes(graphs)
+    Path(matrix_out).unlink(missing_ok=True)
+    meta = {"graphs": int(sizes.size), "depth": depth, "weights": np.asarray(w).tolist(), "matrix": False,
+            "engine": "scalable", "engine_setting": engine, "engine_fingerprint": engine_fingerprint(),
+            "node_pairs": matrix_node_pairs(sizes),
+            "reason": "the full matrix is too expensive here; the select stage computes only the exact pairs it "
+                      "needs (lower-bound pruning) and certifies every graph with its exact TMD to its medoid"}
+    io.write_json(meta_out, meta)
+    return {**meta, "blocks": 0, "blocks_computed": 0, "pairs_computed": 0}
 
 
 def _store_rows(graphs: str) -> int:

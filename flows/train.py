@@ -2,7 +2,10 @@
 
 Run as ``tmdsub train ...`` (:func:`train_command`).  Outputs ``model.pt`` (a state dict) and
 ``train.json`` (config, device, per-epoch losses, the stability constant c and its per-layer factors, and the
-MLflow run id); the run is logged to MLflow (``tasks.tracking.tracking_uri()``).
+MLflow run id and model); the run is logged to MLflow (``tasks.tracking.tracking_uri()``) as ``train@<DATASET>``
+(``train_nodes@<DATASET>`` with ``--nodes``): the per-epoch loss while training goes, the graph store, labels and
+selection as dataset inputs, and the GIN as an MLflow model, registered as ``tmdsub-<DATASET>``
+(:mod:`tasks.registry`; node-subsampled models are logged, not registered).
 """
 from __future__ import annotations
 
@@ -15,8 +18,11 @@ import typer
 from prefect import flow
 
 from tasks.graphs import load_graph_store
-from tasks.train import (dataset_name, log_run, node_subsets_for, open_run, positions, read_labels, read_nodes,
-                         read_selection, set_torch_threads, to_data, train_model, write_model)
+from tasks.io import sha256_file
+from tasks.registry import log_gin_model
+from tasks.tracking import graph_store_dataset, labels_dataset, log_datasets, selection_dataset, tracking_uri
+from tasks.train import (LiveMetric, dataset_name, log_run, node_subsets_for, open_run, positions, read_labels,
+                         read_nodes, read_selection, save_model, set_torch_threads, train_model, write_model)
 from tmdlib import InputError
 
 
@@ -24,12 +30,12 @@ def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, b
                    seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None) -> dict:
     """Training hyper-parameters with the paper's per-dataset defaults (B.2) filled in; checked.
 
-    ``lipschitz_budget`` (certified mode, :mod:`tmdlib.certified`): a positive number (per weight matrix) or a
+    ``lipschitz_budget`` (certified mode, :mod:`tmdlib.torch.certified`): a positive number (per weight matrix) or a
     comma list of per-matrix budgets; ``None``, ``0``, ``"none"``, ``"null"`` → unconstrained.  It is added to
     the config only when set, so unconstrained configs are unchanged.
     """
-    from tmdlib.certified import parse_budget
-    from tmdlib.nn import default_hyperparameters
+    from tmdlib.torch.certified import parse_budget
+    from tmdlib.torch.gin import default_hyperparameters
 
     d = default_hyperparameters(dataset)
     cfg = {"hidden": int(hidden or d["hidden"]), "layers": int(layers), "pool": pool, "eta": float(eta),
@@ -74,13 +80,16 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                log_mlflow: bool = True, lipschitz_budget=None) -> dict:
     """Train on the coreset graphs (τ-weighted BCE), optionally on their node-subsampled subgraphs.
 
-    ``lipschitz_budget`` switches to certified mode (:mod:`tmdlib.certified`): every weight matrix is kept at
+    ``lipschitz_budget`` switches to certified mode (:mod:`tmdlib.torch.certified`): every weight matrix is kept at
     spectral norm ≤ the budget, and ``lipschitz.c`` is the certified constant (``c_measured`` next to it).
     Returns ``train.json``'s content; when logged, both hold ``mlflow`` (``run_id``, ``tracking_uri`` redacted,
     ``experiment_id``).
     """
-    from tmdlib.certified import stability_constant
-    from tmdlib.nn import model_config
+    from mlflow import MlflowClient
+
+    from tmdlib.torch.certified import stability_constant
+    from tmdlib.torch.gin import model_config
+    from tmdlib.torch.pyg import dataset_to_pyg
 
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
@@ -98,55 +107,77 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     subsets, node_eps = (None, None)
     if nodes:
         subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes)
-    data = to_data(ds, pos, y=y, weights=sel["tau"], node_subsets=subsets)
-    t0 = time.perf_counter()
-    model, losses, used = train_model(data, cfg, ds.num_features)
-    seconds = time.perf_counter() - t0
-    lip = stability_constant(model, cfg.get("lipschitz_budget"), M=1.0, weights=weights)
-    info = {
-        "dataset": name, "graphs": graphs, "selection": selection, "labels": labels,
-        "labels_source": label_meta.get("source", "unknown"), "labels_meta": label_meta,
-        "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
-        "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
-        "tau_sum": float(sel["tau"].sum()), "epsilon": sel["epsilon"],
-        "node_subsampling": bool(nodes), "nodes": nodes,
-        "node_epsilon_mean": None if node_eps is None else float(np.dot(sel["tau"], node_eps) / sel["tau"].sum()),
-        "config": cfg, "model": model_config(model), "device": used, "torch_threads": int(torch_threads),
-        "losses": losses,
-        "final_loss": losses[-1] if losses else None, "train_seconds": round(seconds, 3),
-        "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
-                      "loss": "BCE with logits (M = 1)"},
-        "certified": lip["certified"], "c_certified": lip["c_certified"],
-    }
+    data = dataset_to_pyg(ds, positions=pos, y=y, weights=sel["tau"], node_subsets=subsets)
+    stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
     params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights,
               "selection.method": sel.get("method"), "selection.fraction": sel.get("fraction"),
               "selection.k": len(med_ids), "node_subsampling": bool(nodes),
-              "labels_source": info["labels_source"], "torch_threads": torch_threads,
-              "certified": lip["certified"], "train.lipschitz_budget": cfg.get("lipschitz_budget")}
-    metrics = {"final_loss": info["final_loss"], "c": lip["c"], "kappa": lip["kappa"],
-               "bound_valid": lip["valid"], "train_seconds": seconds, "certified": lip["certified"],
-               "c_measured": lip["c_measured"],
-               **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
-                   **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
-                  if lip["certified"] else {}),
-               **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])},
-               "phi.readout": lip["readout"]}
-    if info["node_epsilon_mean"] is not None:
-        metrics["node_epsilon_mean"] = info["node_epsilon_mean"]
+              "labels_source": label_meta.get("source", "unknown"), "torch_threads": torch_threads,
+              "certified": cfg.get("lipschitz_budget") is not None,
+              "train.lipschitz_budget": cfg.get("lipschitz_budget")}
     inputs = [p for p in (graphs, selection, labels, nodes) if p]
-    # the run exists before train.json is written, so train.json names it (``mlflow.run_id``: the audit reads it)
-    with open_run("train", params, inputs, experiment, enabled=log_mlflow,
-                  extra_tags={"labels_source": info["labels_source"], "device": used}) as run:
+    # the run exists before training (the loss is logged as it goes) and before train.json is written, so
+    # train.json names it (``mlflow.run_id``: the audit reads it)
+    with open_run("train", params, inputs, experiment, enabled=log_mlflow, run_name=stage,
+                  extra_tags={"labels_source": params["labels_source"]}) as run:
+        live = None
         if run:
-            info["mlflow"] = run
-        info = write_model(model, model_out, info_out, info)
+            log_datasets(run["run_id"], [graph_store_dataset(graphs, ds, name),
+                                         labels_dataset(labels, label_map, label_meta, name),
+                                         selection_dataset(selection, sel, name)], "training")
+            live = LiveMetric(run["run_id"], "train_loss", last_step=cfg["epochs"] - 1)
+        t0 = time.perf_counter()
+        model, losses, used = train_model(data, cfg, ds.num_features, on_loss=live)
+        seconds = time.perf_counter() - t0
+        if live:
+            live.flush()
+        lip = stability_constant(model, cfg.get("lipschitz_budget"), M=1.0, weights=weights)
+        info = {
+            "dataset": name, "graphs": graphs, "selection": selection, "labels": labels,
+            "labels_source": label_meta.get("source", "unknown"), "labels_meta": label_meta,
+            "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
+            "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
+            "tau_sum": float(sel["tau"].sum()), "epsilon": sel["epsilon_mean"],
+            "node_subsampling": bool(nodes), "nodes": nodes,
+            "node_epsilon_mean": None if node_eps is None else float(np.dot(sel["tau"], node_eps) / sel["tau"].sum()),
+            "config": cfg, "model": model_config(model), "device": used, "torch_threads": int(torch_threads),
+            "losses": losses,
+            "final_loss": losses[-1] if losses else None, "train_seconds": round(seconds, 3),
+            "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
+                          "loss": "BCE with logits (M = 1)"},
+            "certified": lip["certified"], "c_certified": lip["c_certified"],
+        }
+        metrics = {"final_loss": info["final_loss"], "c": lip["c"], "kappa": lip["kappa"],
+                   "bound_valid": lip["valid"], "train_seconds": seconds, "certified": lip["certified"],
+                   "c_measured": lip["c_measured"],
+                   **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
+                       **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
+                      if lip["certified"] else {}),
+                   **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])},
+                   "phi.readout": lip["readout"]}
+        if info["node_epsilon_mean"] is not None:
+            metrics["node_epsilon_mean"] = info["node_epsilon_mean"]
+        save_model(model, model_out)  # model.pt first: the MLflow model version names its sha256
+        if run:
+            MlflowClient(tracking_uri=tracking_uri()).set_tag(run["run_id"], "device", used)
+            sha = sha256_file(model_out)
+            desc = (f"GIN ({cfg['layers']} layers, hidden {cfg['hidden']}, {cfg['pool']} readout"
+                    f"{', certified budget ' + str(cfg['lipschitz_budget']) if lip['certified'] else ''}) trained by "
+                    f"{stage} (run {run['run_id']}) on {len(med_ids)} coreset graphs with tau-weighted BCE; labels: "
+                    f"{info['labels_source']}; stability constant c = {lip['c']:.4g}. Input: float32 (B, n, 1 + d + n) "
+                    f"dense batch (node mask, {ds.num_features} features, adjacency), output: logits (B, 1) "
+                    f"(tmdlib.torch.serving). Same weights as {model_out} (sha256 {sha}).")
+            info["mlflow"] = {**run, "model": log_gin_model(
+                run["run_id"], model, data, name, desc, register=not nodes,
+                tags={"dataset": name, "stage": stage, "train_run_id": run["run_id"], "model_sha256": sha,
+                      "labels_source": info["labels_source"], "certified": lip["certified"]})}
+        info = write_model(None, model_out, info_out, info)  # model.pt is written above
         print(f"trained {name}: {len(med_ids)} graphs, {cfg['epochs']} epochs on {used}, final weighted loss "
               f"{info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}, c = {lip['c']:.4g}"
               + (f" (certified: budget {lip['lipschitz_budget']}, measured {lip['c_measured']:.4g}, constraint "
                  f"{'holds' if lip['constraint_ok'] else 'VIOLATED'})" if lip["certified"] else ""))
         if run:
-            log_run("train", params, metrics, inputs, [info_out], experiment=experiment,
-                    step_metrics={"train_loss": losses}, run=run)
+            log_run("train", params, metrics, inputs, [info_out], experiment=experiment, run=run)
     return info
 
 

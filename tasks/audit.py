@@ -4,7 +4,7 @@ Reads (paths from dvc.yaml): the graph store, the TMD ``meta.json``, ``selection
 ``label_requests.parquet``, ``manifest.json``, ``labels.json``, ``train.json`` (its ``mlflow.run_id``),
 ``metrics.json``, ``metrics_nodes.json``, ``bound_vs_gap.png``, ``params.yaml`` and -- at run time, not as a
 DVC dependency -- ``dvc.lock``.  Writes ``report.md``, ``report.html``, ``counts.png`` and a copy of
-``bound_vs_gap.png`` into one folder; the rendering is :mod:`tmdlib.audit`.
+``bound_vs_gap.png`` into one folder; the rendering is :mod:`tmdlib.reporting.audit`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from prefect import task
 
-from tmdlib import InputError, audit
+from tmdlib import InputError
+from tmdlib.reporting import audit
 
 from . import io
 from .train import read_json
@@ -35,16 +36,16 @@ def read_documents(paths: dict) -> dict:
 def store_facts(graphs: str) -> tuple:
     """``(dataset, facts)`` of the graph store: file sha256, content hash, graph and node counts."""
     from .graphs import load_graph_store
-    from .tmd import graph_hashes
+    from .tracking import store_content_hash
 
     ds = load_graph_store(graphs)
     return ds, {"graph_store": graphs, "store_sha256": io.sha256_file(graphs),
-                "content_sha256": audit.content_hash(ds.graph_ids, graph_hashes(ds)),
+                "content_sha256": store_content_hash(ds),
                 "graphs": len(ds), "nodes": int(ds.nodes_per_graph.sum())}
 
 
 def node_counts(path: str, ds, medoids: np.ndarray) -> tuple[dict, dict]:
-    """Nodes kept and dropped (:func:`tmdlib.audit.kept_dropped`) over all graphs and over the ``medoids``."""
+    """Nodes kept and dropped (:func:`tmdlib.reporting.audit.kept_dropped`) over all graphs and over the ``medoids``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -149,7 +150,7 @@ def _count(value) -> int:
 
 
 def label_facts(manifest: dict, labels_meta: dict, requested_rows: int, pool: int) -> dict:
-    """:func:`tmdlib.audit.labelling_cost` of the manifest, plus the label source (read defensively)."""
+    """:func:`tmdlib.reporting.audit.labelling_cost` of the manifest, plus the label source (read defensively)."""
     requested = manifest.get("requested", requested_rows)
     cost = audit.labelling_cost(_count(requested), int(manifest.get("train_graphs") or pool),
                                 _count(manifest.get("reused")))
@@ -174,7 +175,7 @@ def consistency_checks(docs: dict, data: dict, paths: dict, requested_rows: int)
 
 @task(name="audit-facts", persist_result=False)
 def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True) -> dict:
-    """Every fact of the report (:mod:`tmdlib.audit`'s schema) from the run's files; nothing is written.
+    """Every fact of the report (:mod:`tmdlib.reporting.audit`'s schema) from the run's files; nothing is written.
 
     ``paths`` maps ``graphs``, ``selection``, ``nodes``, ``requests``, ``plot``, ``params`` and the keys of
     :data:`DOCUMENTS` to files; ``lock`` is ``dvc.lock`` (may be missing); ``check_mlflow``: the train run
@@ -213,7 +214,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
 
 
 def counts_plot(facts: dict) -> bytes:
-    """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.audit.counts_png`)."""
+    """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.reporting.audit.counts_png`)."""
     g, n, lab = facts["graphs"], facts["nodes"], facts["labels"]
     bars = [("graphs (training pool)", [("kept", g["kept"]), ("dropped", g["dropped"])]),
             ("nodes (all graphs)", [("kept", n["kept"]), ("dropped", n["dropped"])]),

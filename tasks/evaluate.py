@@ -38,14 +38,14 @@ def parse_fractions(text: str | None) -> list[float]:
 
 def losses_of(model, data: list, y: np.ndarray) -> np.ndarray:
     """Per-graph BCE-with-logits losses of ``model`` on ``data`` (aligned labels ``y``)."""
-    from tmdlib.nn import bce_losses, predict_logits
+    from tmdlib.torch.gin import bce_losses, predict_logits
 
     return bce_losses(predict_logits(model, data), y)
 
 
 def score_on(model, data: list, y: np.ndarray, metric: str) -> float | None:
     """Test accuracy / ROC-AUC (None when there are no labelled test graphs or it is undefined)."""
-    from tmdlib.nn import evaluate, predict_logits
+    from tmdlib.torch.gin import evaluate, predict_logits
 
     if not data:
         return None
@@ -67,15 +67,15 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
     reference_loss, c_reference : float
         Mean training loss and stability constant of the model trained on all of ``train_data``.
     lipschitz_budget : float, list or None
-        Certified mode (:mod:`tmdlib.certified`): ``c`` is the certified constant of the budget (the
+        Certified mode (:mod:`tmdlib.torch.certified`): ``c`` is the certified constant of the budget (the
         product of the actual spectral norms is reported as ``c_measured``).
     assignment : array_like, optional
         Position (into ``train_data``) of each graph's medoid: adds the label-aware split of the gap
-        (:func:`tmdlib.certified.label_aware_gap`).
+        (:func:`tmdlib.torch.certified.label_aware_gap`).
     """
-    from tmdlib import bounds
-    from tmdlib.certified import label_aware_gap, stability_constant
-    from tmdlib.nn import predict_logits
+    from tmdlib.guarantees import bounds
+    from tmdlib.torch.certified import label_aware_gap, stability_constant
+    from tmdlib.torch.gin import predict_logits
 
     lip = stability_constant(model, lipschitz_budget, M=1.0, weights=weights)
     z = predict_logits(model, train_data)
@@ -105,8 +105,8 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
 
 
 def bounds_losses(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-graph BCE-with-logits losses from logits (``tmdlib.nn.bce_losses``)."""
-    from tmdlib.nn import bce_losses
+    """Per-graph BCE-with-logits losses from logits (``tmdlib.torch.gin.bce_losses``)."""
+    from tmdlib.torch.gin import bce_losses
 
     return bce_losses(logits, y)
 
@@ -120,16 +120,15 @@ def sweep_point(ds, train_pos: np.ndarray, y_train: np.ndarray, D_train: np.ndar
     Labels of the coreset come from the dataset (benchmark mode): the sweep explores budgets nobody
     labelled.
     """
-    from tmdlib.certified import train_from_config
-    from tmdlib.coreset import budget_to_k, kmedoids_coreset
-
-    from .train import to_data
+    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
+    from tmdlib.torch.certified import train_from_config
+    from tmdlib.torch.pyg import dataset_to_pyg
 
     n = D_train.shape[0]
     k = budget_to_k(n, fraction=fraction)
     cr = kmedoids_coreset(D_train, k, seed=seed)
     tau = cr.tau.astype(float)
-    data = to_data(ds, train_pos[cr.medoids], y=y_train[cr.medoids], weights=tau)
+    data = dataset_to_pyg(ds, positions=train_pos[cr.medoids], y=y_train[cr.medoids], weights=tau)
     res = train_from_config(data, cfg, in_dim=ds.num_features)
     point = bound_point(res.model, train_data, y_train, cr.medoids, tau, float(cr.epsilon), reference_loss,
                         c_reference, weights, lipschitz_budget=cfg.get("lipschitz_budget"),

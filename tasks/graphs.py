@@ -44,6 +44,26 @@ def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndar
     return out[0], out[1]
 
 
+def matrix_path(path: str | None) -> str | None:
+    """``path``, or None when the TMD stage chose the scalable engine and wrote no matrix.
+
+    That stage leaves ``meta.json`` with ``"matrix": false`` beside where the matrix would be; a path
+    with neither file is returned as is (the loader then reports it missing).
+    """
+    import json
+    from pathlib import Path
+
+    if path is None or Path(path).exists():
+        return path
+    meta = Path(path).with_name("meta.json")
+    try:
+        if json.loads(meta.read_text(encoding="utf-8")).get("matrix") is False:
+            return None
+    except (OSError, ValueError, AttributeError):
+        pass
+    return path
+
+
 def load_matrix(path: str, n: int) -> np.ndarray:
     """The TMD matrix (``.npy``, rows/cols in graph-store order, never pickled), checked to be ``(n, n)``."""
     try:

@@ -21,9 +21,9 @@ def read_ledger(path: str | None, known: np.ndarray) -> pa.Table:
     """The label ledger (``graph_id,label[,source]``: every label paid for so far), validated.
 
     The ledger lives at ``data/labelled/<DATASET>.csv`` and only grows (``tmdsub labels commit``);
-    a missing file is an empty ledger.  Returns :data:`tmdlib.labels.LABEL_SCHEMA` rows.
+    a missing file is an empty ledger.  Returns :data:`tmdlib.datasets.labels.LABEL_SCHEMA` rows.
     """
-    from tmdlib.labels import LABEL_SCHEMA, validate_label_import
+    from tmdlib.datasets.labels import LABEL_SCHEMA, validate_label_import
 
     if not path or not Path(path).exists():
         return LABEL_SCHEMA.empty_table()
@@ -71,7 +71,7 @@ def build_requests(store_path: str, selection: dict, labelled: set | None = None
     need a label are requested, ranked 1.. by cluster size.
     """
     import pyarrow.parquet as pq
-    from tmdlib.labels import label_request_table
+    from tmdlib.datasets.labels import label_request_table
 
     cols = pq.read_schema(store_path).names
     table = pq.read_table(store_path, columns=["graph_id"] + (["smiles"] if "smiles" in cols else []))
@@ -106,7 +106,7 @@ def read_label_file(path: str) -> pa.Table:
 @task(name="import-labels", persist_result=False)
 def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset_y: np.ndarray | None) -> tuple:
     """Validated labels ``(graph_ids, y, meta)``; from a user file, or the flagged benchmark stand-in."""
-    from tmdlib.labels import validate_label_import
+    from tmdlib.datasets.labels import validate_label_import
 
     if source == STANDIN:
         if dataset_y is None:

@@ -143,7 +143,17 @@ def record_run(record: dict, record_path: str, graph_stores: list[str], experime
 
 
 def _tag(value) -> str:
-    """An MLflow tag value: lists joined by commas (batches by their path), else ``str``."""
+    """An MLflow tag value: lists joined by commas (batches by their path; champion decisions as
+    ``DATASET vN: promoted|not promoted (reason)``), else ``str``."""
     if isinstance(value, list):
-        return ",".join(v["batch"] if isinstance(v, dict) else str(v) for v in value)
+        return ",".join(_item(v) for v in value)
     return str(value)
+
+
+def _item(v) -> str:
+    if not isinstance(v, dict):
+        return str(v)
+    if "batch" in v:
+        return v["batch"]
+    return (f"{v.get('dataset')} v{v.get('version', '?')}: {'promoted' if v.get('promoted') else 'not promoted'}"
+            f"{' (decided before)' if v.get('decided_before') else ''} ({v.get('reason', '')})")

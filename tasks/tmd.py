@@ -13,7 +13,7 @@ from . import io
 @task(name="tmd-pairs", persist_result=False)
 def tmd_pairs(ds: GraphDataset, i: np.ndarray, j: np.ndarray, depth: int, weights) -> np.ndarray:
     """TMD of each listed pair (positions into ``ds``), shape ``(len(i),)``."""
-    from tmdlib.tmd import tmd_pairs as _pairs
+    from tmdlib.distance.engine import tmd_pairs as _pairs
 
     return _pairs(ds, i, j, depth=depth, weights=weights)
 
@@ -33,20 +33,24 @@ def write_pairs_csv(out: str, ids_i: np.ndarray, ids_j: np.ndarray, values: np.n
 # ----------------------------------------------------------------------------------------------
 # Sharded, resumable TMD matrix
 # ----------------------------------------------------------------------------------------------
-ENGINE_VERSION = "tmd-exact-1"  # bump when the engine's numbers could change; invalidates block caches
-
-
 def graph_hashes(ds: GraphDataset) -> list[str]:
-    """sha256 of each graph's content (features and edges), in dataset order."""
+    """sha256 of each graph's content, in dataset order.
+
+    Each hash covers a header with the shapes and dtypes -- ``n`` nodes, ``d`` features, ``m`` directed
+    edges, the dtypes of the feature and edge arrays -- then the feature rows and the edge lists, so two
+    graphs whose arrays happen to concatenate to the same bytes (say ``n x 3`` features against ``n x 1``
+    features plus edges) never share a hash.
+    """
     import hashlib
 
     out = []
+    d = ds.num_features
+    dtypes = f"x={ds.features.dtype.str} src={ds.src.dtype.str} dst={ds.dst.dtype.str}"
     for g in range(len(ds)):
         a, b = ds.node_ptr[g], ds.node_ptr[g + 1]
         e0, e1 = ds.edge_ptr[g], ds.edge_ptr[g + 1]
-        h = hashlib.sha256()
-        h.update(np.int64(b - a).tobytes())
-        h.update(np.ascontiguousarray(ds.x[a:b]).tobytes())
+        h = hashlib.sha256(f"graph n={b - a} d={d} m={e1 - e0} {dtypes}\n".encode())
+        h.update(np.ascontiguousarray(ds.node_features(a, b)).tobytes())
         h.update(ds.src[e0:e1].tobytes())
         h.update(ds.dst[e0:e1].tobytes())
         out.append(h.hexdigest())
@@ -140,13 +144,19 @@ def block_pairs(block: tuple[int, int, int, int]) -> int:
 
 
 def block_key(hashes: list[str], block: tuple[int, int, int, int], depth: int, weights) -> str:
-    """Content hash naming a block file: the graphs it covers and every parameter of the engine."""
+    """Content hash naming a block file: the graphs it covers, every parameter and the engine's code.
+
+    The engine enters by :func:`tmdlib.distance.engine_fingerprint` (its source files and the numpy and
+    numba versions): after any change of the engine every block is recomputed, never served stale.
+    """
     import hashlib
     import json
 
+    from tmdlib.distance.fingerprint import engine_fingerprint
+
     r0, r1, c0, c1 = block
     h = hashlib.sha256()
-    h.update(json.dumps({"engine": ENGINE_VERSION, "depth": int(depth),
+    h.update(json.dumps({"engine": engine_fingerprint(), "depth": int(depth),
                          "weights": np.asarray(weights, dtype=float).tolist()}).encode())
     for part in (hashes[r0:r1], ["|"], hashes[c0:c1]):
         for s in part:
@@ -200,43 +210,29 @@ def check_matrix_fits(n: int, block_size: int, path: str | None = None) -> int:
     return need
 
 
-_DATASETS: dict = {}
-
-
-def _dataset_cached(store: str) -> GraphDataset:
-    """Per-process cache of the graph store (workers load it once, not once per block).
-
-    Keyed by path, size and modification time, so a store rewritten with appended graphs is reloaded.
-    """
-    import os
-
-    st = os.stat(store)
-    key = (store, st.st_size, st.st_mtime_ns)
-    if key not in _DATASETS:
-        from tmdlib.datasets import read_graph_parquet
-
-        _DATASETS.clear()
-        _DATASETS[key] = GraphDataset.from_arrow(read_graph_parquet(store))
-    return _DATASETS[key]
-
-
 @task(name="tmd-block", retries=2, retry_delay_seconds=1, persist_result=False)
-def compute_block(store: str, block: tuple[int, int, int, int], depth: int, weights, path: str,
-                  threads: int | None = None) -> str:
-    """Compute one block of the TMD matrix into ``path`` (skipped if already there)."""
-    from tmdlib.tmd import tmd_block, tmd_matrix
+def compute_block(rows: GraphDataset, cols: GraphDataset | None, depth: int, weights,
+                  threads: int | None = None) -> np.ndarray:
+    """One block of the TMD matrix from the block's own graphs (``cols=None``: the symmetric block of ``rows``).
 
-    if read_block(path, block_shape(block)) is not None:
-        return path
-    ds = _dataset_cached(store)
-    r0, r1, c0, c1 = block
-    rows = ds.take(np.arange(r0, r1))
-    if (r0, r1) == (c0, c1):
+    The graphs travel with the task (compact arrays), and the values travel back: a worker needs no
+    file of the client's, so local processes and a Dask cluster on other machines run the same task.
+    The client writes the block file.
+    """
+    from tmdlib.distance.engine import tmd_block, tmd_matrix
+
+    if cols is None:
         values = tmd_matrix(rows, depth=depth, weights=weights, num_threads=threads)
     else:
-        values = tmd_block(rows, ds.take(np.arange(c0, c1)), depth=depth, weights=weights, num_threads=threads)
-    io.write_npy(path, np.asarray(values, dtype=np.float64))
-    return path
+        values = tmd_block(rows, cols, depth=depth, weights=weights, num_threads=threads)
+    return np.asarray(values, dtype=np.float64)
+
+
+def block_graphs(ds: GraphDataset, block: tuple[int, int, int, int]) -> tuple[GraphDataset, GraphDataset | None]:
+    """The graphs a block needs: rows, and columns unless the block is symmetric."""
+    r0, r1, c0, c1 = block
+    rows = ds.take(np.arange(r0, r1))
+    return rows, (None if (r0, r1) == (c0, c1) else ds.take(np.arange(c0, c1)))
 
 
 def merge_blocks(n: int, blocks: list[tuple[int, int, int, int]], paths: list[str]) -> np.ndarray:

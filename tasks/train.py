@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from tmdlib import GraphDataset, InputError
 
@@ -37,11 +38,6 @@ def dataset_name(graphs_path: str) -> str:
         meta = {}
     name = meta.get(b"tmdlib.name")
     return name.decode() if name else Path(graphs_path).stem
-
-
-def metric_for_dataset(dataset: str) -> str:
-    """``"rocauc"`` for OGB datasets (name starts with ``ogbg``), else ``"accuracy"``."""
-    return "rocauc" if dataset.lower().startswith("ogbg") else "accuracy"
 
 
 def read_json(path: str, what: str) -> dict:
@@ -71,7 +67,9 @@ def _int_list(sel: dict, key: str, path: str) -> np.ndarray:
 
 
 def read_selection(path: str) -> dict:
-    """Validated ``selection.json``: id arrays as int64, ``tau`` as float64, ``epsilon`` float or None."""
+    """Validated ``selection.json``: id arrays as int64, ``tau`` as float64, ``epsilon`` (the certificate's sum of
+    exact TMDs to the medoids) and ``epsilon_mean`` (= epsilon / n_train, the ε of Lemma 3.2) float or None,
+    and the certificate's ``assignment`` / ``distance`` (aligned with ``train_ids``) when present."""
     sel = read_json(path, "selection file")
     out = dict(sel)
     for key in ("train_ids", "test_ids", "medoids"):
@@ -94,10 +92,27 @@ def read_selection(path: str) -> dict:
         raise InputError(path, f"selected graphs not in 'train_ids': {missing[:10].tolist()}")
     if np.intersect1d(out["train_ids"], out["test_ids"]).size:
         raise InputError(path, "'train_ids' and 'test_ids' overlap")
-    eps = sel.get("epsilon")
-    if eps is not None and not (isinstance(eps, (int, float)) and math.isfinite(eps)):
-        raise InputError(path, f"'epsilon' must be a number or null, got {eps!r}")
-    out["epsilon"] = None if eps is None else float(eps)
+    for key in ("epsilon", "epsilon_mean"):
+        eps = sel.get(key)
+        if eps is not None and not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps)):
+            raise InputError(path, f"{key!r} must be a number or null, got {eps!r}")
+        out[key] = None if eps is None else float(eps)
+    if "epsilon_mean" not in sel:  # selections written before the certificate: 'epsilon' held the mean
+        out["epsilon_mean"] = out["epsilon"]
+    if "assignment" in sel or "distance" in sel:
+        out["assignment"] = _int_list(sel, "assignment", path)
+        dist = sel.get("distance")
+        if not isinstance(dist, list) or len(dist) != len(out["train_ids"]) or out["assignment"].size != len(dist):
+            raise InputError(path, "'assignment' and 'distance' must be lists aligned with 'train_ids'")
+        try:
+            out["distance"] = np.asarray(dist, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(path, "'distance' must hold numbers") from None
+        if not np.all(np.isfinite(out["distance"])) or np.any(out["distance"] < 0):
+            raise InputError(path, "'distance' must hold finite numbers >= 0")
+        stray = np.setdiff1d(out["assignment"], out["medoids"])
+        if stray.size:
+            raise InputError(path, f"'assignment' names graphs that are not medoids: {stray[:10].tolist()}")
     return out
 
 
@@ -164,30 +179,6 @@ def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
 # ----------------------------------------------------------------------------------------------
 # Data
 # ----------------------------------------------------------------------------------------------
-def to_data(ds: GraphDataset, pos: np.ndarray, y=None, weights=None, node_subsets=None, dtype=None) -> list:
-    """PyG ``Data`` for the graphs at positions ``pos``.
-
-    ``y``/``weights`` are aligned with ``pos``; ``node_subsets`` (aligned, or None) replaces each graph by its
-    induced subgraph on the listed local node ids.
-    """
-    import torch
-
-    from tmdlib.pyg import to_pyg
-
-    dtype = dtype or torch.float32
-    out = []
-    for k, p in enumerate(pos):
-        g = ds[int(p)]
-        if node_subsets is not None:
-            sub = node_subsets[k]
-            if sub.size and (sub.min() < 0 or sub.max() >= g.num_nodes):
-                raise InputError(None, f"graph {int(ds.graph_ids[p])}: kept node id out of range [0, {g.num_nodes})")
-            g = g.subgraph(sub)
-        extra = {} if weights is None else {"weight": float(weights[k])}
-        out.append(to_pyg(g, None if y is None else float(y[k]), dtype=dtype, **extra))
-    return out
-
-
 def node_subsets_for(nodes: dict, ids: np.ndarray, path: str) -> tuple[list, np.ndarray]:
     """Aligned node subsets and ε_i of graph ``ids`` (InputError if a graph has no row)."""
     missing = [int(g) for g in ids if int(g) not in nodes]
@@ -225,10 +216,10 @@ def save_model(model, path: str) -> str:
 
 
 def load_model(path: str, config: dict):
-    """A :class:`tmdlib.nn.GIN` built from ``config`` with the state dict at ``path`` (``weights_only=True``)."""
+    """A :class:`tmdlib.torch.gin.GIN` built from ``config`` with the state dict at ``path`` (``weights_only=True``)."""
     import torch
 
-    from tmdlib.nn import build_model
+    from tmdlib.torch.gin import build_model
 
     if not Path(path).is_file():
         raise InputError(path, "model file not found")
@@ -247,23 +238,26 @@ def load_model(path: str, config: dict):
 # ----------------------------------------------------------------------------------------------
 # Tasks
 # ----------------------------------------------------------------------------------------------
-@task(name="train-gin", persist_result=False)
-def train_model(data: list, cfg_dict: dict, in_dim: int) -> tuple:
-    """Train a GIN (``tmdlib.nn.train_gin``); returns ``(model, losses, device)``.
+@task(name="train-gin", persist_result=False, cache_policy=NO_CACHE)
+def train_model(data: list, cfg_dict: dict, in_dim: int, on_loss=None) -> tuple:
+    """Train a GIN (``tmdlib.torch.gin.train_gin``); returns ``(model, losses, device)``.
 
-    ``cfg_dict`` may hold ``lipschitz_budget`` (certified mode, :mod:`tmdlib.certified`): every weight
+    ``cfg_dict`` may hold ``lipschitz_budget`` (certified mode, :mod:`tmdlib.torch.certified`): every weight
     matrix is then projected onto ``‖W‖₂ ≤ budget`` after each step; absent / None / 0 → unconstrained.
+    ``on_loss(epoch, loss)`` is called after every epoch (e.g. :class:`LiveMetric`).
     """
-    from tmdlib.certified import train_from_config
+    from tmdlib.torch.certified import train_from_config
 
-    res = train_from_config(data, cfg_dict, in_dim=in_dim)
+    res = train_from_config(data, cfg_dict, in_dim=in_dim, on_loss=on_loss)
     return res.model, res.losses, res.device
 
 
-@task(name="write-model", persist_result=False)
+@task(name="write-model", persist_result=False, cache_policy=NO_CACHE)
 def write_model(model, model_out: str, info_out: str, info: dict) -> dict:
-    """Write ``model.pt`` and ``train.json`` atomically (the JSON last, naming the model's sha256)."""
-    save_model(model, model_out)
+    """Write ``model.pt`` (unless ``model`` is None: already written) and ``train.json`` atomically (the JSON
+    last, naming the model's sha256)."""
+    if model is not None:
+        save_model(model, model_out)
     info = {**info, "model_sha256": io.sha256_file(model_out)}
     io.write_json(info_out, info)
     return info
@@ -290,6 +284,8 @@ def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tm
               extra_tags: dict | None = None) -> dict:
     """Create an MLflow run (status RUNNING) with an explicit :class:`mlflow.MlflowClient`.
 
+    The experiment is created if missing and tagged for MLflow's model-training view
+    (:func:`tasks.tracking.experiment_id`); the run is named ``run_name`` (the pipeline's ``<stage>@<DATASET>``).
     Tags: :func:`tasks.tracking.run_tags` (git sha, dirty, dvc md5 of ``inputs``, params hash) plus
     ``extra_tags``.
 
@@ -300,12 +296,11 @@ def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tm
     """
     from mlflow import MlflowClient
 
-    from .tracking import redact_uri, run_tags, tracking_uri
+    from .tracking import experiment_id, redact_uri, run_tags, tracking_uri
 
     uri = tracking_uri()
     client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name(experiment)
-    exp_id = exp.experiment_id if exp is not None else client.create_experiment(experiment)
+    exp_id = experiment_id(client, experiment)
     tags = {**run_tags(stage, params, inputs), **(extra_tags or {})}
     run = client.create_run(exp_id, tags={k: str(v) for k, v in tags.items()}, run_name=run_name or stage)
     return {"run_id": run.info.run_id, "tracking_uri": redact_uri(uri), "experiment_id": exp_id}
@@ -313,13 +308,14 @@ def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tm
 
 @contextlib.contextmanager
 def open_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub",
-             extra_tags: dict | None = None, enabled: bool = True):
+             extra_tags: dict | None = None, enabled: bool = True, run_name: str | None = None):
     """A run created up front (:func:`start_run`; ``None`` unless ``enabled``) so the stage's outputs can name
-    its id; finish it with ``log_run(..., run=run)``.  Marked FAILED if the body raises."""
+    its id and metrics can be logged while it works; finish it with ``log_run(..., run=run)``.  Marked FAILED if
+    the body raises."""
     if not enabled:
         yield None
         return
-    run = start_run(stage, params, inputs, experiment, extra_tags=extra_tags)
+    run = start_run(stage, params, inputs, experiment, run_name=run_name, extra_tags=extra_tags)
     try:
         yield run
     except BaseException:
@@ -374,3 +370,43 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
         raise
     return run
 
+
+
+class LiveMetric:
+    """``on_loss`` callback that logs ``key`` at step = epoch to a run while training goes.
+
+    Values are sent in batches at most every ``interval`` seconds, and always at step ``last_step`` (and on
+    :meth:`flush`), so a long training shows its curve as it goes without one request per epoch on a fast one.
+    """
+
+    def __init__(self, run_id: str, key: str = "train_loss", last_step: int | None = None, interval: float = 1.0):
+        import time
+
+        from mlflow import MlflowClient
+
+        from .tracking import tracking_uri
+
+        self.run_id, self.key, self.last_step, self.interval = run_id, key, last_step, float(interval)
+        self.client = MlflowClient(tracking_uri=tracking_uri())
+        self.pending: list = []
+        self.sent = 0
+        self._clock = time.monotonic
+        self._last = self._clock()
+
+    def __call__(self, epoch: int, value: float) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        if math.isfinite(float(value)):
+            self.pending.append(Metric(self.key, float(value), int(time.time() * 1000), int(epoch)))
+        if epoch == self.last_step or self._clock() - self._last >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is pending."""
+        if self.pending:
+            self.client.log_batch(self.run_id, metrics=self.pending)
+            self.sent += len(self.pending)
+            self.pending = []
+        self._last = self._clock()

@@ -1,4 +1,4 @@
-"""Audit report: the facts and their rendering (tmdlib.audit), the audit flow on a small real MUTAG run linked
+"""Audit report: the facts and their rendering (tmdlib.reporting.audit), the audit flow on a small real MUTAG run linked
 from its MLflow train run, the CLI's error path, and the HTML page in a real headless Chromium."""
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from conftest import RAW, run_cli
-from tmdlib import InputError, audit
+from tmdlib import InputError
+from tmdlib.reporting import audit
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -206,7 +207,7 @@ def test_audit_flow_reports_the_run_and_links_it_from_mlflow(audited):
     assert f["data"]["store_sha256"] == manifest["dataset_sha256"]
     assert 0 < f["nodes"]["kept"] < f["nodes"]["total"] == f["data"]["nodes"]
     assert f["labels"]["requested"] == manifest["requested"] and f["labels"]["pool"] == len(sel["train_ids"])
-    assert f["bound"]["epsilon"] == pytest.approx(sel["epsilon"])
+    assert f["bound"]["epsilon"] == pytest.approx(sel["epsilon_mean"]) == pytest.approx(sel["epsilon"] / sel["n_train"])
     assert all(ok for _, ok, _ in f["checks"]), f["checks"]
     assert set(f["lock"]) == {"select@MUTAG"} and f["params"]["select.fraction"] is not None
 

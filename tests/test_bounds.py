@@ -1,4 +1,4 @@
-"""Loss guarantees as numbers (tmdlib.bounds), Lemma 3.2 on real data, and the train / evaluate flows."""
+"""Loss guarantees as numbers (tmdlib.guarantees.bounds), Lemma 3.2 on real data, and the train / evaluate flows."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import RAW
-from tmdlib import bounds
+from tmdlib.guarantees import bounds
 
 torch.set_num_threads(1)
 
@@ -50,7 +50,7 @@ def test_node_quantities_by_hand():
 
 
 def test_agrees_with_coreset_module():
-    from tmdlib.coreset import kmedoids_coreset
+    from tmdlib.select.coreset import kmedoids_coreset
 
     rng = np.random.default_rng(0)
     pts = rng.random((30, 2))
@@ -63,15 +63,15 @@ def test_agrees_with_coreset_module():
 # ----------------------------------------------------------------------- Lemma 3.2 on real data
 @pytest.fixture(scope="module")
 def mutag40(mutag):
-    from tmdlib.tmd import tmd_matrix
+    from tmdlib.distance.engine import tmd_matrix
 
     sub = mutag.take(np.arange(40))
     return sub, tmd_matrix(sub, depth=4, weights="pascal")
 
 
 def _losses(model, ds, y):
-    from tmdlib.nn import bce_losses, predict_logits
-    from tmdlib.pyg import to_pyg
+    from tmdlib.torch.gin import bce_losses, predict_logits
+    from tmdlib.torch.pyg import to_pyg
 
     z = predict_logits(model, [to_pyg(g, dtype=torch.float64) for g in ds])
     return bce_losses(z, y)
@@ -79,8 +79,8 @@ def _losses(model, ds, y):
 
 @pytest.mark.parametrize("k", [4, 10])
 def test_lemma_3_2_random_models_mutag(mutag40, k):
-    from tmdlib.coreset import kmedoids_coreset
-    from tmdlib.nn import GIN, lipschitz_bound
+    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.torch.gin import GIN, lipschitz_bound
 
     ds, D = mutag40
     cr = kmedoids_coreset(D, k, seed=0)
@@ -96,7 +96,7 @@ def test_lemma_3_2_random_models_mutag(mutag40, k):
         a = cr.assignment
         assert np.all(np.abs(L - L[a]) <= c * D[np.arange(len(ds)), a] * (1 + 1e-9) + 1e-12)
         # The lemma's proof scores each graph and its medoid with the SAME label.  With labels that differ
-        # from the medoid's an extra label term appears (tmdlib.certified.label_aware_gap); an unconstrained
+        # from the medoid's an extra label term appears (tmdlib.torch.certified.label_aware_gap); an unconstrained
         # GIN's huge c hides it, a certified one does not.  Check the label-consistent form on random labels:
         yr = np.random.default_rng(seed).integers(0, 2, len(ds)).astype(float)
         consistent = _losses(model, ds, yr[a])  # graph i scored with its medoid's label
@@ -104,9 +104,9 @@ def test_lemma_3_2_random_models_mutag(mutag40, k):
 
 
 def test_lemma_3_2_trained_model_and_corollary(mutag40):
-    from tmdlib.coreset import kmedoids_coreset
-    from tmdlib.nn import TrainConfig, lipschitz_bound, train_gin
-    from tmdlib.pyg import to_pyg
+    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.torch.gin import TrainConfig, lipschitz_bound, train_gin
+    from tmdlib.torch.pyg import to_pyg
 
     ds, D = mutag40
     cr = kmedoids_coreset(D, 8, seed=0)
@@ -130,9 +130,9 @@ def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float 
     import pyarrow.parquet as pq
 
     from tmdlib import GraphDataset
-    from tmdlib.coreset import budget_to_k, kmedoids_coreset
+    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
     from tmdlib.datasets import read_tu, write_graph_parquet
-    from tmdlib.tmd import tmd_matrix
+    from tmdlib.distance.engine import tmd_matrix
 
     tmp.mkdir(parents=True, exist_ok=True)
     table = read_tu(RAW / "MUTAG", "MUTAG").slice(0, n_train + n_test)
@@ -160,7 +160,7 @@ def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float 
     out = {"graphs": str(store), "selection": str(tmp / "selection.json"), "labels": str(tmp / "labels.csv"),
            "matrix": str(tmp / "matrix.npy"), "ds": ds, "sel": sel, "D": D, "train": train}
     if with_nodes:
-        from tmdlib.nodes import subsample_nodes
+        from tmdlib.select.nodes import subsample_nodes
 
         res = subsample_nodes(ds, fraction=0.5, method="tmd", depth=4)
         local = np.arange(ds.num_nodes) - np.repeat(ds.node_ptr[:-1], ds.nodes_per_graph)
@@ -194,7 +194,7 @@ def test_train_and_evaluate_flows(tmp_path):
     assert saved["labels_for_evaluation"] == "dataset (benchmark mode)"
     assert saved["test"]["metric"] == "accuracy" and 0.0 <= saved["test"]["coreset_model"] <= 1.0
     b = saved["bound"]
-    assert b["epsilon"] == pytest.approx(inp["sel"]["epsilon"]) == pytest.approx(b["epsilon_matrix"])
+    assert b["epsilon"] == pytest.approx(inp["sel"]["epsilon"]) == pytest.approx(b["epsilon_matrix"])  # old format
     assert b["tau_matches_tmd_assignment"] and b["lemma_applies"] and b["valid"]
     assert b["c_epsilon"] == pytest.approx(b["c"] * b["epsilon"])
     assert b["erm_bound"] == pytest.approx(2 * max(b["c"], b["c_full_model"]) * b["epsilon"])
@@ -273,14 +273,14 @@ def test_bad_selection_and_labels(tmp_path):
 
 def test_small_parsers():
     from tasks.evaluate import parse_fractions
-    from tasks.train import metric_for_dataset
+    from tmdlib.datasets import metric_for
     from tmdlib import InputError
 
     assert parse_fractions("0.5, 0.1,0.5") == [0.1, 0.5] and parse_fractions("") == [] and parse_fractions(None) == []
     for bad in ("0", "1.5", "x"):
         with pytest.raises(InputError):
             parse_fractions(bad)
-    assert metric_for_dataset("ogbg-molbace") == "rocauc" and metric_for_dataset("MUTAG") == "accuracy"
+    assert metric_for("ogbg-molbace") == "rocauc" and metric_for("MUTAG") == "accuracy"
 
 
 def test_commands_are_typer_compatible(tmp_path):

@@ -1,4 +1,4 @@
-"""Certified mode (tmdlib.certified): a GIN whose stability constant is fixed by a spectral-norm budget.
+"""Certified mode (tmdlib.torch.certified): a GIN whose stability constant is fixed by a spectral-norm budget.
 
 * the projection is exact (‖W‖₂ = β after projecting a larger matrix, untouched inside the ball);
 * after training every ‖W‖₂ ≤ β, so the measured constant is ≤ c_cert = β^(2·layers+1);
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import torch
 
-from tmdlib.certified import (certified_constant, certify, label_aware_gap, parse_budget, project_,
+from tmdlib.torch.certified import (certified_constant, certify, label_aware_gap, parse_budget, project_,
                               spectral_norms, stability_constant, train_certified, train_from_config)
-from tmdlib.nn import GIN, TrainConfig, bce_losses, lipschitz_bound, predict_logits
-from tmdlib.pyg import to_pyg
+from tmdlib.torch.gin import GIN, TrainConfig, bce_losses, lipschitz_bound, predict_logits
+from tmdlib.torch.pyg import to_pyg
 
 torch.set_num_threads(1)
 
@@ -88,8 +88,8 @@ def test_certified_constant():
 @pytest.fixture(scope="module")
 def setting(mutag):
     """MUTAG: 80 training graphs, their TMD matrix, a k = 8 coreset, 30 random pairs and their TMD."""
-    from tmdlib.coreset import kmedoids_coreset
-    from tmdlib.tmd import tmd_matrix
+    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.distance.engine import tmd_matrix
 
     sub = mutag.take(np.arange(N_TRAIN))
     D = tmd_matrix(sub, depth=LAYERS + 1, weights="pascal")
@@ -127,7 +127,7 @@ def test_constraint_holds_after_training(trained):
 
 
 def test_stability_inequality_on_mutag_pairs(setting, trained):
-    from tmdlib.tmd import tmd
+    from tmdlib.distance.engine import tmd
 
     ds, pairs = setting["ds"], setting["pairs"]
     D = np.array([tmd(ds[int(a)], ds[int(b)], depth=LAYERS + 1, weights="pascal") for a, b in pairs])

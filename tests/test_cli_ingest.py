@@ -16,7 +16,7 @@ def test_ingest_builtin_writes_store(tmp_path):
     assert "188 graphs" in res.stdout and "17.93 nodes" in res.stdout and "19.79 edges" in res.stdout
     table = pq.read_table(out)
     assert table.num_rows == 188
-    assert {"graph_id", "num_nodes", "x", "edge_src", "edge_dst", "y"} <= set(table.column_names)
+    assert {"graph_id", "num_nodes", "x_id", "edge_src", "edge_dst", "y"} <= set(table.column_names)
     assert not list(tmp_path.glob(".*.tmp"))
 
     # `tmdsub tmd --pairs` on the store just written reproduces the original TMD code's values.

@@ -1,4 +1,4 @@
-"""k-medoids coresets on precomputed distance matrices (tmdlib.coreset)."""
+"""k-medoids coresets on precomputed distance matrices (tmdlib.select.coreset)."""
 from __future__ import annotations
 
 import itertools
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from tmdlib.coreset import (assign_to_medoids, budget_to_k, kmedoids_coreset, medoids_objective,
+from tmdlib.select.coreset import (assign_to_medoids, budget_to_k, kmedoids_coreset, medoids_objective,
                             validate_distance_matrix)
 
 

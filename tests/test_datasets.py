@@ -8,11 +8,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from conftest import dense_x
+
 from tmdlib.datasets import (ATOM_FEATURE_DIMS, DATASETS, canonical_edges, check_dataset_name,
                              get_dataset_info, graph_table_metadata, load_builtin, one_hot_atom_features,
                              read_graph_parquet, read_smiles_csv, read_tu, validate_graph_table,
                              verify_sha256sums, write_graph_parquet)
 from tmdlib.graph import GraphDataset
+from tmdlib.errors import InputError
 
 RAW = Path(__file__).resolve().parents[1] / "data" / "raw"
 needs_raw = pytest.mark.skipif(not (RAW / "SHA256SUMS").is_file(), reason="data/raw not present")
@@ -146,8 +149,9 @@ def test_tu_round_trip(tmp_path, gz_edges):
     original = table("MUTAG")
     _write_tu(original, tmp_path / "COPY", "COPY", gz_edges)
     again = read_tu(tmp_path / "COPY")
-    for col in ("graph_id", "num_nodes", "x", "edge_src", "edge_dst", "y", "y_raw", "node_labels"):
+    for col in ("graph_id", "num_nodes", "x_id", "edge_src", "edge_dst", "y", "y_raw", "node_labels"):
         assert again.column(col).equals(original.column(col)), col
+    assert dense_x(again) == dense_x(original)
     assert graph_table_metadata(again)["tmdlib.name"] == "COPY"
 
 
@@ -159,7 +163,7 @@ def test_tu_without_node_labels_has_constant_feature(tmp_path):
     (folder / "T_graph_labels.txt").write_text("3\n7\n")
     t = read_tu(folder)
     validate_graph_table(t)
-    assert t.column("x").to_pylist() == [[[1.0], [1.0]], [[1.0], [1.0]]]
+    assert dense_x(t) == [[[1.0], [1.0]], [[1.0], [1.0]]]
     assert t.column("edge_src").to_pylist() == [[0, 1], [0, 1]]
     assert t.column("edge_dst").to_pylist() == [[1, 0], [1, 0]]
     assert t.column("y").to_pylist() == [0.0, 1.0]
@@ -195,6 +199,25 @@ def test_smiles_csv_with_labels(tmp_path):
     assert t.column("y").to_pylist() == [1.0, 0.0, None, None, 2.5]
 
 
+def test_smiles_column_matched_ignoring_case(tmp_path):
+    """A MOSES-style header ``SMILES`` is found for the default ``smiles``; so is a label column in any case."""
+    path = tmp_path / "moses.csv"
+    path.write_text("SMILES,SPLIT,Activity\n" + "".join(f"{s},train,{i % 2}\n" for i, s in enumerate(SMILES)))
+    t = read_smiles_csv(path, label_column="activity")
+    assert t.column("smiles").to_pylist() == SMILES
+    assert t.column("y").to_pylist() == [float(i % 2) for i in range(len(SMILES))]
+
+
+def test_smiles_column_exact_name_wins_and_ambiguity_names_the_choices(tmp_path):
+    path = tmp_path / "two.csv"
+    path.write_text("SMILES,smiles\nC,CC\n")
+    assert read_smiles_csv(path).column("smiles").to_pylist() == ["CC"]  # the exact name
+    assert read_smiles_csv(path, smiles_column="SMILES").column("smiles").to_pylist() == ["C"]
+    with pytest.raises(InputError) as err:
+        read_smiles_csv(path, smiles_column="Smiles")
+    assert err.value.line == 1 and "'SMILES', 'smiles'" in str(err.value) and "ambiguous" in str(err.value)
+
+
 @needs_raw
 def test_smiles_csv_matches_ogb_raw_features(tmp_path):
     """smiles2graph on the mapping SMILES reproduces OGB's pre-featurised graphs."""
@@ -203,8 +226,9 @@ def test_smiles_csv_matches_ogb_raw_features(tmp_path):
     path.write_text("smiles,y\n" + "".join(f"{s},{y}\n" for s, y in zip(ogb.column("smiles").to_pylist(),
                                                                        ogb.column("y").to_pylist())))
     t = read_smiles_csv(path, label_column="y")
-    for col in ("num_nodes", "x", "edge_src", "edge_dst", "y", "atom_features", "smiles"):
+    for col in ("num_nodes", "edge_src", "edge_dst", "y", "atom_features", "smiles"):
         assert t.column(col).equals(ogb.column(col)), col
+    assert dense_x(t) == dense_x(ogb)
 
 
 @needs_raw

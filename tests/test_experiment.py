@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from tmdlib import report
+from tmdlib.reporting import tables as report
 
 
 def run_experiment(*args: str) -> subprocess.CompletedProcess:
@@ -85,13 +85,14 @@ def test_markdown_table_has_marks_counts_and_paper_row():
 # Results store and resume planning (no training)
 # ----------------------------------------------------------------------------------------------
 def test_store_skips_finished_keys_and_refuses_second_writer(tmp_path):
-    from tasks.experiment import PROFILES, ResultStore, plan_cells
+    from tasks.experiment import ResultStore
     from tmdlib import InputError
+    from tmdlib.experiment import PROFILES, plan_cells
 
     grid = {**PROFILES["quick"], "kinds": ["graph"], "trials": 2}
     store = ResultStore(str(tmp_path), "MUTAG")
     try:
-        specs = plan_cells(grid, "MUTAG", store, {}, "data/raw")
+        specs = plan_cells(grid, "MUTAG", store.done, paths={}, raw_root="data/raw")
         assert len(specs) == 2 * 4 and all(s["fractions"] == grid["graph_fractions"] for s in specs)
         assert [s["trial"] for s in specs] == [0] * 4 + [1] * 4  # trial-major
         done = {"dataset": "MUTAG", "kind": "graph", "method": "tmd", "fraction": 0.05, "trial": 0, "arch": "gin",
@@ -103,7 +104,7 @@ def test_store_skips_finished_keys_and_refuses_second_writer(tmp_path):
         store.close()
     store = ResultStore(str(tmp_path), "MUTAG")  # reopened: reads the file written above
     try:
-        specs = plan_cells(grid, "MUTAG", store, {}, "data/raw")
+        specs = plan_cells(grid, "MUTAG", store.done, paths={}, raw_root="data/raw")
         first = next(s for s in specs if s["trial"] == 0 and s["method"] == "tmd")
         assert first["fractions"] == [0.02, 0.1] and len(specs) == 8
     finally:
@@ -120,7 +121,8 @@ def test_bad_input_is_one_error_line(tmp_path):
     app.command()(experiment_command)
     for args, needle in ((["--profile", "nope"], "unknown profile"), (["--datasets", "NOPE"], "--datasets"),
                          (["--kinds", "edge"], "--kinds"), (["--archs", "gcn"], "--archs"),
-                         (["--trials", "0"], "--trials"), (["--workers", "0"], "--workers")):
+                         (["--trials", "0"], "--trials"), (["--workers", "0"], "--workers"),
+                         (["--methods", "mirage"], "--methods")):
         res = CliRunner().invoke(app, [*args, "--out-dir", str(tmp_path)])
         assert res.exit_code == 2, res.output
         errs = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
@@ -132,7 +134,7 @@ def test_bad_input_is_one_error_line(tmp_path):
 # End to end: the quick profile (what CI runs), then an interrupted run resumed
 # ----------------------------------------------------------------------------------------------
 def test_quick_profile_end_to_end_and_resume(tmp_path):
-    from tasks.experiment import PROFILES
+    from tmdlib.experiment import PROFILES
 
     q = PROFILES["quick"]
     out = tmp_path / "reports"
@@ -145,8 +147,10 @@ def test_quick_profile_end_to_end_and_resume(tmp_path):
     assert len(rows) == expected
     assert {r["kind"] for r in rows} == {"graph", "node"}
     assert all(0.0 <= float(r["value"]) <= 1.0 for r in rows)
+    assert all(float(r["select_seconds"]) >= 0 for r in rows)  # the cost of every selection
     md = (out / "quick" / "MUTAG.md").read_text()
     assert "**" in md and "<u>" in md and "TMD (paper)" in md and "| W | F |" in md
+    assert "Selection cost" in md and "computed once per dataset" in md
     assert (out / "quick" / "MUTAG.png").read_bytes()[:4] == b"\x89PNG"
     assert "Summary" in (out / "quick" / "summary.md").read_text()
     assert list((out / "cache" / "MUTAG").glob("tmd-*.npy"))
@@ -164,3 +168,19 @@ def test_quick_profile_end_to_end_and_resume(tmp_path):
     # one torch thread per worker: a retrained model gives the same test metric as the first run's
     first = {key(r): r["value"] for r in rows}
     assert all(first[key(r)] == r["value"] for r in again)
+
+
+@pytest.mark.slow
+@pytest.mark.pipeline
+def test_condensation_methods_from_the_cli(tmp_path):
+    """``--methods`` with the condensation baselines: rows for each, no distance matrix computed."""
+    out = tmp_path / "reports"
+    res = run_experiment("--profile", "quick", "--out-dir", str(out), "--kinds", "graph", "--trials", "1",
+                         "--epochs", "3", "--methods", "doscond,kidd-nolabel")
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = read_rows(out / "results" / "quick" / "MUTAG.csv")
+    assert sorted({r["method"] for r in rows}) == ["doscond", "kidd-nolabel"] and len(rows) == 2 * 3
+    assert all(r["epsilon"] == "nan" and float(r["select_seconds"]) > 0 for r in rows)
+    assert not list((out / "cache").glob("*/tmd-*.npy"))  # condensation reads no distance matrix
+    md = (out / "quick" / "MUTAG.md").read_text()
+    assert "DosCond (labels)" in md and "*DosCond (labels) (paper)*" in md and "KiDD (no labels)" in md

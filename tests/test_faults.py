@@ -112,7 +112,7 @@ def _tmd_script(store: Path, out: Path, cache: Path, runner: str, workers: int, 
     """The stage's flow, each block slowed by ``block_sleep`` s (a window for the kills to land in)."""
     return f"""
 import json, time
-import tmdlib.tmd as T
+import tmdlib.distance.engine as T
 def slow(fn):
     def inner(*a, **k):
         time.sleep({block_sleep!r})
@@ -239,11 +239,11 @@ np.save = slow_save
 def test_disk_full_during_block_write_leaves_no_partial_block(store, tmd_reference, tmp_path, monkeypatch):
     """ENOSPC in the middle of a block write: no block file, no temporary; a rerun completes."""
     from tasks import io
-    from tasks.tmd import block_key, compute_block, graph_hashes, plan_blocks
+    from tasks.tmd import block_graphs, block_key, compute_block, graph_hashes, plan_blocks
 
     from tmdlib import GraphDataset
     from tmdlib.datasets import read_graph_parquet
-    from tmdlib.weights import resolve_weights
+    from tmdlib.distance.weights import resolve_weights
 
     ds = GraphDataset.from_arrow(read_graph_parquet(store))
     blocks = plan_blocks(len(ds), BLOCK)
@@ -260,14 +260,17 @@ def test_disk_full_during_block_write_leaves_no_partial_block(store, tmd_referen
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(np, "save", full_disk_save)
+    def block_file(b, p):  # what the stage does per block: compute it (on a worker), write it (here)
+        io.write_npy(p, compute_block.fn(*block_graphs(ds, b), 4, w, 1))
+
     for b, p in zip(blocks[:3], paths):
         with pytest.raises(OSError) as info:
-            compute_block.fn(str(store), b, 4, w, str(p), 1)
+            block_file(b, p)
         assert info.value.errno == errno.ENOSPC
     assert list(cache.iterdir()) == [], "a partial block or temporary was left behind"
     monkeypatch.setattr(np, "save", real_save)
     for b, p in zip(blocks[:3], paths):  # space freed: the rerun writes complete blocks
-        compute_block.fn(str(store), b, 4, w, str(p), 1)
+        block_file(b, p)
         assert p.read_bytes() == (tmd_reference / "cache" / p.name).read_bytes()
     assert sorted(q.name for q in cache.iterdir()) == sorted(p.name for p in paths)
     # every writer of tasks.io behaves the same way
@@ -360,7 +363,7 @@ TRAIN_KW = dict(epochs=60, hidden=32, seed=0, device="cpu", torch_threads=1, log
 def _train_script(inputs: dict, out: Path, marker: Path) -> str:
     return f"""
 import pathlib
-import tmdlib.nn as nn
+import tmdlib.torch.gin as nn
 _train = nn.train_gin
 def marked(*a, **k):
     pathlib.Path({str(marker)!r}).touch()
@@ -438,7 +441,7 @@ EXP_KW = dict(profile="quick", datasets="MUTAG", trials=1, epochs=3, kinds="grap
 
 def _rows_by_key(path: Path) -> dict:
     """key -> row as text (``repr`` of each value: NaN equals NaN)."""
-    from tasks.experiment import read_results, row_key
+    from tmdlib.experiment import read_results, row_key
 
     return {row_key(r): {c: repr(v) for c, v in r.items()} for r in read_results(str(path))}
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, examples, run_cli
 from tmdlib.errors import InputError
 
 MALFORMED = Path(__file__).parent / "data" / "malformed"
@@ -30,11 +30,12 @@ VALID_TU = Path(__file__).parent / "data" / "bad" / "tu" / "valid"
 MEMORY_CAP = 64 << 20  # TMDSUB_MAX_MEMORY while reading the corpus
 PEAK_LIMIT = 48 << 20  # numpy allocations traced while reading one corpus file
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------------------- corpus
 # name -> None (loads) or a substring of the error.  Every file of the corpus must be listed.
 TU_EXPECT = {
+    "attr_extreme": "node attribute beyond the float32 range of the graph store: [2.0, 1e+200]",
     "attr_huge_width": "expected 5000 comma-separated value(s), found 1",
     "binary_garbage": "expected 2 comma-separated value(s)",
     "empty_indicator": "file is empty",
@@ -48,6 +49,7 @@ TU_EXPECT = {
     "long_line": "integer out of the 64-bit range",
     "negative_huge": "node id out of range",
     "nul_bytes": "not an integer",
+    "one_direction_edges": None,  # TU lists may give each edge once: symmetrised (checked below)
     "only_newlines": "file is empty",
     "utf16": "not an integer",
 }
@@ -62,12 +64,14 @@ SMILES_EXPECT = {
     "only_header.csv": "no molecules",
     "unclosed_quote.csv": "header has 2",
     "utf16.csv": "",
-    "utf8_bom_header.csv": "",
+    "utf8_bom_header.csv": None,  # valid: the BOM is stripped and the header SMILES matches "smiles" ignoring case
     "wildcard_atoms.csv": None,  # valid: OGB maps the dummy atom to its "misc" entry
 }
 PARQUET_EXPECT = {
     "bad_footer_magic.parquet": "not a readable Parquet file",
     "decompression_bomb.parquet": "needs 76.29 MiB of memory, more than the 64.00 MiB available",
+    "extreme_features.parquet": None,  # +-float32 max and subnormals: the store's whole range is valid
+    "asymmetric_edges.parquet": "asymmetric edges: (0, 1) is present but (1, 0) is not",
     "extreme_graph_ids.parquet": None,  # any unique int64 ids are valid
     "foreign_schema.parquet": "missing column(s)",
     "huge_edge_id.parquet": "edge (2147483647, 1) has a node id outside [0, 3)",
@@ -76,6 +80,24 @@ PARQUET_EXPECT = {
     "only_magic.parquet": "not a readable Parquet file",
     "truncated.parquet": "not a readable Parquet file",
     "zero_bytes.parquet": "not a readable Parquet file",
+}
+ARRAYS_EXPECT = {  # GraphDataset(**np.load(file)): the library boundary for arrays built in code
+    "asymmetric_directed_cycle.npz": "graph 1: edge 0 (0, 1): asymmetric: (1, 0) is missing",
+    "asymmetric_edge.npz": "graph 1: edge 0 (0, 1): asymmetric: (1, 0) is missing",
+    "duplicate_edge.npz": "graph 1: edge 2 (0, 1): duplicate edge",
+    "edge_into_next_graph.npz": "graph 0: edge 0 (0, 3): endpoint out of range [0, 3)",
+    "edge_out_of_range.npz": "graph 1: edge 0 (0, 2): endpoint out of range [0, 2)",
+    "edge_ptr_mismatch.npz": "edge_ptr must rise from 0 to 8 without decreasing",
+    "extreme_feature.npz": "graph 0: node 1: feature 0 = 1e+200 exceeds the feature limit",
+    "float32_max_features.npz": None,
+    "inf_feature.npz": "graph 1: node 1: feature 0 = -inf is not finite",
+    "nan_feature.npz": "graph 0: node 2: feature 0 = nan is not finite",
+    "negative_node_id.npz": "graph 1: edge 0 (-1, 0): endpoint out of range [0, 2)",
+    "node_ptr_decreasing.npz": "node_ptr must rise from 0 to 5 without decreasing",
+    "node_ptr_short.npz": "node_ptr must rise from 0 to 5 without decreasing",
+    "self_loop.npz": "graph 1: edge 2 (1, 1): self-loop",
+    "src_dst_lengths.npz": "src and dst must be 1-D of equal length, got (8,) and (7,)",
+    "valid.npz": None,
 }
 LABELS_EXPECT = {  # imported against requests [0] of known ids 0..4, binary labels
     "binary.csv": "not a readable CSV",
@@ -95,7 +117,8 @@ LABELS_EXPECT = {  # imported against requests [0] of known ids 0..4, binary lab
 
 
 def test_corpus_is_fully_listed():
-    listed = {"tu": TU_EXPECT, "smiles": SMILES_EXPECT, "parquet": PARQUET_EXPECT, "labels": LABELS_EXPECT}
+    listed = {"tu": TU_EXPECT, "smiles": SMILES_EXPECT, "parquet": PARQUET_EXPECT, "labels": LABELS_EXPECT,
+              "arrays": ARRAYS_EXPECT}
     for kind, expect in listed.items():
         assert sorted(p.name for p in (MALFORMED / kind).iterdir()) == sorted(expect), kind
 
@@ -144,10 +167,44 @@ def test_corpus_parquet(case, monkeypatch):
     _outcome(lambda: read_graph_parquet(path), path, PARQUET_EXPECT[case], monkeypatch)
 
 
+@pytest.mark.parametrize("case", sorted(ARRAYS_EXPECT))
+def test_corpus_arrays(case):
+    """Arrays handed to GraphDataset directly: one GraphValidationError naming graph, node or edge, or a
+    valid dataset (symmetric, simple, bounded features) whose TMDs are finite."""
+    from tmdlib import GraphDataset, GraphValidationError, tmd_matrix
+
+    arrays = dict(np.load(MALFORMED / "arrays" / case, allow_pickle=False))
+    if ARRAYS_EXPECT[case] is None:
+        assert np.isfinite(tmd_matrix(GraphDataset(**arrays), depth=3)).all()
+        return
+    with pytest.raises(GraphValidationError) as info:
+        GraphDataset(**arrays)
+    assert ARRAYS_EXPECT[case] in str(info.value), str(info.value)
+
+
+def test_corpus_loaded_graphs_are_simple_symmetric_and_give_finite_tmd():
+    """What the corpus loads is a valid GraphDataset (symmetric, simple, bounded features) with finite TMDs,
+    extreme features included."""
+    from tmdlib import GraphDataset, tmd_matrix, tree_norm
+    from tmdlib.datasets import read_graph_parquet, read_tu
+
+    one_way = read_tu(MALFORMED / "tu" / "one_direction_edges", name="TINY", node_attributes=True)
+    extreme = read_graph_parquet(MALFORMED / "parquet" / "extreme_features.parquet")
+    for table in (one_way, extreme):
+        ds = GraphDataset.from_arrow(table)
+        for g in ds:  # the single-graph validation agrees
+            type(g)(g.x, g.edge_index)
+        mat = tmd_matrix(ds, depth=4)
+        assert np.isfinite(mat).all() and (mat >= 0).all()
+        np.testing.assert_allclose(np.diag(tmd_matrix(ds, depth=4, rows=[0, 1], cols=[0, 1])), 0.0)
+        assert all(np.isfinite(tree_norm(g, 4)) for g in ds)
+    assert one_way.column("edge_src").to_pylist()[0] == [0, 0, 1, 1, 2, 2]  # 1-2, 2-3, 3-1 in both directions
+
+
 @pytest.mark.parametrize("case", sorted(LABELS_EXPECT))
 def test_corpus_label_import(case, monkeypatch):
     from tasks.labels import read_label_file
-    from tmdlib.labels import validate_label_import
+    from tmdlib.datasets.labels import validate_label_import
 
     path = MALFORMED / "labels" / case
     _outcome(lambda: validate_label_import(read_label_file(str(path)), np.array([0]), np.arange(5), str(path),
@@ -216,7 +273,7 @@ def test_fuzz_label_files(header, rows, eol):
     """Label import (validator) and the training reader: loads or one InputError, never anything else."""
     from tasks.labels import read_label_file
     from tasks.train import read_labels
-    from tmdlib.labels import validate_label_import
+    from tmdlib.datasets.labels import validate_label_import
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "labels.csv"
@@ -300,6 +357,68 @@ def test_fuzz_parquet_values(num_nodes, src, dst, gid):
         assert peak < PEAK_LIMIT
 
 
+_extreme = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(
+    [0.0, -0.0, 5e-324, 1e200, -1e200, 3.4028234663852886e38, -3.4028234663852886e38, 3.4028235e38, 1.7e308]))
+
+
+@FUZZ
+@given(n1=st.integers(1, 7), n2=st.integers(1, 7), data=st.data(), depth=st.integers(1, 4))
+def test_fuzz_extreme_features(n1, n2, data, depth):
+    """Any float features: the Graph refuses them with one GraphValidationError, or the TMD (both engine
+    paths) and the tree norm are finite -- never a crash, never inf or NaN."""
+    from tmdlib import FEATURE_LIMIT, Graph, GraphValidationError, tmd, tmd_matrix, tree_norm
+
+    graphs = []
+    for n in (n1, n2):
+        x = np.array(data.draw(st.lists(_extreme, min_size=n, max_size=n)))[:, None]
+        src, dst = np.arange(n - 1), np.arange(1, n)  # a path
+        try:
+            graphs.append(Graph(x, np.stack([np.r_[src, dst], np.r_[dst, src]])))
+        except GraphValidationError as err:
+            assert not (np.abs(x) <= FEATURE_LIMIT).all()
+            assert "FEATURE_LIMIT" in str(err)
+            return
+    assert (np.abs(np.concatenate([g.x for g in graphs])) <= FEATURE_LIMIT).all()
+    norms = [tree_norm(g, depth) for g in graphs]
+    values = [tmd(*graphs, depth), tmd_matrix(graphs, depth)[0, 1]]
+    assert np.isfinite(values + norms).all()
+    # both engine paths agree up to rounding, relative to the size of the summands (TN(G1) + TN(G2) bounds
+    # them: with features near 3.4e38 a small TMD is a difference of huge terms)
+    np.testing.assert_allclose(values[0], values[1], rtol=1e-9, atol=1e-12 * sum(norms))
+    assert values[0] <= sum(norms) * (1 + 1e-12)
+
+
+@FUZZ
+@given(npg=st.lists(st.integers(0, 4), min_size=1, max_size=4), data=st.data())
+def test_fuzz_dataset_arrays(npg, data):
+    """Arbitrary edge lists and features handed to GraphDataset: one GraphValidationError, or a dataset
+    whose edges are symmetric and simple and whose TMD matrix is finite -- nothing else, never a crash."""
+    from tmdlib import GraphDataset, GraphValidationError, tmd_matrix
+
+    n = sum(npg)
+    x = np.array(data.draw(st.lists(_extreme, min_size=n, max_size=n)), dtype=float).reshape(n, 1)
+    per_graph = [data.draw(st.lists(st.tuples(st.integers(-1, k), st.integers(-1, k)), max_size=6)) for k in npg]
+    src = np.array([e[0] for edges in per_graph for e in edges], dtype=np.int64)
+    dst = np.array([e[1] for edges in per_graph for e in edges], dtype=np.int64)
+    if data.draw(st.booleans()):  # symmetrise each graph's list half of the time
+        parts = [(np.r_[[e[0] for e in es], [e[1] for e in es]], np.r_[[e[1] for e in es], [e[0] for e in es]])
+                 for es in per_graph]
+        per_graph = [list(zip(a.tolist(), b.tolist())) for a, b in parts]
+        src = np.concatenate([a for a, _ in parts]).astype(np.int64)
+        dst = np.concatenate([b for _, b in parts]).astype(np.int64)
+    edge_ptr = np.r_[0, np.cumsum([len(es) for es in per_graph])]
+    try:
+        ds = GraphDataset(x=x, node_ptr=np.r_[0, np.cumsum(npg)], edge_ptr=edge_ptr, src=src, dst=dst,
+                          graph_ids=np.arange(len(npg)))
+    except GraphValidationError as err:
+        assert str(err)
+        return
+    pairs = set(zip((src + np.repeat(ds.node_ptr[:-1], np.diff(edge_ptr))).tolist(),
+                    (dst + np.repeat(ds.node_ptr[:-1], np.diff(edge_ptr))).tolist()))
+    assert len(pairs) == src.size and all((b, a) in pairs and a != b for a, b in pairs)
+    assert np.isfinite(tmd_matrix(ds, depth=3)).all()
+
+
 _json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
                                st.floats(allow_nan=True), st.text(max_size=5)),
                      lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
@@ -348,7 +467,7 @@ def test_pair_list_repeated_header(tmp_path):
 def test_label_file_repeated_header(header, tmp_path):
     from tasks.labels import read_label_file
     from tasks.train import read_labels
-    from tmdlib.labels import validate_label_import
+    from tmdlib.datasets.labels import validate_label_import
 
     path = tmp_path / "labels.csv"
     path.write_text(header + "\n0,0,1\n")

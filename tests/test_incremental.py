@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import RAW
+from conftest import RAW, dense_x
 from tu_writer import write_tu_folder
 
 N_BASE, N_NEW, BLOCK = 150, 12, 64
@@ -68,8 +68,8 @@ def test_append_keeps_old_graphs_and_ids(grown, mutag_table):
     got = table.slice(N_BASE, N_NEW)
     for col in ("num_nodes", "edge_src", "edge_dst", "y", "node_labels"):
         assert got.column(col).to_pylist() == want.column(col).to_pylist(), col
-    width = len(table.column("x")[0].as_py()[0])
-    for row, labels in zip(got.column("x").to_pylist(), got.column("node_labels").to_pylist()):
+    width = len(dense_x(table)[0][0])
+    for row, labels in zip(dense_x(got), got.column("node_labels").to_pylist()):
         lo = min(min(r) for r in mutag_table.slice(0, N_BASE).column("node_labels").to_pylist())
         assert [r.index(1.0) for r in row] == [v - lo for v in labels] and all(len(r) == width for r in row)
     assert json.loads(table.schema.metadata[b"tmdlib.batches"]) == [["20261122T130000Z-b1", N_NEW]]
@@ -78,7 +78,7 @@ def test_append_keeps_old_graphs_and_ids(grown, mutag_table):
 def test_incremental_tmd_computes_only_new_rows_and_columns(grown):
     from tmdlib import GraphDataset
     from tmdlib.datasets import read_graph_parquet
-    from tmdlib.tmd import tmd_matrix
+    from tmdlib.distance.engine import tmd_matrix
 
     first, second = grown["first"], grown["second"]
     assert first["tmd"]["pairs_computed"] == N_BASE * (N_BASE - 1) // 2
@@ -110,7 +110,7 @@ def test_coreset_update_reuses_labels_and_requests_only_new(grown):
 
 
 def test_reuse_labelled_constraints():
-    from tmdlib.coreset import kmedoids_coreset, reuse_labelled
+    from tmdlib.select.coreset import kmedoids_coreset, reuse_labelled
 
     rng = np.random.default_rng(0)
     pts = rng.normal(size=(40, 2))
@@ -141,7 +141,7 @@ def test_plan_chunks_reuses_recorded_chunks():
 
 
 def test_split_is_stable_under_append():
-    from tmdlib.split import batched_train_test_split, train_test_split
+    from tmdlib.select.split import batched_train_test_split, train_test_split
 
     tr, te = batched_train_test_split([100], 0.2, 3)
     tr0, te0 = train_test_split(100, 0.2, 3)
@@ -207,5 +207,6 @@ def test_smiles_batch_appends_to_a_molecule_dataset(tmp_path):
     assert summary["graphs"] == 25 and summary["batches"] == ["b1.csv"]
     got = read_graph_parquet(out)
     want = read_smiles_csv(tmp_path / "all.csv", label_column="y")
-    for col in ("graph_id", "num_nodes", "x", "edge_src", "edge_dst", "smiles", "y"):
+    for col in ("graph_id", "num_nodes", "edge_src", "edge_dst", "smiles", "y"):
         assert got.column(col).to_pylist() == want.column(col).to_pylist(), col
+    assert dense_x(got) == dense_x(want)

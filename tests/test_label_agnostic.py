@@ -1,17 +1,16 @@
 """Every selection is label-agnostic: permuting, corrupting or dropping ``y`` changes nothing."""
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 import pytest
 
-from tmdlib.baselines import feature_distance_matrix, random_selection, wl_distance_matrix
-from tmdlib.coreset import budget_to_k, kmedoids_coreset
-from tmdlib.nodes import combined_subsample, subsample_nodes
+from tmdlib.select.baselines import feature_distance_matrix, random_selection, wl_distance_matrix
+from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
+from tmdlib.select.nodes import combined_subsample, subsample_nodes
 
 try:  # the exact TMD engine lives in another module; include it when present
-    from tmdlib.tmd import tmd_matrix
+    from tmdlib.distance.engine import tmd_matrix
 except ImportError:
     tmd_matrix = None
 
@@ -37,7 +36,7 @@ def variants(ds):
         "inf": np.where(rng.random(y.size) < 0.5, np.inf, -np.inf),
         "dropped": None,
     }
-    return {name: dataclasses.replace(ds, y=v) for name, v in out.items()}
+    return {name: ds.replace(y=v) for name, v in out.items()}
 
 
 def selections(ds) -> dict[str, np.ndarray]:

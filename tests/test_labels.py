@@ -1,4 +1,4 @@
-"""Label hand-off (tmdlib.labels): request tables and validated label imports."""
+"""Label hand-off (tmdlib.datasets.labels): request tables and validated label imports."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +6,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 
-from tmdlib.coreset import kmedoids_coreset
+from tmdlib.select.coreset import kmedoids_coreset
 from tmdlib.errors import InputError
-from tmdlib.labels import LABEL_REQUEST_SCHEMA, label_request_table, validate_label_import
+from tmdlib.datasets.labels import LABEL_REQUEST_SCHEMA, label_request_table, validate_label_import
 
 GRAPH_IDS = np.array([10, 11, 12, 13, 14, 15])
 

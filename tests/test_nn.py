@@ -1,4 +1,4 @@
-"""GIN model, τ-weighted training, the Lipschitz constant, devices and model files (tmdlib.nn, tasks.train)."""
+"""GIN model, τ-weighted training, the Lipschitz constant, devices and model files (tmdlib.torch.gin, tasks.train)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from tmdlib import Graph
-from tmdlib.nn import (GIN, TrainConfig, bce_losses, evaluate, lipschitz_bound, model_config, pick_device,
+from tmdlib.torch.gin import (GIN, TrainConfig, bce_losses, evaluate, lipschitz_bound, model_config, pick_device,
                        predict_logits, tmd_factor, train_gin, weighted_bce)
-from tmdlib.pyg import to_pyg
+from tmdlib.torch.pyg import to_pyg
 
 torch.set_num_threads(1)  # small models: one thread is fastest on a shared machine and bit-reproducible
 
@@ -142,6 +142,26 @@ def test_training_is_seeded():
 
 
 # --------------------------------------------------------------------------- Lipschitz bound
+def test_on_loss_sees_every_epoch_loss_while_training_runs():
+    """The callback gets (epoch, loss) after each epoch, in order; certified training and the pipeline's config
+    entry point pass it through."""
+    from tmdlib.torch.certified import train_from_config
+
+    cfg = TrainConfig(hidden=8, layers=2, epochs=4, batch_size=3, seed=0, device="cpu")
+    seen = []
+
+    def on_loss(epoch, loss):
+        seen.append((epoch, loss))
+
+    res = train_gin(toy_data(), cfg, on_loss=on_loss)
+    assert seen == list(enumerate(res.losses)) and len(seen) == 4
+    for budget in (None, 2.0):
+        calls = []
+        res = train_from_config(toy_data(), {**cfg.to_dict(), "lipschitz_budget": budget},
+                                on_loss=lambda e, v: calls.append((e, v)))
+        assert calls == list(enumerate(res.losses))
+
+
 def test_lipschitz_bound_is_product_of_spectral_norms():
     torch.manual_seed(0)
     model = GIN(7, hidden=32, layers=3)
@@ -223,3 +243,44 @@ def test_save_load_weights_only(tmp_path):
     (tmp_path / "bad.pt").write_bytes(b"not a model")
     with pytest.raises(InputError):
         load_model(str(tmp_path / "bad.pt"), model_config(model))
+
+
+# --------------------------------------------------------------------------------------- serving
+@pytest.mark.parametrize("pool,bias", [("add", False), ("mean", True)])
+def test_dense_batch_gin_is_the_gin(mutag, pool, bias):
+    """The one-tensor form (what MLflow logs) computes the GIN's logits: padding, biases (phi(0) != 0), mean
+    readout and graphs without edges included."""
+    from tmdlib.torch.gin import predict_logits
+    from tmdlib.torch.pyg import dataset_to_pyg
+    from tmdlib.torch.serving import DenseBatchGIN, dense_batch
+
+    data = dataset_to_pyg(mutag, positions=np.arange(40))
+    data.append(to_pyg(Graph(np.eye(7)[:2], np.zeros((2, 0), dtype=np.int64))))  # no edges
+    torch.manual_seed(1)
+    gin = GIN(mutag.num_features, hidden=16, layers=3, pool=pool, bias=bias)
+    dense = DenseBatchGIN(gin).eval()
+    batch = dense_batch(data)
+    n = max(int(g.num_nodes) for g in data)
+    assert batch.shape == (len(data), n, 1 + mutag.num_features + n) and batch.dtype == torch.float32
+    with torch.no_grad():
+        got = dense(batch).double().numpy().ravel()
+        alone = dense(dense_batch(data[3:4], mutag.num_features)).double().numpy().ravel()  # less padding
+    expected = predict_logits(gin, data)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(alone, expected[3:4], rtol=1e-5, atol=1e-6)
+
+
+def test_dense_batch_gin_exports_with_dynamic_batch_and_node_count(mutag):
+    """torch.export (MLflow's default 'pt2' format) traces it once for any batch size and node count."""
+    from tmdlib.torch.pyg import dataset_to_pyg
+    from tmdlib.torch.serving import DenseBatchGIN, dense_batch
+
+    data = dataset_to_pyg(mutag, positions=np.arange(12))
+    torch.manual_seed(0)
+    dense = DenseBatchGIN(GIN(mutag.num_features, hidden=8, layers=2)).eval()
+    ex = dense_batch(data[:3])
+    dims = {0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO}
+    program = torch.export.export(dense, (ex,), dynamic_shapes=(dims,)).module()
+    for part in (data[:3], data[3:10], data[10:12]):
+        b = dense_batch(part, mutag.num_features)
+        torch.testing.assert_close(program(b), dense(b))

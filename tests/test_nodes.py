@@ -1,14 +1,16 @@
-"""Node subsampling (tmdlib.nodes): candidates, Theorem 4.2 selection, dataset-level API."""
+"""Node subsampling (tmdlib.select.nodes): candidates, Theorem 4.2 selection, dataset-level API."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tmdlib import Graph, GraphDataset, tree_norm
-from tmdlib.baselines import feature_distance_matrix
-from tmdlib.nodes import (WINNER_NAMES, bfs_subset, combined_subsample, core_numbers, graph_seeds,
+from tmdlib.select.baselines import feature_distance_matrix
+from tmdlib.select.nodes import (WINNER_NAMES, bfs_subset, combined_subsample, core_numbers, graph_seeds,
                           induced_subdataset, kcore_subset, node_budgets, node_candidates, random_walk_subset,
                           select_nodes, subsample_nodes)
 
@@ -62,7 +64,7 @@ def test_heavy_feature_decides():
 
 def test_epsilon_is_tmd_to_subgraph():
     """Lemma 4.5 (T = S) / Theorem 4.2 against the exact TMD engine: eps = TN(G) - TN(G[S]) = TMD(G, G[S])."""
-    tmd_mod = pytest.importorskip("tmdlib.tmd")
+    tmd_mod = pytest.importorskip("tmdlib.distance.engine")
     rng = np.random.default_rng(0)
     for trial in range(4):
         g = random_graph(rng, 7, 0.35, d=2, isolated=trial % 2)
@@ -118,7 +120,7 @@ def test_fill_dominates_paper():
             assert select_nodes(g, k=k, bfs_mode="fill")[1] <= select_nodes(g, k=k, bfs_mode="paper")[1] + 1e-9
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.floats(0.0, 3.0))
 def test_tree_norm_monotone_under_adding_nodes(seed, depth, w):
     """All terms of Algorithm 1 are non-negative, so S subset of S' implies TN(G[S]) <= TN(G[S'])."""
@@ -310,7 +312,7 @@ def test_combined_subsample(order):
 
 def test_combined_bound_with_tmd():
     """With D = TMD, every original graph is within eps_i + D'(i, a(i)) of its training graph."""
-    tmd_mod = pytest.importorskip("tmdlib.tmd")
+    tmd_mod = pytest.importorskip("tmdlib.distance.engine")
     rng = np.random.default_rng(9)
     ds = small_dataset(rng, sizes=(6, 5, 7, 4, 6, 5), ids=np.arange(6))
     res = combined_subsample(ds, lambda d: tmd_mod.tmd_matrix(d), k=2, node_fraction=0.5, order="nodes-first")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import git_workspace, pipeline_env
+from conftest import git_workspace, mlflow_server_at, pipeline_env
 
 pytestmark = pytest.mark.server  # uses a real Prefect server for fast stage start-up
 
@@ -21,9 +21,12 @@ def _sh(args, cwd, env, timeout=900):
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, prefect_server):
-    """A git repo holding the project's tracked files (MUTAG raw data only), with a small budget."""
+    """A git repo holding the project's tracked files (MUTAG raw data only), with a small budget; its stages log to
+    a real `mlflow server` on 127.0.0.1 whose store is the workspace's mlflow.db."""
     env = pipeline_env(prefect_server)
-    return git_workspace(tmp_path_factory.mktemp("ws"), env), env
+    ws = git_workspace(tmp_path_factory.mktemp("ws"), env)
+    with mlflow_server_at(tmp_path_factory.mktemp("mlflow"), f"sqlite:///{ws / 'mlflow.db'}") as url:
+        yield ws, {**env, "MLFLOW_TRACKING_URI": url}
 
 
 def _ran(stdout: str) -> set[str]:
@@ -62,7 +65,7 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     # Runs are tagged with provenance: git sha and the dvc.lock md5 of their inputs.
     from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{ws / 'mlflow.db'}")
+    client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])  # the server the stages logged to
     exp = client.get_experiment_by_name("tmdsub")
     runs = client.search_runs([exp.experiment_id], filter_string="tags.`tmdsub.stage` = 'train'")
     assert runs
@@ -80,8 +83,31 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     report = (ws / "data/audit/MUTAG/report.md").read_text()
     assert train_run in report and sha in report and sel_md5 in report
 
+    # As MLflow users expect: the training view, runs named after their stage, datasets, a registered model per run.
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    every = client.search_runs([exp.experiment_id])
+    names = [r.info.run_name for r in every]
+    assert sorted(set(names)) == ["evaluate@MUTAG", "evaluate_nodes@MUTAG", "train@MUTAG", "train_nodes@MUTAG"]
+    assert names.count("train@MUTAG") == 2  # the first repro and the one after select.fraction changed
+    latest_train = client.get_run(train_run)
+    inputs = {d.dataset.name: d for d in latest_train.inputs.dataset_inputs}
+    assert set(inputs) == {"MUTAG", "MUTAG-labels", "MUTAG-selection"}
+    store = inputs["MUTAG"].dataset
+    content = json.loads(store.profile)["content_sha256"]
+    assert store.digest == content[:32] and json.loads(store.source)["uri"] == "data/graphs/MUTAG.parquet"
+    assert content in (ws / "data/audit/MUTAG/report.md").read_text()  # the audit report's content hash
+    assert json.loads(inputs["MUTAG-selection"].dataset.profile)["k"] == 30
+    versions = sorted(client.search_model_versions("name = 'tmdsub-MUTAG'"), key=lambda v: int(v.version))
+    assert [v.version for v in versions] == ["1", "2"] and versions[-1].run_id == train_run
+    info = json.loads((ws / "data/models/MUTAG/train.json").read_text())
+    assert info["mlflow"]["model"]["version"] == "2" and versions[-1].tags["model_sha256"] == info["model_sha256"]
+    assert versions[-1].tags["test_metric"] == "accuracy"
+    assert float(versions[-1].tags["test_value"]) == pytest.approx(
+        json.loads((ws / "data/metrics/MUTAG/metrics.json").read_text())["test"]["coreset_model"])
+
     res = _sh([str(Path(sys.executable).parent / "tmdsub"), "summary"], ws, env)
     assert res.returncode == 0 and "label_requests.csv" in res.stdout and "evaluate" in res.stdout
+    assert "train@MUTAG" in res.stdout and "registered model tmdsub-MUTAG: latest v2" in res.stdout
 
     # Several datasets: one more entry in base.datasets adds a whole pipeline for it (DVC foreach).
     params["base"]["datasets"]["COX2"] = "COX2"
@@ -120,8 +146,11 @@ def test_remote_push_then_pull_on_a_fresh_clone(workspace, tmp_path):
     lock = yaml.safe_load((ws / "dvc.lock").read_text())
     outs = [o["path"] for entry in lock["stages"].values() for o in entry.get("outs", [])]
     assert len(outs) > 10
-    for rel in outs:
-        assert (clone / rel).read_bytes() == (ws / rel).read_bytes(), rel
+    for rel in outs:  # an out is a file or a directory (the TMD stage's data/tmd/<dataset>)
+        files = sorted(p.relative_to(ws) for p in [ws / rel, *(ws / rel).rglob("*")] if p.is_file())
+        assert files, rel
+        for f in files:
+            assert (clone / f).read_bytes() == (ws / f).read_bytes(), f
     res = _sh([dvc, "status"], clone, env)
     assert res.returncode == 0 and "up to date" in res.stdout, res.stdout + res.stderr
 

@@ -138,6 +138,14 @@ def test_scheduled_run_ingests_reruns_pushes_and_records(prefect_server, tmp_pat
     assert run.data.tags["schedule.git_sha_after"] == head and run.data.tags["git_sha"] == head
     assert run.data.tags["schedule.pushed"] == "True" and "ingest@MUTAG" in run.data.tags["schedule.stages_ran"]
     assert run.data.metrics["graphs_appended"] == 3
+    # The retrained model is registered and, with no champion before it, takes the alias (the record says why).
+    (decision,) = rec["champion"]
+    assert decision["dataset"] == "MUTAG" and decision["registered_model"] == "tmdsub-MUTAG" and decision["promoted"]
+    assert decision["reason"].startswith("no champion yet; test accuracy")
+    champion = client.get_model_version_by_alias("tmdsub-MUTAG", "champion")
+    train_info = json.loads((ws / "data/models/MUTAG/train.json").read_text())
+    assert str(champion.version) == decision["version"] == train_info["mlflow"]["model"]["version"]
+    assert champion.tags["champion_decision"] == "promoted" and "promoted" in run.data.tags["schedule.champion"]
     logged = client.download_artifacts(run.info.run_id, record_path.name, str(ws.parent))
     assert json.loads(Path(logged).read_text()) == rec
 

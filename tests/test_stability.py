@@ -1,7 +1,7 @@
 r"""The stability inequality behind every guarantee: ‖h(G_a) − h(G_b)‖ ≤ c · TMD^{L}_w(G_a, G_b).
 
 c = lipschitz_bound(model, M=1)["c"] bounds the pre-sigmoid logit; L = layers + 1; w = Pascal weights.
-The constructed cases pin down the exact conditions (see tmdlib.nn's module docstring):
+The constructed cases pin down the exact conditions (see tmdlib.torch.gin's module docstring):
 
 * η = 1 (self weight 1, neighbour weight 1) ⇔ Pascal weights: the bound is attained (ratio exactly 1);
 * η > 1 breaks the plain product of norms (the factor κ = η^{L-1} restores it);
@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from tmdlib import Graph
-from tmdlib.nn import GIN, lipschitz_bound, predict_logits
-from tmdlib.pyg import to_pyg
-from tmdlib.tmd import tmd
+from tmdlib.torch.gin import GIN, lipschitz_bound, predict_logits
+from tmdlib.torch.pyg import to_pyg
+from tmdlib.distance.engine import tmd
 
 torch.set_num_threads(1)
 
@@ -71,7 +71,7 @@ def test_random_gins_eta_at_most_one(mutag, mutag_pairs, eta):
 
 def test_trained_gin_on_mutag(mutag, mutag_pairs):
     """A trained model (its weights are far from random) obeys the bound too, with less slack."""
-    from tmdlib.nn import TrainConfig, train_gin
+    from tmdlib.torch.gin import TrainConfig, train_gin
 
     data = [to_pyg(mutag[g], mutag.y[g]) for g in range(60)]
     model = train_gin(data, TrainConfig(hidden=32, epochs=15, seed=0, device="cpu")).model.double()
@@ -82,7 +82,7 @@ def test_trained_gin_on_mutag(mutag, mutag_pairs):
 
 def test_node_subsampled_pairs(mutag):
     """Corollary 4.1's per-graph step: ‖h(G) − h(G[S])‖ ≤ c · (TN(G) − TN(G[S]))."""
-    from tmdlib.nodes import induced_subdataset, subsample_nodes
+    from tmdlib.select.nodes import induced_subdataset, subsample_nodes
 
     sub_ds = mutag.take(np.arange(40))
     res = subsample_nodes(sub_ds, fraction=0.5, method="tmd", depth=DEPTH)

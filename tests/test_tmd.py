@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from tmdlib.graph import Graph, GraphDataset
-from tmdlib.tmd import tmd, tmd_block, tmd_matrix, tmd_pairs
-from tmdlib.treenorm import tree_norm
-from tmdlib.weights import resolve_weights
+from tmdlib.distance.engine import tmd, tmd_block, tmd_matrix, tmd_pairs
+from tmdlib.distance.treenorm import tree_norm
+from tmdlib.distance.weights import resolve_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parent / "data" / "mutag_tmd_reference.json"
@@ -102,7 +102,7 @@ def test_block_shards_and_chunking_agree(mutag):
 
 def test_table_and_pair_paths_agree(mutag):
     """The id-table engine and the per-pair kernel give the same matrix (continuous features too)."""
-    import tmdlib.tmd as T
+    import tmdlib.distance.engine as T
 
     sub = mutag.take(np.arange(0, 188, 2))
     rng = np.random.default_rng(1)

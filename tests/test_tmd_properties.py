@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextlib import contextmanager
 
-import tmdlib.tmd as T
+import tmdlib.distance.engine as T
 from tmd_oracle import tmd_oracle
 from tmdlib.graph import Graph, GraphDataset
-from tmdlib.tmd import tmd, tmd_block, tmd_matrix, tmd_pairs
+from tmdlib.distance.engine import tmd, tmd_block, tmd_matrix, tmd_pairs
 
 @contextmanager
 def engine_path(path: str):
@@ -24,7 +26,7 @@ def engine_path(path: str):
         T.PAIR_PATH_SHARING = old
 
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -128,7 +130,7 @@ def test_triangle_inequality(data, dim, dw):
                 assert m[a, c] <= m[a, b] + m[b, c] + 1e-9 * (1 + m[a, c])
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(data=st.data())
 def test_large_degree_children_use_general_solver(data):
     """Stars and dense graphs (child problems above 4 trees) against the oracle at depth 2-3."""

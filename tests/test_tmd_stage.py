@@ -29,10 +29,11 @@ def small_store(tmp_path_factory) -> Path:
 
 
 def _flow_script(store: Path, out: Path, cache: Path, die_after: int | None) -> str:
-    """A process that runs the stage's flow, optionally dying abruptly (os._exit) after some blocks."""
+    """A process that runs the stage's flow, optionally dying abruptly (os._exit) once ``die_after``
+    blocks are stored: the client process writes each block file as its task returns."""
     return f"""
 import os, threading
-import tmdlib.tmd as T
+import tasks.io as IO
 calls = {{"n": 0}}
 lock = threading.Lock()
 def wrap(fn):
@@ -43,7 +44,7 @@ def wrap(fn):
                 os._exit(137)
         return fn(*a, **k)
     return inner
-T.tmd_block, T.tmd_matrix = wrap(T.tmd_block), wrap(T.tmd_matrix)
+IO.write_npy = wrap(IO.write_npy)
 import flows
 from flows.tmd import make_task_runner, tmd_matrix_flow
 tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))(
@@ -95,7 +96,7 @@ def test_killed_run_resumes_without_recomputing_and_matches(small_store, tmp_pat
 
     mat = np.load(out / "matrix.npy")
     assert np.array_equal(mat, mat.T) and not mat.diagonal().any()
-    from tmdlib.tmd import tmd
+    from tmdlib.distance.engine import tmd
 
     for i, j in [(0, 1), (3, 17), (25, 39)]:
         assert mat[i, j] == pytest.approx(tmd(mutag[i], mutag[j]), rel=1e-12)

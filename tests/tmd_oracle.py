@@ -20,7 +20,7 @@ import numpy as np
 import ot
 
 from tmdlib.graph import Graph
-from tmdlib.weights import resolve_weights
+from tmdlib.distance.weights import resolve_weights
 
 __all__ = ["computation_tree", "tree_distance", "padded_ot", "tmd_oracle"]
 

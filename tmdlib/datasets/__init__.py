@@ -12,7 +12,7 @@ from .checksums import sha256_file, verify_sha256sums
 from .ogb import ATOM_FEATURE_DIMS, one_hot_atom_features, read_ogb
 from .parquet import read_graph_parquet, write_graph_parquet
 from .registry import (DATASETS, DatasetInfo, check_dataset_name, dataset_names, get_dataset_info,
-                       load_builtin)
+                       load_builtin, metric_for)
 from .schema import (base_fields, build_graph_table, canonical_edges, graph_table_metadata, ogb_fields,
                      tu_fields, validate_graph_table)
 from .smiles import read_smiles_csv
@@ -30,6 +30,7 @@ __all__ = [
     "get_dataset_info",
     "graph_table_metadata",
     "load_builtin",
+    "metric_for",
     "ogb_fields",
     "one_hot_atom_features",
     "read_graph_parquet",

@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from .schema import graph_table_metadata, nested_list_array
+from .schema import (META_FEATURE_TABLE, META_SCHEMA_VERSION, SCHEMA_VERSION, feature_column, graph_table_metadata,
+                     node_feature_rows)
 
 __all__ = ["append_graph_table", "META_BATCHES"]
 
@@ -33,9 +34,8 @@ META_BATCHES = "tmdlib.batches"
 
 def _feature_dim(table: pa.Table) -> int | None:
     """Node-feature dimension ``d`` (None for a table without nodes)."""
-    x = table.column("x").combine_chunks()
-    rows = x.flatten()
-    return len(rows[0]) if len(rows) else None
+    rows, index = node_feature_rows(table)
+    return int(rows.shape[1]) if index.size else None
 
 
 def _label_range(table: pa.Table) -> tuple[int, int] | None:
@@ -49,8 +49,8 @@ def _label_range(table: pa.Table) -> tuple[int, int] | None:
     return int(arr.min()), int(arr.max())
 
 
-def _reencode_tu_features(base: pa.Table, batch: pa.Table, path) -> pa.Array:
-    """Batch node features in the base's one-hot map, shape ``(N_batch, d_base)`` as a nested list array.
+def _reencode_tu_features(base: pa.Table, batch: pa.Table, path) -> tuple[np.ndarray, np.ndarray]:
+    """Batch node features in the base's one-hot map: ``(rows, index)`` with rows of width ``d_base``.
 
     Both encodings are ``[one-hot of node labels | attributes]``; the base has ``a = d_base - width``
     attribute columns, which are the batch's last ``a`` columns and are kept as they are.
@@ -70,21 +70,21 @@ def _reencode_tu_features(base: pa.Table, batch: pa.Table, path) -> pa.Array:
     if d_batch <= n_attr:
         raise InputError(path, f"node features have {d_batch} columns; the dataset has {n_attr} node attribute "
                                f"columns after its one-hot labels")
-    x_batch = np.asarray(batch.column("x").combine_chunks().flatten().flatten(), dtype=np.float32)
-    attrs = x_batch.reshape(-1, d_batch)[:, d_batch - n_attr:]
+    rows_b, idx_b = node_feature_rows(batch, path)
+    attrs = rows_b[idx_b][:, d_batch - n_attr:]
     onehot = np.zeros((labels.size, width), dtype=np.float32)
     onehot[np.arange(labels.size), labels - lo] = 1.0
-    node_ptr = np.concatenate([[0], np.cumsum(batch.column("num_nodes").to_numpy())])
-    return nested_list_array(np.hstack([onehot, attrs]), node_ptr, pa.float32())
+    x = np.hstack([onehot, attrs])
+    return x, np.arange(x.shape[0], dtype=np.int64)
 
 
-def _check_same_dim(base: pa.Table, batch: pa.Table, path) -> pa.Array:
-    """The batch's ``x`` column, after checking its feature dimension equals the base's."""
+def _check_same_dim(base: pa.Table, batch: pa.Table, path) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's features ``(rows, index)``, after checking their dimension equals the base's."""
     d0, d1 = _feature_dim(base), _feature_dim(batch)
     if d0 is not None and d1 is not None and d0 != d1:
         raise InputError(path, f"node features have dimension {d1}, the dataset has {d0}: "
                                f"a batch must come from the same kind of source as the dataset")
-    return batch.column("x").combine_chunks()
+    return node_feature_rows(batch, path)
 
 
 def _map_tu_labels(base: pa.Table, batch: pa.Table, path) -> pa.Array:
@@ -140,18 +140,32 @@ def append_graph_table(base: pa.Table, batch: pa.Table, batch_name: str,
     base_meta = graph_table_metadata(base)
     tu = base_meta.get("tmdlib.source") == "tu" and graph_table_metadata(batch).get("tmdlib.source") == "tu"
     start = int(np.asarray(base.column("graph_id")).max()) + 1 if base.num_rows else 0
-    columns = []
+    rows0, idx0 = node_feature_rows(base, path)
+    rows1, idx1 = _reencode_tu_features(base, batch, path) if tu else _check_same_dim(base, batch, path)
+    if rows0.shape[1] != rows1.shape[1] and idx0.size and idx1.size:
+        raise InputError(path, f"node features have dimension {rows1.shape[1]}, the dataset has {rows0.shape[1]}")
+    rows = np.concatenate([rows0, rows1.reshape(-1, rows0.shape[1])]) if rows1.size else rows0
+    index = np.concatenate([idx0, idx1 + rows0.shape[0]])
+    sizes = np.concatenate([base.column("num_nodes").to_numpy(), batch.column("num_nodes").to_numpy()]).astype(np.int64)
+    feat_field, feat_col, feat_meta = feature_column(rows, index, np.concatenate([[0], np.cumsum(sizes)]))
+    columns, fields = [], []
     for field in base.schema:
+        if field.name in ("x", "x_id"):
+            columns.append(feat_col)
+            fields.append(feat_field)
+            continue
+        old = base.column(field.name).combine_chunks()
         if field.name == "graph_id":
             col = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
-        elif field.name == "x":
-            col = _reencode_tu_features(base, batch, path) if tu else _check_same_dim(base, batch, path)
         elif field.name == "y" and tu:
             col = _map_tu_labels(base, batch, path)
         else:
             col = _column_like(batch, field, path)
-        columns.append(col.cast(field.type))
-    added = pa.Table.from_arrays(columns, schema=base.schema)
+        columns.append(pa.concat_arrays([old, col.cast(field.type)]))
+        fields.append(field)
     batches = json.loads(base_meta.get(META_BATCHES, "[]")) + [[batch_name, int(batch.num_rows)]]
-    meta = {**(base.schema.metadata or {}), META_BATCHES.encode(): json.dumps(batches).encode()}
-    return pa.concat_tables([base, added]).replace_schema_metadata(meta)
+    meta = {k: v for k, v in (base.schema.metadata or {}).items() if k != META_FEATURE_TABLE.encode()}
+    meta.update({META_BATCHES.encode(): json.dumps(batches).encode(),
+                 META_SCHEMA_VERSION.encode(): SCHEMA_VERSION.encode(),
+                 **{k.encode(): v.encode() for k, v in feat_meta.items()}})
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=meta))

@@ -121,7 +121,9 @@ def molecule_table(codes, node_ptr, src, dst, y, smiles, name: str, source: str)
     }
     meta = {META_SOURCE: source, META_NAME: name, META_FEATURES: FEATURE_DESCRIPTION,
             META_LABEL_RULE: "y = label as given (float); missing -> null"}
-    return build_graph_table(one_hot_atom_features(codes), node_ptr, src, dst, y, extra, ogb_fields(), meta)
+    rows, index = np.unique(codes, axis=0, return_inverse=True) if n else (codes, np.zeros(0, np.int64))
+    return build_graph_table(None, node_ptr, src, dst, y, extra, ogb_fields(), meta,
+                             features=one_hot_atom_features(rows), feature_index=index.reshape(-1))
 
 
 def _count_list(path: Path) -> np.ndarray:

@@ -122,6 +122,14 @@ def dataset_names() -> list[str]:
     return list(DATASETS)
 
 
+def metric_for(dataset: str) -> str:
+    """Test metric of a dataset: ``"rocauc"`` for OGB datasets (name starts with ``ogbg``), else ``"accuracy"``.
+
+    As in the paper's Section 5 (following DosCond): ROC-AUC on the OGB molecule sets, accuracy on TU.
+    """
+    return "rocauc" if dataset.lower().startswith("ogbg") else "accuracy"
+
+
 def get_dataset_info(name: str) -> DatasetInfo:
     """Metadata of a built-in dataset.
 

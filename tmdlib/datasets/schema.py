@@ -7,11 +7,19 @@ column        Arrow type                  meaning
 ============  ==========================  ==============================================
 graph_id      int64                       0-based position of the graph in its source
 num_nodes     int64 (int32 accepted)      :math:`|V_g|`
-x             list<list<float32>>         node features, one inner list per node
+x_id          list<int32>                 node features, dictionary-encoded: one row of the
+                                          feature table per node (schema version 2)
 edge_src      list<int32>                 local (0-based) source node of each edge
 edge_dst      list<int32>                 local (0-based) target node of each edge
 y             float64, nullable           graph label (null = missing)
 ============  ==========================  ==============================================
+
+**Features.**  The feature table -- the distinct feature rows, shape ``(F, d)``, float32 -- lives
+in the schema metadata under :data:`META_FEATURE_TABLE` (a base64 ``.npy``), so a node costs 4 bytes
+however wide its features are (MOSES: ~50 distinct OGB atom rows of width 174 for 34 M nodes).
+When features are nearly all distinct (continuous attributes), the table would be as large as the
+nodes; such stores keep the dense column ``x`` (list<list<float32>>, one inner list per node) of
+schema version 1 instead.  Readers accept both; :func:`feature_table_of` reads the table back.
 
 Edges are stored in both directions, without self-loops or duplicates, and
 sorted by ``(edge_src, edge_dst)`` within each graph.  Every node has the same
@@ -45,6 +53,12 @@ __all__ = [
     "META_FEATURES",
     "META_LABEL_RULE",
     "META_SCHEMA_VERSION",
+    "META_FEATURE_TABLE",
+    "feature_table_of",
+    "encode_feature_table",
+    "dictionary_pays_off",
+    "node_feature_rows",
+    "feature_column",
     "base_fields",
     "tu_fields",
     "ogb_fields",
@@ -55,7 +69,8 @@ __all__ = [
     "validate_graph_table",
 ]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+META_FEATURE_TABLE = "tmdlib.feature_table"
 META_SOURCE = "tmdlib.source"
 META_NAME = "tmdlib.name"
 META_FEATURES = "tmdlib.features"
@@ -63,22 +78,30 @@ META_LABEL_RULE = "tmdlib.label_rule"
 META_SCHEMA_VERSION = "tmdlib.schema_version"
 
 _X_TYPE = pa.list_(pa.list_(pa.float32()))
+_XID_TYPE = pa.list_(pa.int32())
 _EDGE_TYPE = pa.list_(pa.int32())
+#: Largest feature table kept in the schema metadata (bytes of float32); larger tables stay dense.
+MAX_TABLE_BYTES = 32 * 1024 ** 2
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def base_fields() -> list[pa.Field]:
+def base_fields(compact: bool = True) -> list[pa.Field]:
     """Fields every graph table has, in column order.
+
+    Parameters
+    ----------
+    compact : bool, default True
+        Dictionary-encoded features (``x_id``) or the dense ``x`` column.
 
     Returns
     -------
     list of pyarrow.Field
-        ``graph_id``, ``num_nodes``, ``x``, ``edge_src``, ``edge_dst``, ``y``.
+        ``graph_id``, ``num_nodes``, ``x_id`` (or ``x``), ``edge_src``, ``edge_dst``, ``y``.
     """
     return [
         pa.field("graph_id", pa.int64(), nullable=False),
         pa.field("num_nodes", pa.int64(), nullable=False),
-        pa.field("x", _X_TYPE, nullable=False),
+        pa.field("x_id", _XID_TYPE, nullable=False) if compact else pa.field("x", _X_TYPE, nullable=False),
         pa.field("edge_src", _EDGE_TYPE, nullable=False),
         pa.field("edge_dst", _EDGE_TYPE, nullable=False),
         pa.field("y", pa.float64(), nullable=True),
@@ -105,6 +128,89 @@ def graph_table_metadata(table: pa.Table) -> dict[str, str]:
     """The ``tmdlib.*`` schema metadata of a graph table as a ``str -> str`` dict."""
     meta = table.schema.metadata or {}
     return {k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"tmdlib.")}
+
+
+def encode_feature_table(rows: np.ndarray) -> str:
+    """The feature table as metadata text: base64 of its float32 ``.npy`` bytes (no pickle)."""
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(rows, dtype=np.float32), allow_pickle=False)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def feature_table_of(table: pa.Table, path: str | os.PathLike | None = None) -> np.ndarray:
+    """The feature table ``(F, d)`` (float64) of a dictionary-encoded graph table.
+
+    Raises
+    ------
+    InputError
+        The table has ``x_id`` but no readable :data:`META_FEATURE_TABLE` metadata.
+    """
+    import base64
+    import binascii
+    import io
+
+    meta = table.schema.metadata or {}
+    raw = meta.get(META_FEATURE_TABLE.encode())
+    if raw is None:
+        raise InputError(path, f"column 'x_id' needs the feature table in the schema metadata "
+                               f"({META_FEATURE_TABLE}), which is missing")
+    try:
+        rows = np.load(io.BytesIO(base64.b64decode(raw, validate=True)), allow_pickle=False)
+    except (ValueError, OSError, binascii.Error) as err:
+        raise InputError(path, f"unreadable feature table in the schema metadata: {err}") from None
+    if rows.ndim != 2 or rows.dtype.kind != "f":
+        raise InputError(path, f"feature table must be a 2-D float array, got {rows.dtype} {rows.shape}")
+    return rows.astype(np.float64)
+
+
+def dictionary_pays_off(num_rows: int, num_nodes: int, dim: int) -> bool:
+    """Whether a table of ``num_rows`` distinct rows is worth storing instead of dense features.
+
+    Yes when it holds at most half as many rows as there are nodes and fits :data:`MAX_TABLE_BYTES`.
+    """
+    return num_rows <= max(num_nodes // 2, 1) and 4 * num_rows * dim <= MAX_TABLE_BYTES
+
+
+def node_feature_rows(table: pa.Table, path: str | os.PathLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Node features of a graph table in encoded form, whatever its layout.
+
+    Returns
+    -------
+    rows : ndarray of float32, shape (F, d)
+        The feature table (``x_id`` layout), or every node's row (dense ``x`` layout).
+    index : ndarray of int64, shape (N,)
+        Row of each node.
+    """
+    if "x_id" in table.column_names:
+        ids = table.column("x_id").combine_chunks().flatten()
+        return feature_table_of(table, path).astype(np.float32), np.asarray(ids, dtype=np.int64)
+    x = table.column("x").combine_chunks().flatten()
+    n = len(x)
+    vals = np.asarray(x.flatten(), dtype=np.float32)
+    d = vals.size // n if n else 0
+    return vals.reshape(n, d), np.arange(n, dtype=np.int64)
+
+
+def feature_column(rows: np.ndarray, index: np.ndarray, node_ptr: np.ndarray) -> tuple[pa.Field, pa.Array, dict]:
+    """The node-feature column (and metadata) of a graph table, dictionary-encoded when it pays off.
+
+    Returns
+    -------
+    field : pyarrow.Field
+        ``x_id`` or ``x``.
+    column : pyarrow.Array
+    metadata : dict
+        ``{META_FEATURE_TABLE: ...}`` for the ``x_id`` layout, else empty.
+    """
+    rows, index = _feature_rows(None, rows, index)
+    n_nodes = int(node_ptr[-1]) if len(node_ptr) else 0
+    if dictionary_pays_off(rows.shape[0], n_nodes, rows.shape[1]):
+        col = pa.ListArray.from_arrays(_offsets32(node_ptr, "nodes"), pa.array(index.astype(np.int32)))
+        return base_fields(True)[2], col, {META_FEATURE_TABLE: encode_feature_table(rows)}
+    return base_fields(False)[2], nested_list_array(rows[index], node_ptr, pa.float32()), {}
 
 
 # --------------------------------------------------------------------------- building
@@ -168,8 +274,26 @@ def nested_list_array(values: np.ndarray, ptr: np.ndarray, value_type: pa.DataTy
     return pa.ListArray.from_arrays(_offsets32(ptr, "nodes"), inner)
 
 
+def _feature_rows(x, features, feature_index) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct float32 feature rows and the row of each node, from dense or encoded features."""
+    if (x is None) == (features is None):
+        raise ValueError("give either x or features with feature_index")
+    if x is not None:
+        x = np.asarray(x, dtype=np.float32)
+        if x.shape[0] == 0:
+            return x.reshape(0, x.shape[1] if x.ndim == 2 else 1), np.zeros(0, np.int64)
+        rows, inv = np.unique(x, axis=0, return_inverse=True)
+        return rows, inv.reshape(-1).astype(np.int64)
+    table = np.asarray(features, dtype=np.float32)
+    index = np.asarray(feature_index, dtype=np.int64)
+    if table.shape[0] == 0:
+        return table, index
+    rows, inv = np.unique(table, axis=0, return_inverse=True)  # float32 rounding may merge rows
+    return rows, inv.reshape(-1).astype(np.int64)[index]
+
+
 def build_graph_table(
-    x: np.ndarray,
+    x: np.ndarray | None,
     node_ptr: np.ndarray,
     src: np.ndarray,
     dst: np.ndarray,
@@ -177,12 +301,18 @@ def build_graph_table(
     extra: Mapping[str, pa.Array] | None = None,
     extra_fields: list[pa.Field] | None = None,
     metadata: Mapping[str, str] | None = None,
+    features: np.ndarray | None = None,
+    feature_index: np.ndarray | None = None,
 ) -> pa.Table:
     """Assemble a graph table from concatenated arrays.
 
+    Features are given densely (``x``) or dictionary-encoded (``features`` + ``feature_index``).
+    Either way the table is stored dictionary-encoded (``x_id`` + the distinct rows in the metadata)
+    when :func:`dictionary_pays_off`, else densely (``x``).
+
     Parameters
     ----------
-    x : ndarray, shape (N, d)
+    x : ndarray, shape (N, d), or None
         Node features of all graphs, graph after graph (stored as float32).
     node_ptr : ndarray of int, shape (G + 1,)
         Graph ``g`` owns global nodes ``node_ptr[g]:node_ptr[g + 1]``.
@@ -197,6 +327,10 @@ def build_graph_table(
         Their fields (types), in column order.
     metadata : mapping of str to str, optional
         Dataset-level metadata (``tmdlib.*`` keys).
+    features : ndarray, shape (F, d), optional
+        Feature table (instead of ``x``).
+    feature_index : ndarray of int, shape (N,), optional
+        Row of ``features`` of each node.
 
     Returns
     -------
@@ -214,17 +348,19 @@ def build_graph_table(
     else:
         y = np.asarray(y, dtype=np.float64)
         y_arr = pa.array(y, type=pa.float64(), mask=np.isnan(y))
+    rows, index = _feature_rows(x, features, feature_index)
+    feat_field, feat_col, feat_meta = feature_column(rows, index, node_ptr)
     columns = [
         pa.array(np.arange(g, dtype=np.int64)),
         pa.array(np.diff(node_ptr)),
-        nested_list_array(np.asarray(x, dtype=np.float32), node_ptr, pa.float32()),
+        feat_col,
         pa.ListArray.from_arrays(_offsets32(edge_ptr, "edges"), pa.array((src - base).astype(np.int32))),
         pa.ListArray.from_arrays(_offsets32(edge_ptr, "edges"), pa.array((dst - base).astype(np.int32))),
         y_arr,
     ]
-    fields = base_fields() + list(extra_fields or [])
+    fields = base_fields(feat_field.name == "x_id") + list(extra_fields or [])
     columns += [extra[f.name] for f in extra_fields or []]
-    meta = {META_SCHEMA_VERSION: SCHEMA_VERSION, **(metadata or {})}
+    meta = {META_SCHEMA_VERSION: SCHEMA_VERSION, **(metadata or {}), **feat_meta}
     schema = pa.schema(fields, metadata={k.encode(): str(v).encode() for k, v in meta.items()})
     return pa.Table.from_arrays(columns, schema=schema)
 
@@ -239,15 +375,19 @@ def _fail(path, row: int | None, problem: str) -> None:
 
 def _check_columns(table: pa.Table, path) -> None:
     """Required columns present with the right types."""
+    names = table.column_names
+    if "x_id" in names and "x" in names:
+        _fail(path, None, "both 'x' (dense features) and 'x_id' (feature table rows) are present; keep one")
+    feat = ("x_id", ("list<int32>", lambda t: t == _XID_TYPE)) if "x_id" in names else \
+        ("x", ("list<list<float32>>", lambda t: t == _X_TYPE))
     expected = {
         "graph_id": ("int64", lambda t: pa.types.is_int64(t)),
         "num_nodes": ("int32 or int64", lambda t: pa.types.is_int64(t) or pa.types.is_int32(t)),
-        "x": ("list<list<float32>>", lambda t: t == _X_TYPE),
+        feat[0]: feat[1],
         "edge_src": ("list<int32>", lambda t: t == _EDGE_TYPE),
         "edge_dst": ("list<int32>", lambda t: t == _EDGE_TYPE),
         "y": ("float64", lambda t: pa.types.is_float64(t)),
     }
-    names = table.column_names
     missing = [c for c in expected if c not in names]
     if missing:
         _fail(path, None, f"missing column(s) {', '.join(map(repr, missing))}; found columns: {', '.join(names) or 'none'}")
@@ -287,11 +427,12 @@ def _row_of(ptr: np.ndarray, k: int) -> int:
 
 def _check_nulls(cols: dict[str, pa.Array], path) -> None:
     """No nulls in required columns, nor inside the list columns."""
-    for name in ("graph_id", "num_nodes", "x", "edge_src", "edge_dst"):
+    feat = "x_id" if "x_id" in cols else "x"
+    for name in ("graph_id", "num_nodes", feat, "edge_src", "edge_dst"):
         r = _first_null_row(cols[name])
         if r is not None:
             _fail(path, r, f"column {name!r} is null")
-    for name in ("x", "edge_src", "edge_dst"):
+    for name in (feat, "edge_src", "edge_dst"):
         ptr, child = _list_parts(cols[name])
         k = _first_null_row(child)
         if k is not None:
@@ -342,6 +483,32 @@ def _check_nodes(cols, num_nodes: np.ndarray, gid: np.ndarray, path) -> tuple[np
         r = _row_of(node_ptr, v)
         _fail(path, r, f"graph_id {gid[r]}: node {v - node_ptr[r]} has a non-finite feature ({vals[nonfinite[0]]})")
     return node_ptr, d
+
+
+def _check_feature_ids(cols, num_nodes: np.ndarray, gid: np.ndarray, rows: np.ndarray, path) -> np.ndarray:
+    """num_nodes agrees with len(x_id); every id names a row of the (finite) feature table.
+
+    Returns
+    -------
+    node_ptr : ndarray of int64, shape (G + 1,)
+    """
+    node_ptr, ids = _list_parts(cols["x_id"])
+    bad = np.flatnonzero(np.diff(node_ptr) != num_nodes)
+    if bad.size:
+        r = int(bad[0])
+        _fail(path, r, f"graph_id {gid[r]}: num_nodes is {num_nodes[r]} but x_id has {node_ptr[r + 1] - node_ptr[r]} "
+                       "entries")
+    bad_rows = np.flatnonzero(~np.isfinite(rows).all(axis=1))
+    if bad_rows.size:
+        _fail(path, None, f"feature table row {int(bad_rows[0])} has a non-finite value")
+    ids = np.asarray(ids, dtype=np.int64)
+    out = np.flatnonzero((ids < 0) | (ids >= rows.shape[0]))
+    if out.size:
+        v = int(out[0])
+        r = _row_of(node_ptr, v)
+        _fail(path, r, f"graph_id {gid[r]}: node {v - node_ptr[r]} has feature row {ids[v]}, outside the "
+                       f"feature table [0, {rows.shape[0]})")
+    return node_ptr
 
 
 def _check_edges(cols, node_ptr: np.ndarray, gid: np.ndarray, path) -> None:
@@ -412,7 +579,8 @@ def validate_graph_table(table: pa.Table, path: str | os.PathLike | None = None)
         At the first problem found, with ``line`` the 1-based graph row when
         the problem belongs to one row: missing or wrongly typed columns,
         nulls in required columns, repeated ``graph_id``, ``num_nodes`` not
-        equal to ``len(x)``, ragged feature dimensions, NaN/inf features,
+        equal to ``len(x)`` (or ``len(x_id)``), ragged feature dimensions, NaN/inf features,
+        feature ids outside the feature table, a missing or unreadable feature table,
         ``edge_src``/``edge_dst`` length mismatch, node ids out of range,
         self-loops, duplicate edges, asymmetric edges, unsorted edges.
     """
@@ -421,10 +589,14 @@ def validate_graph_table(table: pa.Table, path: str | os.PathLike | None = None)
     _check_columns(table, path)
     if table.num_rows == 0:
         return
-    cols = {c: table.column(c).combine_chunks() for c in ("graph_id", "num_nodes", "x", "edge_src", "edge_dst")}
+    feat = "x_id" if "x_id" in table.column_names else "x"
+    cols = {c: table.column(c).combine_chunks() for c in ("graph_id", "num_nodes", feat, "edge_src", "edge_dst")}
     _check_nulls(cols, path)
     gid = np.asarray(cols["graph_id"], dtype=np.int64)
     _check_ids(gid, path)
     num_nodes = np.asarray(cols["num_nodes"], dtype=np.int64)
-    node_ptr, _ = _check_nodes(cols, num_nodes, gid, path)
+    if feat == "x_id":
+        node_ptr = _check_feature_ids(cols, num_nodes, gid, feature_table_of(table, path), path)
+    else:
+        node_ptr, _ = _check_nodes(cols, num_nodes, gid, path)
     _check_edges(cols, node_ptr, gid, path)

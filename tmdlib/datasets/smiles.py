@@ -68,6 +68,29 @@ def _parse_label(text: str | None, path: Path, line: int) -> float:
     return value
 
 
+def column_index(header: list[str], name: str, path: Path) -> int:
+    """Position of column ``name`` in ``header``: the exact name, else the one name equal to it ignoring case.
+
+    ``SMILES`` (MOSES, ChEMBL exports) is found for the default ``smiles``.
+
+    Raises
+    ------
+    InputError
+        No column matches (the message lists the available ones), or several match ignoring case and none
+        exactly (the message names them: pass one exactly).
+    """
+    if name in header:
+        return header.index(name)
+    matches = [k for k, h in enumerate(header) if h.casefold() == name.casefold()]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        choices = ", ".join(repr(header[k]) for k in matches)
+        raise InputError(path, f"column {name!r} is ambiguous (ignoring case it matches {choices}): "
+                               "name one exactly", line=1)
+    raise InputError(path, f"no column {name!r}; available columns: {', '.join(header) or 'none'}", line=1)
+
+
 def _rows(path: Path, smiles_column: str, label_column: str | None):
     """Yield ``(line, smiles, label_text)`` for every data row of the CSV."""
     text = read_bytes(path).decode("utf-8-sig", errors="replace")
@@ -76,11 +99,8 @@ def _rows(path: Path, smiles_column: str, label_column: str | None):
     if header is None:
         raise InputError(path, "empty CSV file (no header line)", line=1)
     header = [h.strip() for h in header]
-    for col in (smiles_column, label_column):
-        if col is not None and col not in header:
-            raise InputError(path, f"no column {col!r}; available columns: {', '.join(header) or 'none'}", line=1)
-    i_s = header.index(smiles_column)
-    i_l = header.index(label_column) if label_column is not None else None
+    i_s = column_index(header, smiles_column, path)
+    i_l = column_index(header, label_column, path) if label_column is not None else None
     for row in reader:
         line = reader.line_num
         if not row or all(not c.strip() for c in row):
@@ -99,9 +119,10 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     path : str or os.PathLike
         The CSV file.
     smiles_column : str, default "smiles"
-        Column holding the SMILES.
+        Column holding the SMILES, matched ignoring case when no column has exactly this name
+        (:func:`column_index`).
     label_column : str, optional
-        Column holding a numeric graph label (empty / ``nan`` = missing);
+        Column holding a numeric graph label (matched the same way) (empty / ``nan`` = missing);
         without it ``y`` is all null.
 
     Returns

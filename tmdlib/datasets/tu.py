@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ..errors import InputError
+from ..graph import FEATURE_LIMIT
 from .limits import check_fits
 from .schema import (META_FEATURES, META_LABEL_RULE, META_NAME, META_SOURCE, build_graph_table,
                      canonical_edges, tu_fields)
@@ -282,6 +283,11 @@ def _node_attributes(path: Path, num_nodes: int) -> np.ndarray:
         k = int(bad[0])
         raise InputError(path, f"non-finite node attribute (NaN or inf): {values[k].tolist()}",
                          line=line_of_row(data, k))
+    huge = np.flatnonzero((np.abs(values) > FEATURE_LIMIT).any(axis=1))
+    if huge.size:
+        k = int(huge[0])
+        raise InputError(path, f"node attribute beyond the float32 range of the graph store: {values[k].tolist()} "
+                               f"(|x| must be <= FEATURE_LIMIT = {FEATURE_LIMIT:.8g})", line=line_of_row(data, k))
     return values
 
 
@@ -312,10 +318,23 @@ def _one_hot(labels: np.ndarray) -> np.ndarray:
     return x.reshape(labels.size, width)
 
 
-def _features(labels: np.ndarray | None, attrs: np.ndarray | None, n: int, path=None) -> tuple[np.ndarray, str]:
-    """Node features and their description (one-hot or constant, then attributes)."""
+def _features(labels: np.ndarray | None, attrs: np.ndarray | None, n: int,
+              path=None) -> tuple[dict, str]:
+    """Node features (``build_graph_table`` keywords) and their description (one-hot or constant, then attributes).
+
+    Without attributes the features are dictionary-encoded: the table is the identity (one row per
+    label value) and each node's row is its shifted label, so nothing of size ``N x width`` is built.
+    """
     width = (int(labels.max() - labels.min()) + 1 if labels is not None and n else 1)
-    width += 0 if attrs is None else attrs.shape[1]
+    if attrs is None:
+        if labels is not None and n:
+            index = (labels - labels.min()).astype(np.int64)
+            desc = (f"columns 0..{width - 1}: one-hot of node labels (label - {labels.min()}), width {width}")
+        else:
+            index = np.zeros(n, np.int64)
+            desc = "column 0: constant 1 (no node labels)"
+        return {"features": np.eye(width, dtype=np.float32), "feature_index": index}, desc
+    width += attrs.shape[1]
     check_fits(3 * 4 * n * width, path, f"the {n} x {width} node feature matrix")  # float32, ~3 copies
     if labels is not None and n:
         base = _one_hot(labels)
@@ -328,7 +347,7 @@ def _features(labels: np.ndarray | None, attrs: np.ndarray | None, n: int, path=
         return base, desc
     d0 = base.shape[1]
     desc += f"; columns {d0}..{d0 + attrs.shape[1] - 1}: node attributes"
-    return np.hstack([base, attrs.astype(np.float32)]), desc
+    return {"x": np.hstack([base, attrs.astype(np.float32)])}, desc
 
 
 def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes: bool = False) -> pa.Table:
@@ -396,7 +415,7 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
     attrs = _node_attributes(f_na, n) if node_attributes else None
     src, dst = _edges(f_a, graph_of)
     src, dst = canonical_edges(src, dst, n)
-    x, desc = _features(labels, attrs, n, f_nl or folder)
+    feats, desc = _features(labels, attrs, n, f_nl or folder)
 
     extra = {
         "y_raw": pa.array(y_raw, type=pa.int64()),
@@ -409,4 +428,4 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
         META_FEATURES: desc,
         META_LABEL_RULE: "y = rank of y_raw among sorted distinct raw labels; map " + json.dumps(label_map),
     }
-    return build_graph_table(x, node_ptr, src, dst, y, extra, tu_fields(), meta)
+    return build_graph_table(feats.pop("x", None), node_ptr, src, dst, y, extra, tu_fields(), meta, **feats)

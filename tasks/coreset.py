@@ -1,0 +1,203 @@
+"""Tasks of the scalable TMD coreset: parts on workers, and the caches that make a killed run resume.
+
+* :func:`solve_part_task` -- one part of :func:`tmdlib.select.scalable.scalable_coreset` as a Prefect
+  task.  Its spec carries the part's graphs (compact arrays) and it returns arrays: a worker needs no
+  file of the client's, so local processes and a Dask cluster on other machines run it alike.
+* :class:`PartCache` -- finished parts, one ``.npz`` each under ``<cache>/parts/``, named by a hash of the
+  part's graph contents, its budget, the selection parameters and the engine's fingerprint.  Written by
+  the client as results arrive; a rerun skips every finished part.
+* :class:`PairStore` -- exact TMD pairs of a run solved in this process (a single part, e.g. DD),
+  appended to ``<cache>/pairs/`` in chunks as they are computed; a rerun loads them, and the
+  (deterministic) algorithm replays without recomputing any stored pair.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from prefect import task
+
+from tmdlib import GraphDataset
+
+from . import io
+
+
+@task(name="coreset-part", retries=1, retry_delay_seconds=1, persist_result=False)
+def solve_part_task(spec: dict) -> dict:
+    """:func:`tmdlib.select.scalable.solve_part` of one part (runs wherever the task runner puts it)."""
+    from tmdlib.select.scalable import solve_part
+
+    out = solve_part(**spec)
+    return {k: out[k] for k in ("medoids", "assignment", "distance", "pairs_computed", "rounds", "swaps")}
+
+
+def _digest(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else str(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+class PartCache:
+    """Finished parts of a scalable selection, keyed by content (see the module docstring)."""
+
+    def __init__(self, cache_dir: str | Path, hashes: list[str], params: dict):
+        from tmdlib.distance.fingerprint import engine_fingerprint
+
+        self.dir = Path(cache_dir) / "parts"
+        self.hashes = hashes
+        self.base = _digest("coreset-part-1", engine_fingerprint(), sorted(params.items()))
+        io.remove_stale_temps(self.dir) if self.dir.exists() else None
+
+    def path(self, part: np.ndarray, spec: dict) -> Path:
+        masks = [spec.get(m) for m in ("candidates", "fixed")]
+        key = _digest(self.base, spec["k"], spec.get("max_pairs"), *(self.hashes[i] for i in part.tolist()),
+                      *(b"" if m is None else np.packbits(np.asarray(m, bool)).tobytes() for m in masks))
+        return self.dir / f"{key}.npz"
+
+    @staticmethod
+    def load(path: Path) -> dict | None:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError, KeyError):
+            return None
+
+    @staticmethod
+    def save(path: Path, result: dict) -> None:
+        def writer(p):
+            with open(p, "wb") as fh:
+                np.savez(fh, **{k: np.asarray(v) for k, v in result.items()})
+        io._write_with(path, writer)
+
+
+class PairStore:
+    """Exact TMD values of graph pairs, persisted in chunks, keyed by the graphs' content hashes."""
+
+    def __init__(self, cache_dir: str | Path, hashes: list[str], depth: int, weights, flush_every: int | None = None,
+                 flush_seconds: float = 5.0):
+        from tmdlib.distance.fingerprint import engine_fingerprint
+
+        self.dir = Path(cache_dir) / "pairs"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        io.remove_stale_temps(self.dir)
+        salt = _digest("tmd-pair-1", engine_fingerprint(), depth, list(np.asarray(weights, float).tolist()))
+        # one 64-bit id per graph (content hash + parameters); a pair's key is the two ids, smaller first
+        self.ids = np.array([int(_digest(salt, h)[:16], 16) for h in hashes], dtype=np.uint64)
+        self.values: dict[tuple[int, int], float] = {}
+        for f in sorted(self.dir.glob("*.npz")):
+            chunk = PartCache.load(f)
+            if chunk is None:
+                continue
+            for a, b, v in zip(chunk["a"].tolist(), chunk["b"].tolist(), chunk["v"].tolist()):
+                self.values[(a, b)] = v
+        self.loaded = len(self.values)
+        self.pending: list[tuple[int, int, float]] = []
+        # a chunk every flush_every new pairs (TMDSUB_PAIR_FLUSH) or flush_seconds, whichever comes first
+        self.flush_every = int(flush_every or os.environ.get("TMDSUB_PAIR_FLUSH", 2000))
+        self.flush_seconds = float(flush_seconds)
+        self.last_flush = time.monotonic()
+
+    def wrap(self, exact):
+        """``exact(i, j)`` that serves stored pairs and stores the new ones."""
+        def cached(i, j):
+            i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
+            a, b = self.ids[i], self.ids[j]
+            lo, hi = np.minimum(a, b).tolist(), np.maximum(a, b).tolist()
+            out = np.empty(i.size)
+            miss = []
+            for k, key in enumerate(zip(lo, hi)):
+                v = self.values.get(key)
+                if v is None:
+                    miss.append(k)
+                else:
+                    out[k] = v
+            if miss:
+                miss = np.asarray(miss)
+                vals = np.asarray(exact(i[miss], j[miss]), dtype=np.float64)
+                out[miss] = vals
+                for k, v in zip(miss.tolist(), vals.tolist()):
+                    self.values[(lo[k], hi[k])] = v
+                    self.pending.append((lo[k], hi[k], v))
+                if len(self.pending) >= self.flush_every or time.monotonic() - self.last_flush > self.flush_seconds:
+                    self.flush()
+            return out
+        return cached
+
+    def flush(self) -> None:
+        """Write the pairs computed since the last flush as one chunk (atomically)."""
+        self.last_flush = time.monotonic()
+        if not self.pending:
+            return
+        a, b, v = zip(*self.pending)
+        a, b, v = np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64), np.array(v, dtype=np.float64)
+        name = _digest(*a.tolist()[:4], *b.tolist()[:4], len(a), time.time_ns())[:24]
+        PartCache.save(self.dir / f"{name}.npz", {"a": a, "b": b, "v": v})
+        self.pending = []
+
+
+class Progress:
+    """One status line on stderr with the elapsed time and, for counted work, an ETA."""
+
+    def __init__(self, what: str, total: int | None = None, done: int = 0):
+        self.what, self.total, self.done, self.start_done, self.t0 = what, total, done, done, time.monotonic()
+
+    def step(self, n: int = 1, note: str = "") -> None:
+        self.done += n
+        self.show(note)
+
+    def show(self, note: str = "") -> None:
+        el = time.monotonic() - self.t0
+        if self.total:
+            new = self.done - self.start_done
+            eta = el / new * (self.total - self.done) if new else float("nan")
+            head = f"{self.done}/{self.total} ({100.0 * self.done / self.total:5.1f}%), ETA {eta:7.1f}s"
+        else:
+            head = ""
+        print(f"{self.what}: {head}{', ' if head else ''}elapsed {el:7.1f}s {note}", file=sys.stderr, flush=True)
+
+
+def run_parts(specs: list[dict], parts: list[np.ndarray], cache: PartCache, submit=None) -> list[dict]:
+    """Results of every part: cached ones read, the others run (``submit`` = a task's ``.submit``) and saved.
+
+    Parameters
+    ----------
+    specs : list of dict
+        :func:`tmdlib.select.scalable.solve_part` arguments, one per part (``ds`` = the part's graphs).
+    parts : list of ndarray
+        Positions of each part's graphs in the pool (for the cache key).
+    cache : PartCache
+    submit : callable, optional
+        ``submit(spec) -> future`` (default: :func:`solve_part_task` ``.submit`` on the flow's runner).
+    """
+    from prefect.futures import as_completed
+
+    paths = [cache.path(p, s) for p, s in zip(parts, specs)]
+    results: list[dict | None] = [cache.load(p) if p.exists() else None for p in paths]
+    todo = [i for i, r in enumerate(results) if r is None]
+    progress = Progress("coreset parts", len(specs), len(specs) - len(todo))
+    if todo:
+        progress.show(f"({len(specs) - len(todo)} cached)")
+    submit = submit or solve_part_task.submit
+    futures = {submit(specs[i]): i for i in todo}
+    pairs = 0
+    for fut in as_completed(list(futures)):
+        i = futures[fut]
+        res = fut.result()
+        cache.save(paths[i], res)
+        results[i] = res
+        pairs += int(res["pairs_computed"])
+        progress.step(note=f"{pairs} exact pairs this run")
+    return results  # type: ignore[return-value]
+
+
+def part_hashes(ds: GraphDataset) -> list[str]:
+    """Content hash of each graph (the TMD stage's block hashes)."""
+    from .tmd import graph_hashes
+
+    return graph_hashes(ds)

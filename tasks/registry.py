@@ -1,0 +1,229 @@
+"""The trained GIN as an MLflow model: logged with a signature, registered as ``tmdsub-<DATASET>``, tagged with its
+test metric by the evaluate stage, and promoted to the alias ``champion`` by the scheduled retraining when its test
+metric is not worse than the current champion's (:func:`promote_champions`).
+
+Called from the flow process only.  The model is the GIN behind one dense-batch tensor
+(:class:`tmdlib.torch.serving.DenseBatchGIN`), exported with ``torch.export`` (MLflow's ``pt2`` format): it loads
+with ``mlflow.pytorch.load_model`` or ``mlflow.pyfunc.load_model`` without tmdlib and without unpickling code.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from pathlib import Path
+
+from prefect import task
+
+from tmdlib.errors import InputError
+
+from .tracking import tracking_uri
+
+__all__ = ["registered_name", "log_gin_model", "tag_evaluation", "champion_decision", "consider_for_champion",
+           "promote_champions", "CHAMPION"]
+
+CHAMPION = "champion"
+#: Model-version tags.
+TEST_METRIC, TEST_VALUE, DECISION, REASON = "test_metric", "test_value", "champion_decision", "champion_reason"
+
+
+def registered_name(dataset: str) -> str:
+    """``tmdsub-<DATASET>``: the registered model of a dataset's coreset GIN."""
+    return f"tmdsub-{dataset}"
+
+
+@contextlib.contextmanager
+def _fluent_run(run_id: str):
+    """MLflow's fluent API pointed at :func:`tasks.tracking.tracking_uri` and run ``run_id`` (``log_model`` logs to
+    the active run); the previous tracking URI (and ``MLFLOW_TRACKING_URI``) are restored after."""
+    import os
+
+    import mlflow
+    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    try:
+        with _use_tracking_uri(tracking_uri()):
+            with mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
+                yield
+    finally:
+        if env is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = env
+
+
+def _signature():
+    import numpy as np
+    from mlflow.models import ModelSignature
+    from mlflow.types import Schema, TensorSpec
+
+    return ModelSignature(
+        inputs=Schema([TensorSpec(np.dtype("float32"), (-1, -1, -1))]),
+        outputs=Schema([TensorSpec(np.dtype("float32"), (-1, 1))]))
+
+
+def _example(data: list, in_dim: int):
+    """A dense batch of a few training graphs, shaped so that ``torch.export`` keeps every dimension dynamic
+    (no size 1, and the batch size differs from the node count)."""
+    from tmdlib.torch.serving import dense_batch
+
+    picked = sorted(data, key=lambda g: -int(g.num_nodes))
+    for b in (3, 2, 4):
+        ex = dense_batch(picked[:b], in_dim)
+        if len(set(ex.shape)) == 3 and min(ex.shape) > 1:
+            return ex.numpy()
+    return dense_batch(picked[:2], in_dim).numpy()
+
+
+def log_gin_model(run_id: str, model, data: list, dataset: str, description: str, register: bool = True,
+                  tags: dict | None = None) -> dict:
+    """Log ``model`` (a trained GIN) to run ``run_id`` as an MLflow PyTorch model; register it as
+    ``tmdsub-<DATASET>`` when ``register``.
+
+    The logged model is :class:`tmdlib.torch.serving.DenseBatchGIN` (input: float32 ``(B, n, 1 + d + n)``, one
+    graph per row: node mask, features, adjacency; output: logits ``(B, 1)``), with that signature and an input
+    example made of training graphs from ``data``.
+
+    Returns
+    -------
+    dict
+        ``{"model_id", "model_uri", "registered_model", "version"}`` (the last two None when not registered).
+    """
+    import mlflow.pytorch
+    import torch
+    from mlflow import MlflowClient
+
+    from tmdlib.torch.serving import DenseBatchGIN
+
+    in_dim = int(model.config["in_dim"])
+    wrapped = DenseBatchGIN(model).eval()
+    name = registered_name(dataset) if register else None
+    torch_version = torch.__version__.split("+")[0]
+    with _fluent_run(run_id):
+        info = mlflow.pytorch.log_model(
+            wrapped, name="gin", signature=_signature(), input_example=_example(data, in_dim),
+            serialization_format="pt2", pip_requirements=[f"torch=={torch_version}"], registered_model_name=name,
+            tags={k: str(v) for k, v in (tags or {}).items()})
+    out = {"model_id": info.model_id, "model_uri": info.model_uri, "registered_model": name,
+           "version": None if info.registered_model_version is None else str(info.registered_model_version)}
+    if name is not None and out["version"] is not None:
+        client = MlflowClient(tracking_uri=tracking_uri())
+        client.update_model_version(name, out["version"], description=description)
+        for key, value in (tags or {}).items():
+            client.set_model_version_tag(name, out["version"], key, str(value))
+    return out
+
+
+def tag_evaluation(registered: dict | None, metric: str, value, evaluate_run_id: str | None) -> bool:
+    """Tag the model version named in train.json's ``mlflow.model`` with its test metric (``test_metric``,
+    ``test_value``, ``evaluate_run_id``): what :func:`consider_for_champion` compares.  False when the model was
+    not registered."""
+    from mlflow import MlflowClient
+
+    if not registered or not registered.get("registered_model") or not registered.get("version"):
+        return False
+    client = MlflowClient(tracking_uri=tracking_uri())
+    name, version = registered["registered_model"], str(registered["version"])
+    client.set_model_version_tag(name, version, TEST_METRIC, metric)
+    client.set_model_version_tag(name, version, TEST_VALUE, "nan" if value is None else repr(float(value)))
+    if evaluate_run_id:
+        client.set_model_version_tag(name, version, "evaluate_run_id", evaluate_run_id)
+    return True
+
+
+def _value(tags: dict) -> float | None:
+    try:
+        v = float(tags[TEST_VALUE])
+    except (KeyError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def champion_decision(metric: str | None, value: float | None, champion_version: str | None,
+                      champion_metric: str | None, champion_value: float | None) -> tuple[bool, str]:
+    """Whether a new version takes the alias ``champion``, and why (test metrics are higher-is-better).
+
+    It does when it has a test value and there is no champion, the champion has no comparable value, or
+    ``value >= champion_value`` (not worse); it does not when it has no test value or is worse.
+    """
+    if value is None:
+        return False, "no test metric recorded for this version (the evaluate stage tags it)"
+    if champion_version is None:
+        return True, f"no champion yet; test {metric} {value:.6g}"
+    if champion_value is None or champion_metric != metric:
+        return True, (f"champion v{champion_version} has no comparable test {metric}; this version's is "
+                      f"{value:.6g}")
+    if value >= champion_value:
+        return True, (f"test {metric} {value:.6g} >= {champion_value:.6g} of champion v{champion_version} "
+                      "(not worse)")
+    return False, f"test {metric} {value:.6g} < {champion_value:.6g} of champion v{champion_version} (worse)"
+
+
+def consider_for_champion(name: str, version: str, when: str = "") -> dict:
+    """Apply :func:`champion_decision` to version ``version`` of registered model ``name``: set the alias when
+    it wins, and record the decision on the version (tags ``champion_decision``, ``champion_reason`` and a line
+    of its description) either way.
+
+    Returns
+    -------
+    dict
+        ``{"registered_model", "version", "metric", "value", "champion_before", "champion_value", "promoted",
+        "reason"}``.
+    """
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=tracking_uri())
+    new = client.get_model_version(name, version)
+    try:
+        champ = client.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:
+        champ = None
+    metric, value = new.tags.get(TEST_METRIC), _value(new.tags)
+    c_version = None if champ is None else str(champ.version)
+    c_metric = None if champ is None else champ.tags.get(TEST_METRIC)
+    c_value = None if champ is None else _value(champ.tags)
+    if c_version == str(version):
+        promoted, reason = True, "already the champion"
+    else:
+        promoted, reason = champion_decision(metric, value, c_version, c_metric, c_value)
+        if promoted:
+            client.set_registered_model_alias(name, CHAMPION, str(version))
+    client.set_model_version_tag(name, version, DECISION, "promoted" if promoted else "not promoted")
+    client.set_model_version_tag(name, version, REASON, reason)
+    line = f"Champion decision{f' ({when})' if when else ''}: {'promoted' if promoted else 'not promoted'} - {reason}."
+    client.update_model_version(name, version, description="\n\n".join(filter(None, [new.description, line])))
+    return {"registered_model": name, "version": str(version), "metric": metric, "value": value,
+            "champion_before": c_version, "champion_value": c_value, "promoted": promoted, "reason": reason}
+
+
+@task(name="promote-champions", persist_result=False)
+def promote_champions(datasets: list[str], when: str = "") -> list[dict]:
+    """For each dataset, the model version named in ``data/models/<DATASET>/train.json`` is considered for the
+    alias ``champion`` (:func:`consider_for_champion`), unless an earlier run already decided on it (a ``dvc
+    repro`` that did not retrain).  Returns one entry per dataset (with ``dataset`` and, for versions decided
+    earlier, ``decided_before: true``)."""
+    from mlflow import MlflowClient
+
+    out = []
+    for ds in datasets:
+        path = Path("data/models") / ds / "train.json"
+        if not path.is_file():
+            out.append({"dataset": ds, "promoted": False, "reason": f"no {path}"})
+            continue
+        try:
+            model = (json.loads(path.read_text()).get("mlflow") or {}).get("model") or {}
+        except json.JSONDecodeError as err:
+            raise InputError(path, f"not valid JSON: {err}") from None
+        name, version = model.get("registered_model"), model.get("version")
+        if not name or not version:
+            out.append({"dataset": ds, "promoted": False, "reason": "the model of train.json is not registered"})
+            continue
+        tags = MlflowClient(tracking_uri=tracking_uri()).get_model_version(name, str(version)).tags
+        if DECISION in tags:
+            out.append({"dataset": ds, "registered_model": name, "version": str(version), "decided_before": True,
+                        "promoted": tags[DECISION] == "promoted", "reason": tags.get(REASON, "")})
+            continue
+        out.append({"dataset": ds, **consider_for_champion(name, str(version), when)})
+    return out

@@ -1,0 +1,510 @@
+"""Numba kernels of the TMD engine: distance tables between tree ids, root assignments, pairs.
+
+Notation (see :mod:`tmdlib.distance.engine`): a *block* compares the computation trees of a
+set of row graphs with those of a set of column graphs.  At level ``l`` the
+distinct tree ids of the row graphs are numbered ``0..R_l-1`` (row-local) and
+those of the column graphs ``0..C_l-1`` (column-local); the table
+``T_l[i, j]`` holds :math:`\\mathrm{TD}` between row id ``i`` and column id ``j``.
+
+Child problems with at most 4 trees per side are padded with blank trees and
+enumerated in place (:func:`level_table`).  Larger ones and every root-level
+problem go to :func:`ot_ranges`: trees common to both multisets are cancelled
+first (valid because :math:`\\mathrm{TD}` is a pseudometric, so in an optimal
+plan the common mass can stay in place), then the rest is solved exactly as a
+rectangular assignment (:mod:`tmdlib.distance.assign`).
+
+:func:`pair_tmd` / :func:`pair_list` run the same recursion on node-level tables
+of one pair at a time (no ids), for single pairs and for data without shared trees.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .assign import assign_rect, assign_small, rect_work
+
+__all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_list", "serial_if"]
+
+
+@contextmanager
+def serial_if(small: bool):
+    """Run numba parallel kernels on one thread while the work is small.
+
+    A parallel region costs a thread hand-off; on a busy machine that can take
+    milliseconds, far more than a small table or a few pairs need.
+    """
+    if not small:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+@njit(cache=True)
+def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb, wk):
+    """Unnormalised OT between two padded multisets of trees, exactly.
+
+    The multisets are ``A = positions s0..e0-1`` of the row arrays and
+    ``B = positions s1..e1-1`` of the column arrays.  Trees present in both are
+    cancelled (TD is a pseudometric, so an optimal plan may leave common mass in
+    place); of the remainders (sizes ``p``, ``q``) the smaller is padded with
+    blank trees.  Sizes up to 4 are enumerated; larger problems are solved as the
+    rectangular assignment :math:`\\sum_s b_s + \\min_\\sigma \\sum_r (C_{r\\sigma(r)} - b_{\\sigma(r)})`
+    (see :mod:`tmdlib.distance.assign`).
+
+    Parameters
+    ----------
+    g_a, g_b : ndarray of int64
+        Global tree ids, sorted ascending within each range (repeats allowed).
+    l_a, l_b : ndarray of int64
+        Row-local / column-local ids into ``table``.
+    b_a, b_b : ndarray of float64
+        Distance of each tree to a blank tree.
+    s0, e0, s1, e1 : int
+        The two ranges.
+    table : ndarray of float64, shape (R, C)
+        Tree distances between row-local and column-local ids.
+    cbuf : ndarray of float64, shape (>= k, >= k), ``k = max(e0 - s0, e1 - s1)``
+        Scratch cost matrix.
+    ra, rb : ndarray of int64, shape (>= k,)
+        Scratch for the uncancelled positions.
+    wk : tuple
+        Scratch of :func:`tmdlib.distance.assign.rect_work`.
+
+    Returns
+    -------
+    float
+        :math:`\\mathrm{OT}_{\\mathrm{TD}}(\\rho(A, B))` with unit masses.
+    """
+    i = s0
+    j = s1
+    pa = 0
+    pb = 0
+    while i < e0 and j < e1:
+        x, y = g_a[i], g_b[j]
+        if x == y:
+            i += 1
+            j += 1
+        elif x < y:
+            ra[pa] = i
+            pa += 1
+            i += 1
+        else:
+            rb[pb] = j
+            pb += 1
+            j += 1
+    while i < e0:
+        ra[pa] = i
+        pa += 1
+        i += 1
+    while j < e1:
+        rb[pb] = j
+        pb += 1
+        j += 1
+    if pa == 0:
+        s = 0.0
+        for t in range(pb):
+            s += b_b[rb[t]]
+        return s
+    if pb == 0:
+        s = 0.0
+        for t in range(pa):
+            s += b_a[ra[t]]
+        return s
+    if pa == 1 and pb == 1:
+        return table[l_a[ra[0]], l_b[rb[0]]]
+    k = pa if pa > pb else pb
+    if k <= 4:
+        for r in range(pa):
+            row = table[l_a[ra[r]]]
+            for c in range(pb):
+                cbuf[r, c] = row[l_b[rb[c]]]
+            blank_r = b_a[ra[r]]
+            for c in range(pb, k):
+                cbuf[r, c] = blank_r
+        for r in range(pa, k):
+            for c in range(pb):
+                cbuf[r, c] = b_b[rb[c]]
+        return assign_small(cbuf, k)
+    u, v, spc, path, row4col, col4row, remaining, sr, sc = wk
+    base = 0.0
+    if pa <= pb:
+        for c in range(pb):
+            base += b_b[rb[c]]
+        for r in range(pa):
+            row = table[l_a[ra[r]]]
+            for c in range(pb):
+                t = rb[c]
+                cbuf[r, c] = row[l_b[t]] - b_b[t]
+        return base + assign_rect(cbuf, pa, pb, u, v, spc, path, row4col, col4row, remaining, sr, sc)
+    for r in range(pa):
+        t = ra[r]
+        blank_r = b_a[t]
+        base += blank_r
+        row = table[l_a[t]]
+        for c in range(pb):
+            cbuf[c, r] = row[l_b[rb[c]]] - blank_r
+    return base + assign_rect(cbuf, pb, pa, u, v, spc, path, row4col, col4row, remaining, sr, sc)
+
+
+@njit(cache=True)
+def _mirror_tiles(out, bi, bs):
+    """Copy the strict upper triangle into the lower one for tile row ``bi``."""
+    n = out.shape[0]
+    i0 = bi * bs
+    i1 = min(n, i0 + bs)
+    for bj in range(bi + 1):
+        j0 = bj * bs
+        for i in range(i0, i1):
+            for j in range(j0, min(i, j0 + bs)):
+                out[i, j] = out[j, i]
+
+
+@njit(cache=True, parallel=True)
+def _mirror_parallel(out, bs):
+    nb = (out.shape[0] + bs - 1) // bs
+    half = (nb + 1) // 2
+    for t in prange(half):
+        _mirror_tiles(out, t, bs)
+        if nb - 1 - t != t:
+            _mirror_tiles(out, nb - 1 - t, bs)
+
+
+@njit(cache=True)
+def _mirror_serial(out, bs):
+    nb = (out.shape[0] + bs - 1) // bs
+    for t in range(nb):
+        _mirror_tiles(out, t, bs)
+
+
+def _mirror(out):
+    """Make the square ``out`` symmetric from its upper triangle (tiled copy)."""
+    if out.shape[0] >= 2048:
+        _mirror_parallel(out, 64)
+    else:
+        _mirror_serial(out, 64)
+
+
+@njit(cache=True, parallel=True)
+def _feature_rows(rows_a, rows_b, symmetric, out):
+    nr, nc, d = rows_a.shape[0], rows_b.shape[0], rows_a.shape[1]
+    for i in prange(nr):
+        j0 = i if symmetric else 0
+        for j in range(j0, nc):
+            s = 0.0
+            for t in range(d):
+                z = rows_a[i, t] - rows_b[j, t]
+                s += z * z
+            out[i, j] = np.sqrt(s)
+
+
+def feature_table(rows_a, rows_b, symmetric):
+    """Level-0 table: Euclidean distances between feature rows.
+
+    Parameters
+    ----------
+    rows_a : ndarray of float64, shape (R, d)
+    rows_b : ndarray of float64, shape (C, d)
+    symmetric : bool
+        ``rows_a`` equals ``rows_b``: compute the upper triangle and mirror it.
+
+    Returns
+    -------
+    ndarray of float64, shape (R, C)
+        :math:`\\lVert a_i - b_j \\rVert_2`.
+    """
+    out = np.empty((rows_a.shape[0], rows_b.shape[0]))
+    with serial_if(out.size * max(rows_a.shape[1], 1) < 200_000):
+        _feature_rows(np.ascontiguousarray(rows_a), np.ascontiguousarray(rows_b), symmetric, out)
+    if symmetric:
+        _mirror(out)
+    return out
+
+
+@njit(cache=True)
+def _level_row(i, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
+               prev, table0, w, out, cbuf, ra, rb, wk):
+    """Fill row ``i`` of a level table (columns ``j >= i`` only if ``symmetric``).
+
+    Child problems with at most 4 trees per side are padded and enumerated in
+    place (no cancellation, no function call); larger ones go to :func:`ot_ranges`.
+    """
+    nc = out.shape[1]
+    s0, e0 = ptr_a[i], ptr_a[i + 1]
+    na = e0 - s0
+    blank_a = 0.0
+    for t in range(s0, e0):
+        blank_a += b_a[t]
+    frow = table0[feat_a[i]]
+    orow = out[i]
+    j0 = i if symmetric else 0
+    for j in range(j0, nc):
+        s1, e1 = ptr_b[j], ptr_b[j + 1]
+        nb = e1 - s1
+        k = na if na > nb else nb
+        if k > 4:
+            ot = ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, prev, cbuf, ra, rb, wk)
+        elif nb == 0:
+            ot = blank_a
+        elif na == 0:
+            ot = 0.0
+            for t in range(s1, e1):
+                ot += b_b[t]
+        else:
+            for r in range(na):
+                lr = l_a[s0 + r]
+                for c in range(nb):
+                    cbuf[r, c] = prev[lr, l_b[s1 + c]]
+                for c in range(nb, k):
+                    cbuf[r, c] = b_a[s0 + r]
+            for r in range(na, k):
+                for c in range(nb):
+                    cbuf[r, c] = b_b[s1 + c]
+            ot = assign_small(cbuf, k)
+        orow[j] = frow[feat_b[j]] + w * ot
+
+
+@njit(cache=True, parallel=True)
+def _level_rows(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev, table0, w,
+                symmetric, kmax, out):
+    nr = ptr_a.shape[0] - 1
+    half = (nr + 1) // 2
+    k1 = kmax + 1
+    for t in prange(half):
+        cbuf = np.empty((k1, k1))
+        ra = np.empty(k1, np.int64)
+        rb = np.empty(k1, np.int64)
+        wk = rect_work(k1)
+        _level_row(t, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
+                   prev, table0, w, out, cbuf, ra, rb, wk)
+        i2 = nr - 1 - t
+        if i2 != t:
+            _level_row(i2, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
+                       prev, table0, w, out, cbuf, ra, rb, wk)
+
+
+def level_table(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev, table0, w,
+                symmetric, kmax):
+    """Tree distances at one level from the table of the level below.
+
+    For row id ``i`` (features ``feat_a[i]``, children at positions
+    ``ptr_a[i]:ptr_a[i+1]``) and column id ``j``:
+
+    .. math::
+
+        T[i, j] = T_0[f_i, f_j]
+            + w \\cdot \\mathrm{OT}_{T_{\\text{prev}}}\\big(\\rho(\\mathrm{ch}(i), \\mathrm{ch}(j))\\big).
+
+    Parameters
+    ----------
+    feat_a : ndarray of int64, shape (R,)
+        Row of ``table0`` of each row id.
+    ptr_a : ndarray of int64, shape (R + 1,)
+        CSR pointer into the children arrays.
+    g_a, l_a, b_a : ndarray, shape (nnz_a,)
+        Children: global id (sorted within each row id), row-local id into
+        ``prev``, blank distance.
+    feat_b, ptr_b, g_b, l_b, b_b
+        Same for the column ids (``feat_b`` indexes columns of ``table0``).
+    prev : ndarray of float64, shape (R', C')
+        Table of the level below.
+    table0 : ndarray of float64, shape (R_0, C_0)
+        Feature distances.
+    w : float
+        Weight of this level.
+    symmetric : bool
+        Rows and columns are the same id set: fill the upper triangle and mirror.
+    kmax : int
+        Largest number of children of any id.
+
+    Returns
+    -------
+    ndarray of float64, shape (R, C)
+    """
+    out = np.empty((ptr_a.shape[0] - 1, ptr_b.shape[0] - 1))
+    with serial_if(out.size < 50_000):
+        _level_rows(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev, table0, float(w),
+                    symmetric, kmax, out)
+    if symmetric:
+        _mirror(out)
+    return out
+
+
+@njit(cache=True)
+def _pair_row(i, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk):
+    """Fill row ``i`` of a block of graph distances (columns ``j > i`` only if ``symmetric``)."""
+    nc = out.shape[1]
+    s0, e0 = ptr_a[i], ptr_a[i + 1]
+    orow = out[i]
+    if symmetric:
+        orow[i] = 0.0
+    j0 = i + 1 if symmetric else 0
+    for j in range(j0, nc):
+        orow[j] = ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, ptr_b[j], ptr_b[j + 1], table,
+                            cbuf, ra, rb, wk)
+
+
+@njit(cache=True, parallel=True)
+def _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax, out):
+    nr = ptr_a.shape[0] - 1
+    half = (nr + 1) // 2
+    k1 = kmax + 1
+    for t in prange(half):
+        cbuf = np.empty((k1, k1))
+        ra = np.empty(k1, np.int64)
+        rb = np.empty(k1, np.int64)
+        wk = rect_work(k1)
+        _pair_row(t, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk)
+        i2 = nr - 1 - t
+        if i2 != t:
+            _pair_row(i2, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk)
+
+
+def root_pairs(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax):
+    """TMD between every row graph and every column graph: one root-level OT per pair.
+
+    Parameters
+    ----------
+    ptr_a : ndarray of int64, shape (Ga + 1,)
+        Graph ``i`` owns root trees at positions ``ptr_a[i]:ptr_a[i+1]``.
+    g_a, l_a, b_a : ndarray, shape (Na,)
+        Root trees: global id (sorted within each graph), row-local id into
+        ``table``, blank distance.
+    ptr_b, g_b, l_b, b_b
+        Same for the column graphs.
+    table : ndarray of float64, shape (R, C)
+        Root-level tree distances.
+    symmetric : bool
+        Row and column graphs are the same list: fill ``j > i``, mirror, zero diagonal.
+    kmax : int
+        Largest graph size.
+
+    Returns
+    -------
+    ndarray of float64, shape (Ga, Gb)
+    """
+    out = np.empty((ptr_a.shape[0] - 1, ptr_b.shape[0] - 1))
+    with serial_if(out.size < 1_000):
+        _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax, out)
+    if symmetric:
+        _mirror(out)
+    return out
+
+
+@njit(cache=True)
+def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
+    """TMD of one pair of graphs, the original algorithm's node-level recursion in numba.
+
+    ``M_l[i, j]`` (TD between the depth-``l+1`` trees of node ``i`` of graph 1 and
+    node ``j`` of graph 2) is built level by level from ``M_{l-1}`` over the
+    neighbour lists, then the root OT is solved; every OT is an exact
+    assignment.  O(L n1 n2) small problems; used for single pairs and sparse
+    pair lists where shared tables do not pay off.
+
+    Parameters
+    ----------
+    x1, x2 : ndarray of float64, shapes (n1, d), (n2, d)
+    ip1, ix1, ip2, ix2 : ndarray of int64
+        CSR adjacency of each graph with local node ids.
+    w : ndarray of float64, shape (L - 1,)
+
+    Returns
+    -------
+    float
+    """
+    n1, n2 = x1.shape[0], x2.shape[0]
+    d = x1.shape[1]
+    t0 = np.empty((n1, n2))
+    for i in range(n1):
+        for j in range(n2):
+            s = 0.0
+            for t in range(d):
+                z = x1[i, t] - x2[j, t]
+                s += z * z
+            t0[i, j] = np.sqrt(s)
+    nrm1 = np.empty(n1)
+    for i in range(n1):
+        s = 0.0
+        for t in range(d):
+            s += x1[i, t] * x1[i, t]
+        nrm1[i] = np.sqrt(s)
+    nrm2 = np.empty(n2)
+    for j in range(n2):
+        s = 0.0
+        for t in range(d):
+            s += x2[j, t] * x2[j, t]
+        nrm2[j] = np.sqrt(s)
+    kmax = max(n1, n2) + 1
+    cbuf = np.empty((kmax, kmax))
+    ra = np.empty(kmax, np.int64)
+    rb = np.empty(kmax, np.int64)
+    wk = rect_work(kmax)
+    feat_a = np.arange(n1)
+    feat_b = np.arange(n2)
+    g_b = ix2 + n1  # never equal to a node id of graph 1: no cancellation
+    bl1 = nrm1.copy()
+    bl2 = nrm2.copy()
+    table = t0
+    for lev in range(w.shape[0]):
+        b_a = bl1[ix1]
+        b_b = bl2[ix2]
+        out = np.empty((n1, n2))
+        for i in range(n1):
+            _level_row(i, False, feat_a, ip1, ix1, ix1, b_a, feat_b, ip2, g_b, ix2, b_b, table, t0, w[lev],
+                       out, cbuf, ra, rb, wk)
+        nb1 = np.empty(n1)
+        for i in range(n1):
+            s = 0.0
+            for t in range(ip1[i], ip1[i + 1]):
+                s += b_a[t]
+            nb1[i] = nrm1[i] + w[lev] * s
+        nb2 = np.empty(n2)
+        for j in range(n2):
+            s = 0.0
+            for t in range(ip2[j], ip2[j + 1]):
+                s += b_b[t]
+            nb2[j] = nrm2[j] + w[lev] * s
+        table, bl1, bl2 = out, nb1, nb2
+    roots_a = np.arange(n1)
+    roots_b = np.arange(n2)
+    return ot_ranges(roots_a, roots_a, bl1, 0, n1, roots_b + n1, roots_b, bl2, 0, n2, table, cbuf, ra, rb, wk)
+
+
+@njit(cache=True, parallel=True)
+def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w):
+    """TMD of listed pairs of a concatenated dataset (parallel over pairs).
+
+    Parameters
+    ----------
+    table : ndarray of float64, shape (F, d)
+        Feature table; node ``v`` has features ``table[fid[v]]``.
+    fid : ndarray of int64, shape (N,)
+    indptr, indices : ndarray of int64
+        Global CSR adjacency (global node ids).
+    node_ptr : ndarray of int64, shape (G + 1,)
+    gi, gj : ndarray of int64, shape (P,)
+        Graph positions of the pairs.
+    w : ndarray of float64, shape (L - 1,)
+
+    Returns
+    -------
+    ndarray of float64, shape (P,)
+    """
+    p = gi.shape[0]
+    out = np.empty(p)
+    for k in prange(p):
+        a0, a1 = node_ptr[gi[k]], node_ptr[gi[k] + 1]
+        b0, b1 = node_ptr[gj[k]], node_ptr[gj[k] + 1]
+        ip1 = indptr[a0:a1 + 1] - indptr[a0]
+        ix1 = indices[indptr[a0]:indptr[a1]] - a0
+        ip2 = indptr[b0:b1 + 1] - indptr[b0]
+        ix2 = indices[indptr[b0]:indptr[b1]] - b0
+        out[k] = pair_tmd(table[fid[a0:a1]], ip1, ix1, table[fid[b0:b1]], ip2, ix2, w)
+    return out

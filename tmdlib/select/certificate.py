@@ -1,0 +1,269 @@
+r"""TMD coresets that carry their own certificate (Jain et al., Lemma 3.2 for any assignment).
+
+Lemma 3.2 holds for *any* assignment :math:`a: [n] \to \mathcal I` of the graphs to the medoids, with
+:math:`\tau_j = |a^{-1}(j)|` and
+
+.. math:: \varepsilon_{\Sigma} = \sum_{i=1}^{n} \mathrm{TMD}(G_i, G_{a(i)}), \qquad
+          \varepsilon = f_{\mathrm{TMD}} = \varepsilon_{\Sigma} / n ,
+
+so a selection is certified by the :math:`n` exact distances of the graphs to their assigned medoids --
+however the medoids were found.  :class:`CoresetCertificate` holds exactly that evidence, and
+:func:`verify_certificate` recomputes it.
+
+:func:`tmd_coreset` is the one entry point: ``engine="exact"`` runs k-medoids on the full
+:math:`n \times n` TMD matrix; ``"scalable"`` never builds it; ``"auto"`` picks exact while the matrix is cheap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..distance.engine import DEFAULT_MEMORY_LIMIT, tmd_matrix, tmd_pairs
+from ..graph import GraphDataset
+from .coreset import assign_to_medoids, kmedoids_coreset
+
+__all__ = ["CoresetCertificate", "ENGINES", "tmd_coreset", "certificate_from_matrix", "verify_certificate",
+           "resolve_engine", "matrix_node_pairs", "certify_medoids", "engine_memory_bytes"]
+
+#: ``engine`` values of :func:`tmd_coreset`.
+ENGINES = ("exact", "scalable", "auto")
+
+#: ``auto`` uses the exact engine while the full matrix is cheap: at most this many graphs ...
+AUTO_EXACT_MAX_GRAPHS = 20000
+#: ... and at most this many node pairs :math:`\sum_{i<j} |V_i||V_j|` (NCI1: 7.5e9, ~3 CPU-min;
+#: DD: 5.6e10, ~15 CPU-h since its trees hardly repeat; MOSES: 6e14).
+AUTO_EXACT_MAX_NODE_PAIRS = 2e10
+
+
+@dataclass(frozen=True, eq=False)
+class CoresetCertificate:
+    r"""A coreset and the exact evidence for its bound.
+
+    Attributes
+    ----------
+    medoids : ndarray of int64, shape (k,)
+        Positions of the selected graphs :math:`\mathcal I`, sorted ascending.
+    assignment : ndarray of int64, shape (n,)
+        Position of the medoid each graph is assigned to (a medoid is assigned to itself).
+    distance : ndarray of float64, shape (n,)
+        Exact :math:`\mathrm{TMD}(G_i, G_{a(i)})`.
+    tau : ndarray of int64, shape (k,)
+        Cluster sizes aligned with ``medoids``; ``tau.sum() == n``.
+    epsilon : float
+        :math:`\varepsilon_\Sigma = \sum_i` ``distance[i]``.
+    pairs_computed : int
+        Exact TMD evaluations made by the selection and the certificate.
+    engine : str
+        ``"exact"`` or ``"scalable"``.
+    info : dict
+        Engine-specific facts (restarts, rounds, proxy losses, ...), JSON-ready.
+    """
+
+    medoids: np.ndarray
+    assignment: np.ndarray
+    distance: np.ndarray
+    tau: np.ndarray
+    epsilon: float
+    pairs_computed: int
+    engine: str
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        """Number of graphs covered."""
+        return int(self.assignment.size)
+
+    @property
+    def k(self) -> int:
+        """Number of medoids."""
+        return int(self.medoids.size)
+
+    @property
+    def epsilon_mean(self) -> float:
+        r""":math:`\varepsilon = f_{\mathrm{TMD}}(\mathcal I; X) = \varepsilon_\Sigma / n` (Lemma 3.2's quantity)."""
+        return float(self.epsilon / self.n) if self.n else 0.0
+
+
+def _certificate(medoids: np.ndarray, assignment: np.ndarray, distance: np.ndarray, pairs: int, engine: str,
+                 info: dict | None = None) -> CoresetCertificate:
+    med = np.asarray(medoids, dtype=np.int64)
+    pos = np.searchsorted(med, assignment)
+    tau = np.bincount(pos, minlength=med.size).astype(np.int64)
+    dist = np.asarray(distance, dtype=np.float64)
+    return CoresetCertificate(med, np.asarray(assignment, dtype=np.int64), dist, tau, float(dist.sum()),
+                              int(pairs), engine, dict(info or {}))
+
+
+def certificate_from_matrix(D: np.ndarray, medoids, engine: str = "exact", pairs_computed: int | None = None,
+                            info: dict | None = None) -> CoresetCertificate:
+    r"""The nearest-medoid certificate of ``medoids`` read off a full distance matrix.
+
+    Parameters
+    ----------
+    D : ndarray, shape (n, n)
+        Exact TMD matrix of the graphs.
+    medoids : array_like of int, shape (k,)
+    engine : str
+    pairs_computed : int, optional
+        Default :math:`n(n-1)/2` (the matrix).
+    info : dict, optional
+
+    Returns
+    -------
+    CoresetCertificate
+    """
+    med, assignment, _ = assign_to_medoids(D, medoids)
+    n = D.shape[0]
+    dist = D[np.arange(n), assignment]
+    pairs = n * (n - 1) // 2 if pairs_computed is None else pairs_computed
+    return _certificate(med, assignment, dist, pairs, engine, info)
+
+
+def verify_certificate(dataset: GraphDataset, cert: CoresetCertificate, depth: int = 4, weights="pascal",
+                       rtol: float = 1e-9) -> None:
+    r"""Recompute every distance of a certificate with exact TMD and check its arithmetic.
+
+    Checks: ``distance[i] == TMD(G_i, G_assignment[i])`` (to ``rtol``), every assigned medoid is a medoid,
+    medoids are assigned to themselves, ``tau`` counts the assignment, ``epsilon == distance.sum()``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first check that fails.
+    """
+    n = len(dataset)
+    if cert.assignment.shape != (n,) or cert.distance.shape != (n,):
+        raise ValueError(f"certificate covers {cert.assignment.size} graphs, dataset has {n}")
+    med = cert.medoids
+    if not np.all(np.isin(cert.assignment, med)):
+        raise ValueError("a graph is assigned to a graph that is not a medoid")
+    if not np.array_equal(cert.assignment[med], med):
+        raise ValueError("a medoid is not assigned to itself")
+    tau = np.bincount(np.searchsorted(med, cert.assignment), minlength=med.size)
+    if not np.array_equal(tau, cert.tau):
+        raise ValueError("tau does not count the assignment")
+    exact = tmd_pairs(dataset, np.arange(n), cert.assignment, depth, weights)
+    if not np.allclose(exact, cert.distance, rtol=rtol, atol=1e-12):
+        i = int(np.argmax(np.abs(exact - cert.distance)))
+        raise ValueError(f"distance[{i}] = {cert.distance[i]} but TMD = {exact[i]}")
+    if not np.isclose(cert.distance.sum(), cert.epsilon, rtol=1e-12, atol=1e-9):
+        raise ValueError(f"epsilon {cert.epsilon} != sum of distances {cert.distance.sum()}")
+
+
+def matrix_node_pairs(nodes_per_graph) -> float:
+    r""":math:`\sum_{i<j} |V_i||V_j|`, the size of the work of the full TMD matrix."""
+    v = np.asarray(nodes_per_graph, dtype=np.float64)
+    return float((v.sum() ** 2 - (v * v).sum()) / 2)
+
+
+def resolve_engine(engine: str, nodes_per_graph) -> str:
+    """``exact`` or ``scalable`` for ``engine`` in :data:`ENGINES` and the graphs' sizes.
+
+    ``auto`` is exact while the full matrix is cheap: at most :data:`AUTO_EXACT_MAX_GRAPHS` graphs and
+    :data:`AUTO_EXACT_MAX_NODE_PAIRS` node pairs; else scalable.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine != "auto":
+        return engine
+    n = len(nodes_per_graph)
+    fits = n <= AUTO_EXACT_MAX_GRAPHS and matrix_node_pairs(nodes_per_graph) <= AUTO_EXACT_MAX_NODE_PAIRS
+    return "exact" if fits else "scalable"
+
+
+def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int, feature_rows: int,
+                        depth: int = 4, part_size: int = 4000) -> int:
+    r"""Peak bytes a selection engine needs beyond the graphs themselves (float64 arrays).
+
+    exact: the :math:`n \times n` matrix.  scalable: the lower-bound summaries of all graphs
+    (:math:`n L (F + d)`), plus per part its lower-bound matrix and the known point-medoid distances
+    (:math:`m^2 + m k_m` for a part of :math:`m` graphs).
+    """
+    n = len(nodes_per_graph)
+    if engine == "exact":
+        return 8 * n * n
+    m = min(n, int(part_size))
+    km = max(1, int(round(k * m / max(n, 1))))
+    return 8 * (n * depth * (feature_rows + num_features) + m * m + m * km)
+
+
+def tmd_coreset(dataset: GraphDataset, k: int, depth: int = 4, weights="pascal", *, engine: str = "auto",
+                seed: int = 0, restarts: int = 5, candidates=None, fixed=None,
+                memory_limit: float = DEFAULT_MEMORY_LIMIT, num_threads: int | None = None,
+                **scalable_options) -> CoresetCertificate:
+    r"""A TMD k-medoids coreset of ``dataset`` with its exact certificate.
+
+    Parameters
+    ----------
+    dataset : GraphDataset
+        The ``n`` graphs to cover (e.g. the training pool).
+    k : int
+        Number of medoids, ``1 <= k <= n``.
+    depth : int, default 4
+    weights : "pascal", float or sequence of float
+    engine : {"auto", "exact", "scalable"}
+        ``exact``: FasterPAM on the full TMD matrix (:math:`n(n-1)/2` pairs); ``scalable``: never builds the
+        matrix; ``auto``: exact up to :data:`AUTO_EXACT_MAX_GRAPHS` graphs.
+    seed : int
+    restarts : int
+    candidates, fixed : array_like, optional
+        As in :func:`tmdlib.select.coreset.kmedoids_coreset` (e.g. reuse already-labelled graphs).
+    memory_limit : float
+    num_threads : int, optional
+    **scalable_options
+        ``part_size``, ``max_pairs``, ``map_parts``, ``progress`` of
+        :func:`tmdlib.select.scalable.scalable_coreset`.
+
+    Returns
+    -------
+    CoresetCertificate
+    """
+    engine = resolve_engine(engine, dataset.nodes_per_graph)
+    if engine == "scalable":
+        from .scalable import scalable_coreset
+
+        r = scalable_coreset(dataset, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
+                             num_threads=num_threads, **scalable_options)
+        return _certificate(r["medoids"], r["assignment"], r["distance"], r["pairs_computed"], "scalable", r["info"])
+    D = tmd_matrix(dataset, depth, weights, memory_limit=memory_limit, num_threads=num_threads)
+    res = kmedoids_coreset(D, k, seed=seed, restarts=restarts, candidates=candidates, fixed=fixed)
+    return certificate_from_matrix(D, res.medoids, "exact",
+                                   info={"method": res.method, "restarts": restarts,
+                                         "restart_losses": [float(x) for x in res.restart_losses]})
+
+
+def certify_medoids(dataset: GraphDataset, medoids, depth: int = 4, weights="pascal", *, D: np.ndarray | None = None,
+                    exact=None, num_threads: int | None = None) -> CoresetCertificate:
+    r"""The exact nearest-medoid certificate of given medoids (any selection method).
+
+    With the full matrix ``D`` it is read off; otherwise each graph's nearest medoid is found by the
+    lower-bound-pruned search of :mod:`tmdlib.select.scalable` (exact, far fewer than ``n k`` pairs).
+
+    Parameters
+    ----------
+    dataset : GraphDataset
+    medoids : array_like of int, shape (k,)
+        Positions of the selected graphs.
+    depth, weights
+    D : ndarray, shape (n, n), optional
+        The exact TMD matrix.
+    exact : callable, optional
+        ``exact(i, j) -> d`` (default: a :class:`~tmdlib.distance.engine.PairEngine` on ``dataset``).
+    num_threads : int, optional
+
+    Returns
+    -------
+    CoresetCertificate
+    """
+    if D is not None:
+        return certificate_from_matrix(D, medoids, engine="exact", pairs_computed=0)
+    from ..distance.engine import PairEngine
+    from ..distance.lower import LowerBound
+    from .scalable import PairCache, nearest_medoids
+
+    med = np.unique(np.asarray(medoids, dtype=np.int64))
+    cache = PairCache(exact or PairEngine(dataset, depth, weights, num_threads=num_threads), len(dataset))
+    lb = LowerBound.of(dataset, depth, weights)
+    assignment, distance = nearest_medoids(lb, cache, med)
+    return _certificate(med, assignment, distance, cache.computed, "scalable")

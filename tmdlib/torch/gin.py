@@ -1,0 +1,368 @@
+r"""GIN models, τ-weighted training and the Lipschitz constant used by the loss guarantees (torch / PyG).
+
+Kept apart from the numpy core: importing :mod:`tmdlib` never imports torch.  No files, no tracking:
+the pipeline's tasks save models and log runs.
+
+The stability inequality behind Lemma 3.2 / Corollaries 3.3 and 4.1 (Chuang & Jegelka 2022, Thm 8),
+
+.. math:: \lVert h(G_a) - h(G_b) \rVert_2 \le c \cdot \mathrm{TMD}^{L}_w(G_a, G_b),
+          \qquad c = \kappa(\eta, w)\, \lVert W_{out} \rVert_2 \prod_{\ell=1}^{L-1} \Phi_\ell ,
+
+holds for the model below **exactly** (not only in expectation) under these conditions, all checked by
+:func:`lipschitz_bound` (its ``valid`` flag):
+
+1. **Sum aggregation with self weight 1 and neighbour weight** :math:`\eta`:
+   :math:`z_v^{(\ell)} = \phi^{(\ell)}(z_v^{(\ell-1)} + \eta \sum_{u \in N(v)} z_u^{(\ell-1)})`.
+   Unrolling :math:`L-1` layers, the root feature difference of a depth-:math:`d` node of the
+   computation tree is reached along :math:`\binom{L-1}{d}` paths (choose which layers take the
+   neighbour branch), each scaled by :math:`\eta^d`.  TMD weighs the same nodes by
+   :math:`W_d = \prod_{t=1}^{d} w(L-t)` (the product of the ``d`` top level weights).  Hence
+   :math:`\kappa(\eta, w) = \max_d \binom{L-1}{d}\eta^d / W_d`.  Pascal weights
+   (:math:`w_l = l/(L-l)`, ``tmdlib.distance.weights.pascal_weights``) give :math:`W_d = \binom{L-1}{d}`
+   exactly, so :math:`\kappa = \max(1, \eta^{L-1})`: **Pascal weights ⇔ η = 1** (PyG ``GINConv`` with
+   ``eps = 0``); any η ≤ 1 keeps κ = 1, η > 1 needs weights scaled by η per level.
+2. **φ(0) = 0**, i.e. no bias inside the message-passing MLPs.  TMD pads child multisets and graphs with
+   blank trees (zero feature, no children); the bound needs the embedding of a blank tree to be 0.
+   With biases a graph and the same graph plus an isolated zero-feature node have TMD 0 but different
+   sum-pooled outputs.  The readout bias is harmless (it cancels in :math:`h(G_a) - h(G_b)`).
+3. **Add pooling.**  Unnormalised TMD does not bound mean pooling across graphs of different sizes.
+4. The TMD depth is ``layers + 1`` and its ground metric the L2 norm, so each layer's Lipschitz
+   constant is bounded by spectral norms: :math:`\Phi_\ell = \lVert W_2^{(\ell)}\rVert_2
+   \lVert W_1^{(\ell)}\rVert_2` (ReLU is 1-Lipschitz).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch_geometric.data import Data
+from torch_geometric.loader import DataLoader
+from torch_geometric.nn import global_add_pool, global_mean_pool
+
+__all__ = ["GIN", "GINLayer", "TrainConfig", "TrainResult", "train_gin", "predict_logits", "evaluate",
+           "lipschitz_bound", "tmd_factor", "pick_device", "bce_losses", "weighted_bce", "model_config",
+           "build_model", "default_hyperparameters"]
+
+
+def pick_device(requested: str = "auto") -> torch.device:
+    """``"auto"`` → CUDA when present, else CPU; otherwise the named device (``"cpu"``, ``"cuda:0"``)."""
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(requested)
+
+
+def default_hyperparameters(dataset: str) -> dict:
+    """Paper B.2: hidden 128 / batch 16 for TU datasets, hidden 256 / batch 64 for OGB (``ogbg-*``)."""
+    ogb = dataset.lower().startswith("ogbg")
+    return {"hidden": 256 if ogb else 128, "batch_size": 64 if ogb else 16}
+
+
+class GINLayer(nn.Module):
+    r""":math:`z_v \leftarrow \phi(z_v + \eta \sum_{u \in N(v)} z_u)` with :math:`\phi = \mathrm{ReLU}\circ W_2 \circ
+    \mathrm{ReLU} \circ W_1`.
+
+    ``edge_index`` holds both directions of each undirected edge; row 0 is the source.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, eta: float = 1.0, bias: bool = False):
+        super().__init__()
+        self.eta = float(eta)
+        self.mlp = nn.Sequential(nn.Linear(in_dim, out_dim, bias=bias), nn.ReLU(),
+                                 nn.Linear(out_dim, out_dim, bias=bias), nn.ReLU())
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        agg = torch.zeros_like(x).index_add_(0, edge_index[1], x[edge_index[0]])
+        return self.mlp(x + self.eta * agg)
+
+
+class GIN(nn.Module):
+    r"""Graph Isomorphism Network in the paper's form (Jain et al. §2, B.2).
+
+    For :math:`\ell = 1..\text{layers}`:
+    :math:`z_v^{(\ell)} = \phi^{(\ell)}\big(z_v^{(\ell-1)} + \eta \sum_{u \in N(v)} z_u^{(\ell-1)}\big)`,
+    :math:`\phi^{(\ell)} = \mathrm{ReLU} \circ W_2 \circ \mathrm{ReLU} \circ W_1`, then the readout
+    :math:`h(G) = W_{out} \sum_v z_v^{(\text{layers})} + b_{out}` (a logit for BCE).  No batch norm, no dropout.
+
+    Parameters
+    ----------
+    in_dim : int
+        Node feature dimension ``d``.
+    hidden : int
+        Hidden width (128 for TU, 256 for OGB in the paper).
+    layers : int
+        Number of GIN layers (3, paired with TMD depth L = 4).
+    out_dim : int
+        1 for binary classification with BCE-with-logits.
+    pool : {"add", "mean"}
+        ``"add"`` (paper; required by the guarantee) or ``"mean"``.
+    eta : float
+        Neighbour weight η (1 = PyG ``GINConv`` with ``eps = 0``; pairs with Pascal TMD weights).
+    bias : bool
+        Biases inside the message-passing MLPs.  ``False`` (default) keeps φ(0) = 0, which the
+        TMD bound needs; ``True`` is PyG's usual GIN, for which the bound is not guaranteed.
+    """
+
+    def __init__(self, in_dim: int, hidden: int = 128, layers: int = 3, out_dim: int = 1, pool: str = "add",
+                 eta: float = 1.0, bias: bool = False):
+        super().__init__()
+        if pool not in ("add", "mean"):
+            raise ValueError(f"pool must be 'add' or 'mean', got {pool!r}")
+        if layers < 1 or hidden < 1 or in_dim < 1:
+            raise ValueError("in_dim, hidden and layers must be >= 1")
+        if not (eta > 0 and math.isfinite(eta)):
+            raise ValueError(f"eta must be a positive number, got {eta!r}")
+        self.config = {"in_dim": int(in_dim), "hidden": int(hidden), "layers": int(layers),
+                       "out_dim": int(out_dim), "pool": pool, "eta": float(eta), "bias": bool(bias)}
+        self.convs = nn.ModuleList(GINLayer(in_dim if k == 0 else hidden, hidden, eta, bias) for k in range(layers))
+        self.out = nn.Linear(hidden, out_dim)
+        self.pool = pool
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor,
+                num_graphs: int | None = None) -> torch.Tensor:
+        """Graph-level outputs, shape ``(num_graphs, out_dim)`` (graphs without nodes get the bias only)."""
+        for conv in self.convs:
+            x = conv(x, edge_index)
+        pool = global_add_pool if self.pool == "add" else global_mean_pool
+        return self.out(pool(x, batch, num_graphs))
+
+
+def model_config(model: GIN) -> dict:
+    """The constructor arguments of ``model`` (JSON-serialisable)."""
+    return dict(model.config)
+
+
+def build_model(config: dict) -> GIN:
+    """A fresh :class:`GIN` from :func:`model_config` output."""
+    return GIN(**config)
+
+
+def tmd_factor(eta: float, layers: int, weights="pascal") -> float:
+    r""":math:`\kappa(\eta, w) = \max_{d=0..L-1} \binom{L-1}{d}\eta^d / W_d`, :math:`L` = ``layers + 1``.
+
+    :math:`W_d = \prod_{t=1}^{d}` ``weights[L-1-t]`` is the TMD weight of depth-``d`` tree nodes
+    (``weights[0]`` innermost level, as in :func:`tmdlib.distance.weights.resolve_weights`).  Equals 1 for
+    Pascal weights and η ≤ 1; ``inf`` if some :math:`W_d = 0`.
+    """
+    from ..distance.weights import resolve_weights
+
+    depth = int(layers) + 1
+    w = resolve_weights(depth, weights)
+    kappa, wd = 1.0, 1.0
+    for d in range(1, depth):
+        wd *= w[depth - 1 - d]
+        need = math.comb(depth - 1, d) * float(eta) ** d
+        kappa = max(kappa, math.inf if wd == 0 else need / wd)
+    return kappa
+
+
+def lipschitz_bound(model: GIN, M: float = 1.0, weights="pascal") -> dict:
+    r"""Upper bound :math:`c = M \kappa(\eta, w) \lVert W_{out}\rVert_2 \prod_\ell \Phi_\ell` of the stability constant.
+
+    Each GIN layer :math:`\phi^{(\ell)} = \mathrm{ReLU}\circ W_2\circ\mathrm{ReLU}\circ W_1` is
+    :math:`\Phi_\ell = \lVert W_1\rVert_2 \lVert W_2\rVert_2`-Lipschitz (ReLU is 1-Lipschitz, biases
+    cancel inside one layer); the readout is :math:`\lVert W_{out}\rVert_2`-Lipschitz; BCE-with-logits is
+    :math:`M = 1`-Lipschitz in the logit (:math:`|\sigma(z) - y| < 1`).  Spectral norms are exact
+    (largest singular value, float64).  :math:`\kappa` is :func:`tmd_factor` (1 for η = 1 and Pascal
+    weights).
+
+    Parameters
+    ----------
+    model : GIN
+    M : float
+        Lipschitz constant of the loss in the model output (1 for BCE-with-logits; 1 also gives the
+        bound on the logits themselves).
+    weights : "pascal", float or sequence
+        TMD level weights the bound is stated for (depth ``layers + 1``).
+
+    Returns
+    -------
+    dict
+        ``per_layer`` (Φ_ℓ of each GIN layer, then the readout norm last), ``readout``, ``kappa``,
+        ``M``, ``c``, ``valid`` (the conditions of the module docstring hold) and ``conditions``
+        (which of them fail, empty when valid).
+    """
+    per_layer = []
+    with torch.no_grad():
+        for conv in model.convs:
+            phi = 1.0
+            for mod in conv.mlp:
+                if isinstance(mod, nn.Linear):
+                    phi *= float(torch.linalg.matrix_norm(mod.weight.detach().double().cpu(), ord=2))
+            per_layer.append(phi)
+        readout = float(torch.linalg.matrix_norm(model.out.weight.detach().double().cpu(), ord=2))
+    per_layer.append(readout)
+    cfg = model.config
+    kappa = tmd_factor(cfg["eta"], cfg["layers"], weights)
+    failing = []
+    if cfg["pool"] != "add":
+        failing.append("mean pooling: unnormalised TMD does not bound it across graph sizes")
+    if cfg["bias"] and any(float(m.bias.detach().abs().max()) > 0 for conv in model.convs
+                           for m in conv.mlp if isinstance(m, nn.Linear) and m.bias is not None):
+        failing.append("non-zero biases in the message-passing MLPs: phi(0) != 0 breaks blank-tree padding")
+    c = float(M) * kappa * float(np.prod(per_layer))
+    return {"per_layer": per_layer, "readout": readout, "kappa": kappa, "M": float(M), "c": c,
+            "valid": not failing, "conditions": failing}
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of paper B.2 (defaults for TU datasets)."""
+
+    hidden: int = 128
+    layers: int = 3
+    pool: str = "add"
+    eta: float = 1.0
+    bias: bool = False
+    lr: float = 0.01
+    batch_size: int = 16
+    epochs: int = 100
+    seed: int = 0
+    device: str = "auto"
+
+    def to_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    """A trained model (on CPU), its per-epoch τ-weighted mean training loss and the device used."""
+
+    model: GIN
+    losses: list = field(default_factory=list)
+    device: str = "cpu"
+
+
+def weighted_bce(logits: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_i w_i\, \mathcal L(z_i; y_i)` with the BCE-with-logits loss :math:`\mathcal L`."""
+    per = nn.functional.binary_cross_entropy_with_logits(logits.reshape(-1), y.reshape(-1).to(logits.dtype),
+                                                         reduction="none")
+    return (per * w.reshape(-1).to(per.dtype)).sum()
+
+
+def _weights_of(batch, device) -> torch.Tensor:
+    w = getattr(batch, "weight", None)
+    return torch.ones(batch.num_graphs, device=device) if w is None else w.float()
+
+
+def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
+              post_step: Callable[[GIN], None] | None = None,
+              on_epoch: Callable[[int, GIN], None] | None = None,
+              on_loss: Callable[[int, float], None] | None = None) -> TrainResult:
+    r"""Train a :class:`GIN` on the τ-weighted BCE risk :math:`\sum_i \tau_i \mathcal L(h(G_i); y_i) / \sum_i \tau_i`.
+
+    Parameters
+    ----------
+    data : sequence of ``Data``
+        Training graphs with ``y`` (shape (1,), in {0, 1}) and optional ``weight`` (τ, shape (1,);
+        1 when absent).
+    cfg : TrainConfig
+    in_dim : int, optional
+        Feature dimension (default: ``data[0].x.shape[1]``).
+    post_step : callable, optional
+        ``post_step(model)``, called once after initialisation and after every optimiser step (under
+        ``torch.no_grad``), e.g. the projection of :mod:`tmdlib.torch.certified` onto a Lipschitz budget.
+    on_epoch : callable, optional
+        ``on_epoch(epoch, model)``, called after each epoch (0-based) with the model in eval mode on the
+        training device, under ``torch.no_grad``; e.g. validation-based model selection (the condensation
+        baselines' labelled variants, :mod:`tmdlib.torch.condense`).  It must not change the model.
+    on_loss : callable, optional
+        ``on_loss(epoch, loss)`` after every epoch (``loss`` = ``losses[epoch]``), e.g. to log the loss while
+        training runs (the pipeline's MLflow run).
+
+    Notes
+    -----
+    A step on a mini-batch ``B`` minimises :math:`\sum_{i\in B} \tau_i \mathcal L_i / (b\,\bar\tau)` with
+    ``b = min(batch_size, n)`` and :math:`\bar\tau` the mean weight over the training set: a constant
+    divisor, so each step's gradient is an unbiased estimate of the τ-weighted risk's (a weight 2 acts
+    like a duplicated graph, a weight 0 like a removed one; with one full batch the step is the exact
+    risk, identical to the duplicated / removed data set).  ``losses[e]`` is the τ-weighted mean loss
+    over epoch ``e``'s batches.  Seeds fix the initialisation and the batch order; on CPU, runs with the
+    same number of torch threads repeat bit for bit (summation order depends on the thread count).
+    """
+    data = list(data)
+    if not data:
+        raise ValueError("no training graphs")
+    torch.manual_seed(cfg.seed)
+    device = pick_device(cfg.device)
+    d = int(in_dim if in_dim is not None else data[0].x.shape[1])
+    model = GIN(d, cfg.hidden, cfg.layers, 1, cfg.pool, cfg.eta, cfg.bias).to(device)
+    if post_step is not None:
+        with torch.no_grad():
+            post_step(model)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    loader = DataLoader(data, batch_size=cfg.batch_size, shuffle=True, generator=gen)
+    wsum_all = sum(float(getattr(g, "weight", torch.ones(1)).sum()) for g in data)
+    if not wsum_all > 0:
+        raise ValueError("the training weights sum to 0")
+    scale = min(cfg.batch_size, len(data)) * wsum_all / len(data)
+    losses = []
+    for epoch in range(cfg.epochs):
+        model.train()
+        total = 0.0
+        for batch in loader:
+            batch = batch.to(device)
+            w = _weights_of(batch, device)
+            opt.zero_grad()
+            loss = weighted_bce(model(batch.x, batch.edge_index, batch.batch, batch.num_graphs), batch.y, w)
+            (loss / scale).backward()
+            opt.step()
+            if post_step is not None:
+                with torch.no_grad():
+                    post_step(model)
+            total += float(loss.detach())
+        losses.append(total / wsum_all)
+        if on_epoch is not None:
+            model.eval()
+            with torch.no_grad():
+                on_epoch(len(losses) - 1, model)
+        if on_loss is not None:
+            on_loss(len(losses) - 1, losses[-1])
+    return TrainResult(model=model.cpu().eval(), losses=losses, device=str(device))
+
+
+@torch.no_grad()
+def predict_logits(model: GIN, data: Sequence[Data], batch_size: int = 256, device: str = "cpu") -> np.ndarray:
+    """Logits :math:`h(G_i)` for each graph in order, shape ``(len(data),)`` (float64).
+
+    Runs on ``device`` (``"auto"`` allowed) in the model's dtype; the model is left on the CPU.
+    """
+    model.eval()
+    dev = pick_device(device)
+    model = model.to(dev)
+    dtype = next(model.parameters()).dtype
+    out = []
+    for batch in DataLoader(list(data), batch_size=batch_size, shuffle=False):
+        batch = batch.to(dev)
+        z = model(batch.x.to(dtype), batch.edge_index, batch.batch, batch.num_graphs)
+        out.append(z.reshape(-1).double().cpu().numpy())
+    model.cpu()
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def evaluate(logits: np.ndarray, y: np.ndarray, metric: str = "accuracy") -> float:
+    """Accuracy (threshold 0 on the logit) or ROC-AUC (``"rocauc"``) of binary labels ``y`` in {0, 1}.
+
+    NaN when there are no labels (or, for ROC-AUC, only one class).
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if metric == "accuracy":
+        return float(np.mean((z > 0).astype(np.float64) == y)) if y.size else float("nan")
+    if metric == "rocauc":
+        from sklearn.metrics import roc_auc_score
+
+        return float(roc_auc_score(y, z)) if len(np.unique(y)) == 2 else float("nan")
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def bce_losses(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
+    r"""Per-graph BCE-with-logits losses :math:`\max(z,0) - zy + \log(1 + e^{-|z|})`, shape ``(n,)``."""
+    z = np.asarray(logits, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    return np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))
