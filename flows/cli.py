@@ -346,8 +346,31 @@ def _register_stage_commands() -> None:
 _register_stage_commands()
 
 
+# Commands that only read the workspace: they never take the workspace lock, so they run beside a writing
+# stage (each artifact they read is replaced atomically by its writer, so they see a whole old or a whole
+# new file).  ``audit`` renders its report from the files that exist; ``tmd`` writes only its own --out.
+READERS = ("summary", "tmd", "audit")
+# schedule serves for ever and retrain may name another workspace: their runs take the lock themselves.
+SELF_LOCKING = ("schedule", "retrain")
+HELP = ("--help", "-h")
+
+
+def lock_mode(args: list[str]) -> str:
+    """``"exclusive"`` (a writer: holds the workspace lock for its run) or ``"none"`` (a reader, help, or a
+    command that locks for itself) for the command line ``args`` (after ``--wait``)."""
+    if not args or args[0] in READERS + SELF_LOCKING + HELP or "--help" in args:
+        return "none"
+    if args[0] == "labels" and len(args) == 1:  # prints the sub-command help
+        return "none"
+    return "exclusive"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: one workspace lock per run; no traceback reaches the user.
+    """Console-script entry point: one workspace lock per writing run; no traceback reaches the user.
+
+    Writers (every command that writes pipeline artifacts) hold the workspace's exclusive lock for
+    their whole run; a second writer is refused (exit 75) naming the holder.  Readers (:data:`READERS`:
+    ``tmd --pairs``, ``summary``, ``audit``) and ``--help`` take no lock and run beside a writer.
 
     ``tmdsub --wait[=SECONDS] COMMAND ...`` (or ``TMDSUB_LOCK_WAIT=SECONDS``) queues behind a run
     holding the workspace lock instead of being refused (exit 75).  Unexpected errors print one
@@ -379,8 +402,7 @@ def main(argv: list[str] | None = None) -> None:
 
         for name in ("prefect", "prefect.flow_runs", "prefect.task_runs"):
             logging.getLogger(name).addFilter(_NoTraceback())
-    # schedule serves for ever and retrain may name another workspace: their runs take the lock themselves.
-    unlocked = not args or args[0] in ("summary", "schedule", "retrain", "--help", "-h") or "--help" in args
+    unlocked = lock_mode(args) == "none"
     try:
         seconds = float(wait)
     except ValueError:

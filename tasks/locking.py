@@ -1,10 +1,15 @@
 """Workspace lock: one writing ``tmdsub`` run per workspace at a time; whole-row appends.
 
 A *workspace* is the folder a run is started in (the repository root under ``dvc repro``), or
-``TMDSUB_WORKSPACE`` if set.  Every ``tmdsub`` command takes an exclusive ``flock`` on
-``<workspace>/.tmdsub.lock`` for its whole run.  A second run in the same workspace is refused at
+``TMDSUB_WORKSPACE`` if set.  Every *writing* ``tmdsub`` command takes an exclusive ``flock`` on
+``<workspace>/.tmdsub.lock`` for its whole run.  A second writer in the same workspace is refused at
 once with :class:`WorkspaceBusy`, whose message names the holder (pid, host, command, start time),
 or waits for it (``wait`` seconds; ``tmdsub --wait ...`` / ``TMDSUB_LOCK_WAIT``).
+
+Read-only commands (``tmd --pairs``, ``summary``, ``audit``, ``--help``: :func:`flows.cli.lock_mode`)
+take no lock at all, so they run beside a writer.  (A shared ``flock`` would not do: it cannot be
+granted while a writer holds the exclusive one.)  They stay consistent file by file because every
+artifact is replaced atomically (:mod:`tasks.io`): a reader sees a whole old or a whole new file.
 
 * The lock is held by the open file, so the kernel releases it when the holder dies, even by
   SIGKILL: a stale lock file never blocks anyone (its text is only a description of the holder).

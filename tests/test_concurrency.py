@@ -1,5 +1,7 @@
 """Concurrency: one writing run per workspace (tasks.locking), results rows that never interleave.
 
+* read-only commands (``tmd --pairs``, ``summary``, ``audit``, help) take no lock and run beside a
+  writing stage; a writer beside a writer is refused with one ``error:`` line naming the holder;
 * a second ``tmdsub`` run in a busy workspace is refused at once (exit 75) with a message naming the
   holder's pid and command, and the first run's artifacts are byte-identical to a lone run's;
   with ``--wait`` it queues instead and reuses the first run's blocks;
@@ -270,3 +272,77 @@ time.sleep(60)
     finally:
         _reap(proc)
     ResultStore(str(tmp_path), "MUTAG").close()  # free again once the holder is gone
+
+
+# ------------------------------------------------------------------------------------- readers beside a writer
+
+
+@pytest.fixture(scope="module")
+def small_ws(tmp_path_factory) -> Path:
+    """A workspace with a 10-graph store and a pair list, for the read-only commands."""
+    from tmdlib.datasets import read_tu
+
+    ws = tmp_path_factory.mktemp("readers")
+    (ws / "data" / "graphs").mkdir(parents=True)
+    pq.write_table(read_tu(RAW / "MUTAG", "MUTAG").slice(0, 10), ws / "data" / "graphs" / "M10.parquet")
+    (ws / "pairs.csv").write_text("i,j\n0,1\n2,3\n4,4\n")
+    return ws
+
+
+def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess:
+    """``tmdsub ARGS`` in ``ws`` as a user would start it: no inherited lock, no waiting."""
+    exe = Path(sys.executable).with_name("tmdsub")
+    env = {k: v for k, v in os.environ.items() if k not in ("TMDSUB_WORKSPACE", "TMDSUB_LOCK_HOLDER",
+                                                             "TMDSUB_LOCK_WAIT")}
+    return subprocess.run([str(exe), *args], cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture()
+def writer(small_ws, tmp_path):
+    """Another process holding the workspace lock as a writing stage does (released at teardown)."""
+    proc = _python(_holder(small_ws, 120.0, "tmdsub tmd-matrix M10"), tmp_path / "writer.log")
+    try:
+        _wait_for(lambda: _held(small_ws), proc=proc)
+        yield proc
+    finally:
+        _reap(proc)
+
+
+def test_lock_mode_of_each_command():
+    from flows.cli import lock_mode
+
+    for args in (["tmd", "M", "--pairs", "p.csv", "--out", "o.csv"], ["summary"], ["audit", "M", "--graphs", "g"],
+                 [], ["--help"], ["-h"], ["select", "--help"], ["labels"], ["labels", "import", "--help"],
+                 ["schedule"], ["retrain"]):
+        assert lock_mode(args) == "none", args
+    for args in (["ingest", "MUTAG"], ["tmd-matrix", "M"], ["select", "M", "--fraction", "0.1"], ["nodes", "M"],
+                 ["label-requests", "M"], ["labels", "import", "M", "x.csv"], ["labels", "commit", "M"],
+                 ["train"], ["evaluate"], ["experiment"], ["remote"]):
+        assert lock_mode(args) == "exclusive", args
+
+
+def test_reader_runs_beside_a_writer(small_ws, writer):
+    """`tmdsub tmd --pairs` answers while a writing stage holds the workspace lock; the lock stays its."""
+    from tasks.locking import LOCK_NAME, read_holder
+
+    res = _cli(small_ws, "tmd", "M10", "--pairs", "pairs.csv", "--out", "out.csv", "--depth", "2")
+    assert res.returncode == 0, res.stderr
+    assert "workspace busy" not in res.stderr
+    import csv
+
+    rows = list(csv.reader((small_ws / "out.csv").open()))
+    assert rows[0] == ["i", "j", "tmd"] and len(rows) == 4 and float(rows[3][2]) == 0.0, rows
+    assert float(rows[1][2]) > 0.0
+    assert read_holder(small_ws / LOCK_NAME)["pid"] == writer.pid  # the reader neither took nor dropped it
+    assert writer.poll() is None
+
+
+def test_writer_beside_a_writer_is_refused_with_one_clear_line(small_ws, writer):
+    res = _cli(small_ws, "nodes", "M10", "--fraction", "0.5", "--method", "random")
+    assert res.returncode == 75, res.stderr
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, res.stderr
+    assert "workspace busy" in lines[0] and f"pid {writer.pid}" in lines[0] and "tmdsub tmd-matrix M10" in lines[0]
+    assert "--wait" in lines[0]
+    assert not (small_ws / "data" / "selection").exists()  # refused before writing anything
