@@ -19,7 +19,7 @@ from prefect import flow
 
 from tasks.evaluate import (bound_point, losses_of, parse_fractions, plot_bound_vs_gap, score_on,
                             sweep_point, write_metrics)
-from tasks.graphs import load_graph_store, load_matrix, matrix_path
+from tasks.graphs import check_same_store, load_graph_store, load_matrix, matrix_path, store_content_hash
 from tasks.registry import tag_evaluation
 from tasks.tracking import graph_store_dataset, log_datasets, selection_dataset
 from tasks.train import (BENCHMARK_EVAL, dataset_name, load_model, log_run, node_subsets_for, positions, read_json,
@@ -28,9 +28,9 @@ from tmdlib import InputError
 from tmdlib.datasets import metric_for
 
 
-def _tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list]:
-    """(depth, weights, problems) of the TMD the bound is stated with; the matrix's meta.json wins."""
-    problems = []
+def _tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list, dict]:
+    """(depth, weights, problems, meta) of the TMD the bound is stated with; the matrix's meta.json wins."""
+    problems, meta = [], {}
     depth, w = layers + 1, weights
     if tmd_meta:
         meta = read_json(tmd_meta, "TMD meta file")
@@ -38,7 +38,7 @@ def _tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, 
         w = meta.get("weights", w)
     if depth != layers + 1:
         problems.append(f"TMD depth {depth} != GIN layers + 1 = {layers + 1}")
-    return depth, w, problems
+    return depth, w, problems, meta
 
 
 @flow(name="evaluate", log_prints=True)
@@ -61,12 +61,16 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     cfg = dict(info["config"], device=device)
     budget = cfg.get("lipschitz_budget")  # certified mode: c is the certified constant of this budget
     seed = int(cfg["seed"] if seed is None else seed)
-    depth, tmd_weights, tmd_problems = _tmd_setting(tmd_meta, int(cfg["layers"]),
+    depth, tmd_weights, tmd_problems, tmd_meta_doc = _tmd_setting(tmd_meta, int(cfg["layers"]),
                                                     info.get("lipschitz", {}).get("weights", "pascal"))
     name = dataset_name(graphs)
     metric = metric_for(name)
     ds = load_graph_store(graphs)
     sel = read_selection(selection)
+    store_hash = store_content_hash(ds)  # the selection and the matrix must both belong to this store
+    check_same_store(selection, sel, graphs, store_hash, "selection")
+    if tmd_meta:
+        check_same_store(tmd_meta, tmd_meta_doc, graphs, store_hash, "TMD matrix")
     train_pos = positions(sel["train_ids"], ds.graph_ids, selection, "train_ids")
     test_pos = positions(sel["test_ids"], ds.graph_ids, selection, "test_ids")
     med_pos = positions(sel["medoids"], ds.graph_ids, selection, "medoids")

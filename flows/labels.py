@@ -8,7 +8,7 @@ import numpy as np
 from prefect import flow
 
 from tasks import io
-from tasks.graphs import load_graph_store, store_graph_ids
+from tasks.graphs import check_same_store, load_graph_store, store_content_hash, store_graph_ids
 from tasks.labels import (build_requests, commit_labels, import_labels, merge_labels, read_ledger, write_labels,
                           write_requests)
 
@@ -20,6 +20,9 @@ def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str
     Medoids already in the label ledger ``labelled`` are not requested again.
     """
     sel = json.loads(Path(selection).read_text())
+    # a selection made for another store is refused (the store is read whole only when the selection
+    # records its hash: older selections are accepted unchecked)
+    check_same_store(selection, sel, graphs, lambda: store_content_hash(load_graph_store(graphs)), "selection")
     known = store_graph_ids(graphs)
     have = set(read_ledger(labelled, known).column("graph_id").to_pylist())
     requests = build_requests(graphs, sel, have)

@@ -6,7 +6,8 @@ from prefect import flow
 import numpy as np
 
 from tasks.coreset import PairStore, PartCache, Progress, part_hashes, run_parts
-from tasks.graphs import load_graph_store, load_matrix, matrix_path, store_segments
+from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
+                          store_content_hash, store_segments)
 from tasks.labels import read_ledger
 from tasks.select import select_graphs, subsample_nodes_task, write_json, write_parquet
 from tmdlib.select.split import batched_train_test_split
@@ -83,6 +84,9 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     ds = load_graph_store(graphs)
     train, test = batched_train_test_split(store_segments(graphs, len(ds)), test_fraction, seed)
     matrix = matrix_path(matrix)
+    store_hash = store_content_hash(ds)
+    if matrix:  # a matrix made for another store, depth or weights is refused (its meta.json says which)
+        check_matrix_meta(matrix, graphs, store_hash, depth, weights)
     mat = load_matrix(matrix, len(ds)) if matrix else None
     have = read_ledger(labelled, ds.graph_ids).column("graph_id").to_numpy()
     resolved = "exact" if (mat is not None and engine == "auto") else resolve_engine(engine, ds.nodes_per_graph[train])
@@ -114,7 +118,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
             ds.take(train), k, candidates, fixed)
     sel = select_graphs(ds, train, method, fraction, count, seed, mat, restarts, backend, lab,
                         resolved if method == "tmd" else "exact", depth, weights, cert, train_matrix)
-    sel.update({"fraction": fraction, "count": count, "test_fraction": test_fraction,
+    sel.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,
                 "train_ids": ds.graph_ids[train].tolist(), "test_ids": ds.graph_ids[test].tolist()})
     # How many labels were reused is reported (and in the label manifest), not stored: committing
     # labels to the ledger must not change selection.json when the medoids stay the same.

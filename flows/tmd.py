@@ -16,7 +16,7 @@ import numpy as np
 from prefect import flow, get_run_logger
 
 from tasks import io
-from tasks.graphs import load_graph_store, read_id_pairs
+from tasks.graphs import STORE_HASH_KEY, load_graph_store, read_id_pairs, store_content_hash
 from tasks.tmd import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits,
                        chunk_index, compute_block, graph_hashes, merge_blocks, plan_chunks, read_block, record_chunks,
                        tmd_pairs, write_pairs_csv)
@@ -137,8 +137,9 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     io.write_npy(matrix_out, mat)
     # meta.json is a DVC output: only facts of the result, so a resumed run writes the same bytes as
     # an uninterrupted one; how many blocks this run computed is returned (and logged), not stored.
-    meta = {"graphs": n, "graph_ids": ds.graph_ids.tolist(), "depth": depth, "weights": w.tolist(),
-            "engine": "tmdlib.distance.engine exact", "engine_fingerprint": engine_fingerprint(), "blocks": len(blocks),
+    # the store's content hash: select / evaluate refuse this matrix for another store (tasks.graphs)
+    meta = {"graphs": n, "graph_ids": ds.graph_ids.tolist(), STORE_HASH_KEY: store_content_hash(ds, hashes),
+            "depth": depth, "weights": w.tolist(), "engine": "tmdlib.distance.engine exact", "engine_fingerprint": engine_fingerprint(), "blocks": len(blocks),
             "block_size": block_size, "matrix_sha256": io.sha256_file(matrix_out)}
     io.write_json(meta_out, meta)
     logger.info("%d of %d blocks computed by this run, %d reused", len(todo), len(blocks), len(blocks) - len(todo))
@@ -162,8 +163,9 @@ def _no_matrix(graphs: str, matrix_out: str, meta_out: str, depth: int, w, engin
     from tmdlib.select.certificate import matrix_node_pairs
 
     sizes = _store_sizes(graphs)
+    store_hash = store_content_hash(load_graph_store(graphs))
     Path(matrix_out).unlink(missing_ok=True)
-    meta = {"graphs": int(sizes.size), "depth": depth, "weights": np.asarray(w).tolist(), "matrix": False,
+    meta = {"graphs": int(sizes.size), STORE_HASH_KEY: store_hash, "depth": depth, "weights": np.asarray(w).tolist(), "matrix": False,
             "engine": "scalable", "engine_setting": engine, "engine_fingerprint": engine_fingerprint(),
             "node_pairs": matrix_node_pairs(sizes),
             "reason": "the full matrix is too expensive here; the select stage computes only the exact pairs it "

@@ -17,7 +17,7 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.graphs import load_graph_store
+from tasks.graphs import check_same_store, load_graph_store, store_content_hash
 from tasks.io import sha256_file
 from tasks.registry import log_gin_model
 from tasks.tracking import graph_store_dataset, labels_dataset, log_datasets, selection_dataset, tracking_uri
@@ -97,6 +97,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                          lipschitz_budget)
     ds = load_graph_store(graphs)
     sel = read_selection(selection)
+    check_same_store(selection, sel, graphs, lambda: store_content_hash(ds), "selection")
     label_map, label_meta = read_labels(labels, labels_meta)
     med_ids = sel["medoids"]
     pos = positions(med_ids, ds.graph_ids, selection, "medoids")

@@ -35,8 +35,7 @@ def read_documents(paths: dict) -> dict:
 
 def store_facts(graphs: str) -> tuple:
     """``(dataset, facts)`` of the graph store: file sha256, content hash, graph and node counts."""
-    from .graphs import load_graph_store
-    from .tracking import store_content_hash
+    from .graphs import load_graph_store, store_content_hash
 
     ds = load_graph_store(graphs)
     return ds, {"graph_store": graphs, "store_sha256": io.sha256_file(graphs),

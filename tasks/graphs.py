@@ -97,3 +97,100 @@ def store_graph_ids(path: str) -> np.ndarray:
     import pyarrow.parquet as pq
 
     return pq.read_table(path, columns=["graph_id"]).column("graph_id").to_numpy()
+
+
+# --------------------------------------------------------------------------------- artifacts that belong together
+STORE_HASH_KEY = "store_content_sha256"  # the field of the TMD matrix's meta.json and of selection.json
+
+
+def store_content_hash(ds: GraphDataset, hashes: list[str] | None = None) -> str:
+    """The graph store's content hash: :func:`tmdlib.reporting.audit.content_hash` of its graph ids and per-graph
+    hashes (:func:`tasks.tmd.graph_hashes`, given as ``hashes`` when already computed).
+
+    Independent of the Parquet encoding; what the audit report and the MLflow dataset digest show, and what
+    the TMD matrix's ``meta.json`` and ``selection.json`` record (:data:`STORE_HASH_KEY`).
+    """
+    from tmdlib.reporting.audit import content_hash
+
+    from .tmd import graph_hashes
+
+    return content_hash(ds.graph_ids, graph_hashes(ds) if hashes is None else hashes)
+
+
+def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: str) -> None:
+    """Refuse an artifact made for another graph store.
+
+    Parameters
+    ----------
+    path : str
+        The artifact (named in the error).
+    recorded : dict
+        Its JSON content; without :data:`STORE_HASH_KEY` (written before the field existed) it is accepted
+        unchecked.
+    graphs : str
+        The graph store the command was given.
+    store_hash : str or callable
+        That store's :func:`store_content_hash`, or a function returning it (called only when needed).
+    what : str
+        What the artifact is, for the message (``"selection"``, ``"TMD matrix"``).
+
+    Raises
+    ------
+    InputError
+        The recorded hash differs from the store's.
+    """
+    want = recorded.get(STORE_HASH_KEY)
+    if want is None:
+        return
+    have = store_hash() if callable(store_hash) else store_hash
+    if want != have:
+        raise InputError(path, f"this {what} was made for another graph store: it records content sha256 "
+                               f"{str(want)[:16]}..., {graphs} has {have[:16]}... (make it again from this store, or pass "
+                               f"the store it was made from with --graphs)")
+
+
+def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights) -> dict | None:
+    """Refuse a TMD matrix whose ``meta.json`` (beside it) names another store, depth or weights.
+
+    ``weights`` are compared after :func:`tmdlib.distance.weights.resolve_weights` (the per-level weights,
+    length ``depth - 1``).  A matrix without ``meta.json`` is accepted unchecked (nothing to compare), as is
+    the store hash of a ``meta.json`` written before it was recorded.  Returns the meta (or None).
+
+    Raises
+    ------
+    InputError
+        Naming the matrix and every mismatch, in one line.
+    """
+    import json
+
+    from tmdlib.distance.weights import resolve_weights
+
+    meta_path = Path(matrix).with_name("meta.json")
+    if not meta_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise InputError(meta_path, f"not a readable TMD meta file: {err}") from None
+    if not isinstance(meta, dict):
+        raise InputError(meta_path, "not a TMD meta file (expected a JSON object)")
+    problems = []
+    want = meta.get(STORE_HASH_KEY)
+    if want is not None:
+        have = store_hash() if callable(store_hash) else store_hash
+        if want != have:
+            problems.append(f"graph store content sha256 {str(want)[:16]}... != {graphs}'s {have[:16]}...")
+    if "depth" in meta and meta["depth"] != depth:
+        problems.append(f"depth {meta['depth']} != --depth {depth}")
+    elif "weights" in meta:
+        mine = resolve_weights(depth, weights)
+        try:
+            theirs = np.asarray(meta["weights"], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(meta_path, f"'weights' must be a list of numbers, got {meta['weights']!r}") from None
+        if theirs.shape != mine.shape or not np.allclose(theirs, mine, rtol=1e-12, atol=0.0):
+            problems.append(f"weights {theirs.tolist()} != --weights {mine.tolist()}")
+    if problems:
+        raise InputError(matrix, f"TMD matrix does not match this run ({meta_path}): {'; '.join(problems)} "
+                                 f"(recompute it with `tmdsub tmd-matrix` for this store, depth and weights)")
+    return meta

@@ -150,16 +150,6 @@ def experiment_id(client, name: str) -> str:
 DIGEST_CHARS = 32
 
 
-def store_content_hash(ds) -> str:
-    """The graph store's content hash (graph ids, node features, edges; independent of the Parquet encoding):
-    :func:`tmdlib.reporting.audit.content_hash`, as the audit report shows it."""
-    from tmdlib.reporting.audit import content_hash
-
-    from .tmd import graph_hashes
-
-    return content_hash(ds.graph_ids, graph_hashes(ds))
-
-
 def _canonical_sha256(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
@@ -188,6 +178,8 @@ def _dataset(path: str, name: str, sha256: str, profile: dict, columns: list):
 def graph_store_dataset(path: str, ds, name: str):
     """The graph store as an MLflow dataset: digest = its content hash, profile = counts and the full hash."""
     from mlflow.types.schema import Array
+
+    from .graphs import store_content_hash
 
     sha = store_content_hash(ds)
     profile = {"graphs": len(ds), "nodes": int(ds.num_nodes), "features": int(ds.num_features),
