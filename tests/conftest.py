@@ -197,6 +197,7 @@ PIPELINE_TESTS = {
                    "test_cli_missing_input_is_one_error_line", "test_report_renders_in_headless_chromium"},
     "test_certified": {"test_flows_in_certified_mode"},
     "test_pyg": {"test_pyg_call_equals_cli_on_fake_dataset", "test_pyg_call_on_tudataset_mutag_equals_cli_on_ingested_mutag",
+                 "test_pyg_call_with_the_scalable_engine_equals_cli_select_without_a_matrix",
                  "test_example_runs"},
     "test_incremental": {"test_append_keeps_old_graphs_and_ids", "test_incremental_tmd_computes_only_new_rows_and_columns",
                          "test_coreset_update_reuses_labels_and_requests_only_new",

@@ -147,6 +147,62 @@ def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflo
     assert served.metadata.get_input_schema().inputs[0].shape == (-1, -1, -1)
     batch = dense_batch(data[:7], ds.num_features).numpy()
     np.testing.assert_allclose(np.asarray(served.predict(batch)).ravel(), expected[:7], rtol=1e-5, atol=1e-6)
+    # the logged input example is a dense batch of training graphs (B, n, 1 + d + n); the output signature (B, 1)
+    example = np.asarray(served.input_example)
+    assert example.dtype == np.float32 and example.ndim == 3 and example.shape[0] >= 2
+    assert example.shape[2] == 1 + ds.num_features + example.shape[1]
+    assert served.metadata.get_output_schema().inputs[0].shape == (-1, 1)
+    np.testing.assert_allclose(np.asarray(served.predict(example)).ravel(),
+                               loaded(torch.as_tensor(example)).detach().numpy().ravel(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.server
+def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_path, monkeypatch):
+    """Each epoch's loss is on the server (step = epoch) before the next epoch trains: read back from inside the
+    training loop of train_flow.  With the default interval, epochs are batched, and the last always goes out."""
+    from mlflow import MlflowClient
+
+    import flows.train as train_module
+    from flows.train import train_flow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    client = MlflowClient(tracking_uri=mlflow_server)
+    inp = make_inputs(tmp_path / "in", n_train=30, n_test=10)
+    real = train_module.train_model
+    seen = {}
+
+    def spy(data, cfg, in_dim, on_loss=None):
+        assert on_loss is not None and on_loss.key == "train_loss"
+        on_loss.interval = 0.0  # send every epoch at once
+
+        def callback(epoch, value):
+            on_loss(epoch, value)
+            seen[epoch] = sorted(m.step for m in client.get_metric_history(on_loss.run_id, "train_loss"))
+            assert client.get_run(on_loss.run_id).info.status == "RUNNING"
+
+        return real(data, cfg, in_dim, on_loss=callback)
+
+    monkeypatch.setattr(train_module, "train_model", spy)
+    info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(tmp_path / "model.pt"),
+                      str(tmp_path / "train.json"), epochs=4, hidden=8)
+    assert seen == {e: list(range(e + 1)) for e in range(4)}
+    history = sorted(client.get_metric_history(info["mlflow"]["run_id"], "train_loss"), key=lambda m: m.step)
+    assert [m.value for m in history] == pytest.approx(info["losses"])
+
+    # batching (the default): nothing before the interval, the last epoch always, flush sends the rest
+    from tasks.train import LiveMetric, start_run
+
+    run = start_run("train", {}, [], "tmdsub-live", "live@TEST")
+    live = LiveMetric(run["run_id"], "loss", last_step=5, interval=3600.0)
+    live(0, 1.0)
+    live(1, 0.5)
+    assert client.get_metric_history(run["run_id"], "loss") == []
+    live(5, 0.25)
+    assert sorted(m.step for m in client.get_metric_history(run["run_id"], "loss")) == [0, 1, 5]
+    live(6, float("nan"))  # not finite: skipped
+    live(7, 0.125)
+    live.flush()
+    assert sorted(m.step for m in client.get_metric_history(run["run_id"], "loss")) == [0, 1, 5, 7]
 
 
 @pytest.mark.server

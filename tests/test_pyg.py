@@ -193,6 +193,28 @@ def test_pyg_call_on_tudataset_mutag_equals_cli_on_ingested_mutag(tmp_path, muta
     assert_same_selection(c, sel, len(mutag_pyg))
 
 
+def test_pyg_call_with_the_scalable_engine_equals_cli_select_without_a_matrix(tmp_path):
+    """`engine="scalable"` (no matrix) is the CLI's `tmdsub select --engine scalable`, and `auto` picks the exact
+    engine on a small dataset: `tmdsub select` with no matrix and no tmd stage just works."""
+    from tmdlib.datasets import write_graph_parquet
+
+    ds = fake(30, seed=2)
+    store = tmp_path / "FAKE.parquet"
+    write_graph_parquet(to_graph_table(ds, "FAKE"), store)
+    common = ["--graphs", str(store), "--fraction", "0.2", "--test-fraction", "0", "--labelled",
+              str(tmp_path / "no-ledger.csv"), "--cache-dir", str(tmp_path / "cache"), "--workers", "1"]
+    for engine in ("scalable", "auto"):
+        out = tmp_path / f"{engine}.json"
+        res = run_cli("select", "FAKE", "--engine", engine, *common, "--out", str(out), cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        sel = json.loads(out.read_text())
+        c = select_coreset(ds, fraction=0.2, engine=engine)
+        assert sel["engine"] == c.certificate.engine == ("scalable" if engine == "scalable" else "exact")
+        assert_same_selection(c, sel, len(ds))
+    with pytest.raises(ValueError, match="engine must be one of exact, scalable, auto"):
+        select_coreset(ds, count=3, engine="fast")
+
+
 def test_example_runs(tmp_path):
     """examples/pyg_coreset.py (README's PyG section) runs as shipped, on PyG's TUDataset of the raw MUTAG files."""
     import subprocess
