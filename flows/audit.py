@@ -12,6 +12,7 @@ import typer
 from prefect import flow
 
 from tasks.audit import gather_facts, link_report, read_plot, write_report
+from tmdlib.reporting.verdict import coreset_verdicts
 
 
 @flow(name="audit", log_prints=True)
@@ -35,6 +36,7 @@ def audit_flow(dataset: str, graphs: str, tmd_meta: str, selection: str, nodes: 
     run_id = facts["provenance"].get("mlflow_run_id")
     if log_mlflow and run_id:
         result["mlflow_tags"] = link_report(run_id, files)
+    print(f"{dataset}: {coreset_verdicts(facts.get('bound'))['lemma']['sentence']}")
     print(f"{dataset}: audit report -> {files['html']} (MLflow train run {run_id or 'not logged'})")
     return result
 

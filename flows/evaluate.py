@@ -26,6 +26,7 @@ from tasks.train import (BENCHMARK_EVAL, dataset_name, load_model, log_run, node
                          read_nodes, read_selection, set_torch_threads, start_run, train_model)
 from tmdlib import InputError
 from tmdlib.datasets import metric_for
+from tmdlib.reporting.verdict import verdict_lines
 
 
 def _tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list, dict]:
@@ -253,6 +254,7 @@ def evaluate_command(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     b = m["bound"]
+    typer.echo(verdict_lines(m)[0])
     typer.echo(f"test {m['test']['metric']}: {m['test']['coreset_model']} (full-data model {m['test']['full_model']})")
     typer.echo(f"Lemma 3.2: gap {b['gap_observed']:.4g} vs c*eps {b.get('c_epsilon')}; "
                f"Cor 3.3: excess {b['excess_loss']:.4g} vs 2c*eps {b.get('erm_bound')}")

@@ -38,25 +38,49 @@ LABELS = {"select": "coreset (selection)", "label_requests": "label requests", "
           "audit": "audit report"}
 
 
+def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
+    """``(verdict lines, headline line)`` of one metrics file (``metrics.json`` or ``metrics_nodes.json``).
+
+    The verdict (:func:`tmdlib.reporting.verdict.verdict_lines`) says whether each bound is informative or
+    vacuous, with c·ε and the loss scale; the headline line has the test metric and the raw numbers.
+    """
+    from tmdlib.reporting.verdict import verdict_lines
+
+    test, bound = m.get("test") or {}, m.get("bound") or {}
+    if not test and not bound:
+        return [], []
+    verdict = [f"  {path}:"] + [f"    {line}" for line in verdict_lines(m)]
+    if not test:
+        return verdict, []
+
+    def num(v, fmt):
+        return "n/a" if v is None else format(v, fmt)
+
+    return verdict, [f"  {path}: test {test.get('metric')} {num(test.get('coreset_model'), '.3f')} "
+                     f"(full-data model {num(test.get('full_model'), '.3f')}); eps {num(bound.get('epsilon'), '.4g')}, "
+                     f"c*eps {num(bound.get('c_epsilon'), '.4g')}, observed gap {num(bound.get('gap_observed'), '.4g')}"]
+
+
 def summary_text(root: str = ".") -> str:
-    """Human-readable summary of artifacts, headline metrics and MLflow runs."""
+    """Human-readable summary: the verdict on the bounds first, then artifacts, headline metrics and MLflow runs."""
     from tasks.tracking import redact_uri, tracking_uri
 
-    lines = ["Artifacts (from dvc.yaml):"]
+    artifacts = ["Artifacts (from dvc.yaml):"]
     metrics_files = []
     for stage, outs in stage_outputs(root):
         present = [o for o in outs if (Path(root) / o).exists()]
         name, _, dataset = stage.partition("@")
         label = f"{LABELS.get(name, name)}" + (f" [{dataset}]" if dataset else "")
-        lines.append(f"  {label:34s} {', '.join(present) if present else '(not produced yet)'}")
+        artifacts.append(f"  {label:34s} {', '.join(present) if present else '(not produced yet)'}")
         metrics_files += [o for o in present if o.endswith(".json") and "metrics" in Path(o).name]
+    verdicts, headlines = [], []
     for mf in metrics_files:
-        m = json.loads((Path(root) / mf).read_text())
-        test, bound = m.get("test") or {}, m.get("bound") or {}
-        if test:
-            lines.append(f"  {mf}: test {test.get('metric')} {test.get('coreset_model'):.3f} "
-                         f"(full-data model {test.get('full_model'):.3f}); eps {bound.get('epsilon', float('nan')):.4g}, "
-                         f"c*eps {bound.get('c_epsilon', float('nan')):.4g}, observed gap {bound.get('gap_observed', float('nan')):.4g}")
+        v, h = metrics_lines(mf, json.loads((Path(root) / mf).read_text()))
+        verdicts += v
+        headlines += h
+    lines = ["Verdict on the loss bounds (informative: below the loss scale; vacuous: true but says nothing):"]
+    lines += verdicts or ["  (no metrics yet: run the pipeline up to evaluate, dvc repro)"]
+    lines += artifacts + headlines
     runs = latest_runs()
     lines.append(f"MLflow ({redact_uri(tracking_uri())}):")
     lines += [f"  {r['run_id']}  {r['name'] or r['stage']:22s} {r['status']}" for r in runs] or ["  (no runs yet)"]

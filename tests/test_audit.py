@@ -121,6 +121,42 @@ def test_html_is_static_escaped_and_names_every_fact():
     assert html.escape("default-src 'none'") in page and "http://" not in page and "https://" not in page
 
 
+BARE_HOLDS = re.compile(r"holds\s*(?:\||:|</th>\s*<td>)\s*yes", re.I)  # "holds | yes", "holds: yes", HTML cells
+
+
+def _opening(md: str) -> str:
+    """The first paragraph after the title and the first heading."""
+    return [block for block in md.split("\n\n")[1:] if not block.startswith("#")][0]
+
+
+def test_report_opens_with_the_verdict_and_never_a_bare_holds():
+    """A vacuous bound (c·ε = 1.2·10⁵ against a loss of 0.45) is called vacuous first, and "holds" comes with it."""
+    facts = {**FACTS, "bound": {**FACTS["bound"], "full_model_train_loss": 0.452}}
+    md = audit.render_markdown(facts)
+    assert md.splitlines()[2] == "## Verdict"
+    assert _opening(md).startswith("Bound vacuous: c·ε = 1.174e+05 ≥ loss scale 0.452")
+    assert "| Lemma 3.2 (observed gap ≤ c·ε) | holds (vacuous: c·ε = 1.174e+05 vs loss scale 0.452) |" in md
+    assert "holds (vacuous: c·mean ε_i = 8.555e+05 vs loss scale 0.452)" in md  # node bound, same scale
+    assert not BARE_HOLDS.search(md) and "| yes |" not in md.split("## Labels")[0]
+    page = audit.render_html(facts)
+    first = re.search(r"<section><h2>([^<]*)</h2>\s*<p class=\"(\w+)\">([^<]*)</p>", page)
+    assert first.groups()[:2] == ("Verdict", "warn") and first.group(3).startswith("Bound vacuous: c·ε = 1.174e+05")
+    assert page.index("Verdict") < page.index("<h2>Run</h2>") and not BARE_HOLDS.search(page)
+
+    # certified and informative: the verdict says so, in green; with a violated constraint it is no bound at all
+    cert = {**facts, "bound": {**facts["bound"], "certified": True, "constraint_ok": True, "c": 0.004,
+                               "c_epsilon": 0.227, "gap_observed": 0.02, "erm_bound": 0.45, "excess_loss": 0.01}}
+    md = audit.render_markdown(cert)
+    assert _opening(md).startswith("Bound informative: c·ε (certified c) = 0.227 < loss scale 0.452")
+    assert '<p class="ok">Bound informative' in audit.render_html(cert)
+    bad = {**cert, "bound": {**cert["bound"], "constraint_ok": False}}
+    assert _opening(audit.render_markdown(bad)).startswith("Bound invalid: c·ε = 0.227 is no proof")
+    # no ε (a baseline selection without a TMD matrix): unknown, nothing certified
+    none = {**FACTS, "bound": {"c": 2065.7, "gap_observed": 2.18, "full_model_train_loss": 0.452}}
+    md = audit.render_markdown(none)
+    assert _opening(md).startswith("Bound unknown: no ε was recorded") and not BARE_HOLDS.search(md)
+
+
 def test_sections_tolerate_missing_facts():
     """A run without MLflow logging or metrics still renders (n/a), e.g. a first manifest without `reused`."""
     md = audit.render_markdown({"dataset": "X", "provenance": {"git_sha": "b" * 40}})
@@ -212,6 +248,8 @@ def test_audit_flow_reports_the_run_and_links_it_from_mlflow(audited):
     assert set(f["lock"]) == {"select@MUTAG"} and f["params"]["select.fraction"] is not None
 
     md = (out / "report.md").read_text()
+    assert md.splitlines()[2] == "## Verdict" and re.match(r"Bound (informative|vacuous|invalid): c·ε", _opening(md))
+    assert not BARE_HOLDS.search(md) and not BARE_HOLDS.search((out / "report.html").read_text())
     for fact in (run_id, f["provenance"]["git_sha"], f["data"]["store_sha256"], f["data"]["content_sha256"],
                  f["lock"]["select@MUTAG"]["outs"][p["selection"]], "![", "(counts.png)", "(bound_vs_gap.png)"):
         assert fact in md, fact

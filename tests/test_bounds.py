@@ -30,6 +30,75 @@ def test_gap_formula_by_hand():
         bounds.weighted_subset_loss([np.nan, 1.0], [0], [1.0])
 
 
+def test_verdict_informative_and_vacuous_by_hand():
+    """c·ε below the full-data model's training loss is informative; at or above it, vacuous (and says so)."""
+    v = bounds.bound_verdict(0.2, 0.45, holds=True, gap_observed=0.05)
+    assert v["verdict"] == "informative" and v["informative"] and v["loss_scale"] == 0.45
+    assert v["loss_scale_source"] == "full_model_train_loss" and v["ratio"] == pytest.approx(0.2 / 0.45)
+    assert v["below_ln2"] and v["ln2"] == pytest.approx(np.log(2))
+    assert v["sentence"].startswith("Bound informative: c·ε = 0.2 < loss scale 0.45")
+    assert v["holds_text"] == "holds (informative: c·ε = 0.2 vs loss scale 0.45)"
+
+    v = bounds.bound_verdict(117444.7, 0.452, holds=True, gap_observed=2.1825)
+    assert v["verdict"] == "vacuous" and not v["informative"] and v["below_ln2"] is False
+    assert v["sentence"].startswith("Bound vacuous: c·ε = 1.174e+05 ≥ loss scale 0.452")
+    assert "says nothing about the loss" in v["sentence"] and "2.6e+05× the scale" in v["sentence"]
+    assert v["holds_text"] == "holds (vacuous: c·ε = 1.174e+05 vs loss scale 0.452)"
+    # the boundary: equal to the scale is vacuous (the bound must be strictly below)
+    assert bounds.bound_verdict(0.45, 0.45)["verdict"] == "vacuous"
+    # ln 2 is the scale only when no usable full-data loss is recorded
+    for missing in (None, float("nan"), 0.0, -1.0, "x"):
+        v = bounds.bound_verdict(0.5, missing)
+        assert v["loss_scale_source"] == "ln2" and v["loss_scale"] == pytest.approx(np.log(2))
+        assert v["verdict"] == "informative" and "constant ½ predictor" in v["sentence"]
+    # a full-data loss above ln 2 stays the scale (same criterion as the certified sweep's non_vacuous)
+    assert bounds.bound_verdict(0.75, 0.8)["verdict"] == "informative"
+    assert bounds.bound_verdict(0.75, 0.8)["below_ln2"] is False
+
+
+def test_verdict_without_epsilon_and_in_certified_mode():
+    v = bounds.bound_verdict(None, 0.45, holds=None)
+    assert v["verdict"] == "unknown" and v["ratio"] is None and v["below_ln2"] is None
+    assert v["sentence"].startswith("Bound unknown: no ε was recorded") and v["holds_text"] == "n/a"
+    assert bounds.bound_verdict(float("nan"), 0.45)["verdict"] == "unknown"
+    # certified: c fixed before training; a violated constraint means c·ε proves nothing
+    ok = bounds.bound_verdict(0.1, 0.45, certified=True, constraint_ok=True, holds=True)
+    assert ok["verdict"] == "informative" and "(certified c)" in ok["sentence"]
+    bad = bounds.bound_verdict(0.1, 0.45, certified=True, constraint_ok=False, holds=True)
+    assert bad["verdict"] == "invalid" and "constraint violated" in bad["sentence"]
+    assert bad["holds_text"].startswith("holds (invalid:")
+    cond = bounds.bound_verdict(5.0, 0.45, valid=False, conditions=["mean pooling"])
+    assert cond["verdict"] == "invalid" and "(mean pooling)" in cond["sentence"]
+    # the observed gap above an informative c·ε: only the label term can do that, and the sentence says so
+    lab = bounds.bound_verdict(0.05, 0.45, holds=False, gap_observed=0.3)
+    assert lab["holds_text"] == "does not hold: observed gap 0.3 > c·ε = 0.05" and "label term" in lab["sentence"]
+
+
+def test_verdict_of_metrics_json():
+    """The verdict lines of a metrics.json / metrics_nodes.json as evaluate writes them."""
+    from tmdlib.reporting.verdict import coreset_verdicts, node_verdicts, verdict_lines
+
+    m = {"certified": True, "bound": {"c_epsilon": 0.21, "gap_observed": 0.02, "lemma_holds": True,
+                                      "erm_bound": 0.84, "excess_loss": 0.01, "corollary_holds": True,
+                                      "full_model_train_loss": 0.45, "certified": True, "constraint_ok": True,
+                                      "valid": True, "bound_with_labels": 0.9, "bound_with_labels_holds": True},
+         "nodes": {"bound": 3.0, "gap_observed": 0.1, "lemma_holds": True}}
+    v = coreset_verdicts(m["bound"])
+    assert [v[k]["verdict"] for k in ("lemma", "corollary", "with_labels")] == ["informative", "vacuous", "vacuous"]
+    n = node_verdicts(m["nodes"], m["bound"])
+    assert n["lemma"]["verdict"] == "vacuous" and n["lemma"]["loss_scale"] == 0.45 and n["corollary"] is None
+    lines = verdict_lines(m)
+    assert lines[0].startswith("Lemma 3.2 (coreset loss gap): Bound informative: c·ε (certified c) = 0.21")
+    assert [line.split(":")[0] for line in lines] == [
+        "Lemma 3.2 (coreset loss gap)", "Lemma 3.2 with the label term", "Corollary 3.3 (excess training loss)",
+        "Corollary 4.1 (node subsampling, loss gap)"]
+    assert verdict_lines({})[0].startswith("Lemma 3.2 (coreset loss gap): Bound unknown")
+    assert node_verdicts(None) is None and coreset_verdicts(None)["with_labels"] is None
+    nodes_run = {"bound": {**m["bound"], "erm_bound_with_nodes": 0.3, "certified": False}}
+    assert coreset_verdicts(nodes_run["bound"])["corollary"]["sentence"].startswith(
+        "Bound informative: 2c·(ε + Στε_i/n) = 0.3 <")
+
+
 def test_medoid_objective_and_cluster_sizes_by_hand():
     pos = np.array([0.0, 1.0, 2.0, 10.0, 12.0])
     D = np.abs(pos[:, None] - pos[None, :])

@@ -16,15 +16,26 @@ Node subsampling (Corollary 4.1).  With :math:`\varepsilon_i = \mathrm{TMD}(G_i,
 c\,\varepsilon_i`, so the mean loss gap is at most :math:`c \cdot \frac1n\sum_i \varepsilon_i` and the excess loss
 of the model trained on the subgraphs at most :math:`2c \cdot \frac1n \sum_i\varepsilon_i`.  With graph weights
 (a node-subsampled coreset) the means are τ-weighted: :math:`\sum_i \tau_i \varepsilon_i / \sum_i \tau_i`.
+
+Verdict (:func:`bound_verdict`).  A bound that holds can still say nothing: the bound is **informative** when it is
+below the loss scale (the full-data model's mean training loss, else :math:`\ln 2`) and **vacuous** otherwise.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..select.coreset import medoids_objective
 
 __all__ = ["medoid_objective", "cluster_sizes", "weighted_subset_loss", "coreset_gap", "lemma_bound",
-           "erm_bound", "excess_loss", "node_epsilon_mean", "node_gap", "node_bounds"]
+           "erm_bound", "excess_loss", "node_epsilon_mean", "node_gap", "node_bounds", "bound_verdict", "LN2",
+           "VERDICTS"]
+
+#: BCE (in nats) of the constant predictor p = 1/2: :math:`\ln 2`, the model-free loss scale.
+LN2 = math.log(2.0)
+#: The values of ``bound_verdict(...)["verdict"]``.
+VERDICTS = ("informative", "vacuous", "unknown", "invalid")
 
 
 def _vec(a, name: str) -> np.ndarray:
@@ -157,3 +168,128 @@ def node_bounds(c: float, epsilon, weights=None) -> dict:
     r"""``epsilon_mean``, ``bound`` :math:`= c\bar\varepsilon` (loss gap), ``erm_bound`` :math:`= 2c\bar\varepsilon`."""
     m = node_epsilon_mean(epsilon, weights)
     return {"epsilon_mean": m, "bound": lemma_bound(c, m), "erm_bound": erm_bound(c, m)}
+
+
+def _number(value) -> float | None:
+    """``value`` as a finite float, or None (missing, not a number, NaN or inf)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", holds: bool | None = None,
+                  gap_observed=None, certified: bool | None = None, constraint_ok: bool | None = None,
+                  valid: bool | None = None, conditions=(), observed: str = "observed gap",
+                  missing: str = "no ε was recorded") -> dict:
+    r"""Is a proven loss bound informative or vacuous?  The verdict, its numbers and one sentence.
+
+    A bound :math:`B` on a loss gap (Lemma 3.2: :math:`B = c\,\varepsilon` bounds
+    :math:`|\frac1n\sum_{i\in\mathcal I}\tau_i\mathcal L_i - \frac1n\sum_i \mathcal L_i|`; Corollary 3.3:
+    :math:`2c\,\varepsilon` bounds the excess loss; Corollary 4.1: :math:`c\bar\varepsilon`) is compared with the
+    loss scale :math:`s`:
+
+    .. math:: \text{verdict} = \begin{cases} \text{informative} & B < s \\ \text{vacuous} & B \ge s \end{cases}
+              \qquad s = \begin{cases} \bar{\mathcal L}_{\mathrm{full}} & \text{when given, finite and} > 0 \\
+              \ln 2 & \text{otherwise} \end{cases}
+
+    with :math:`\bar{\mathcal L}_{\mathrm{full}} = \frac1n\sum_i \mathcal L(h_{\mathrm{full}}(G_i))` the mean
+    training BCE of the model trained on all training graphs (``bound.full_model_train_loss`` of
+    ``metrics.json``).  Why that scale: the gap compares two means of that very loss, so a bound
+    :math:`B \ge \bar{\mathcal L}_{\mathrm{full}}` still allows the coreset loss to be anywhere from 0 to twice the
+    full loss, i.e. it rules out nothing an auditor cares about; it is also the criterion of the certified sweep
+    (``non_vacuous`` = c·ε < ``full_model_train_loss`` in ``benchmarks/certified_sweep.py``) and of issue 17's
+    goal.  :math:`\ln 2` (the BCE of the constant ½ predictor, model-free) is reported beside it
+    (``below_ln2``) and is the scale only when no full-data loss is known.  A trained model usually has
+    :math:`\bar{\mathcal L}_{\mathrm{full}} < \ln 2`, which makes the verdict the stricter of the two.
+
+    The other verdicts: **unknown** when :math:`B` is missing (no ε: a baseline selection without a TMD
+    matrix), **invalid** when :math:`B` is not a proof for this model: certified mode with the spectral-norm
+    constraint violated (``constraint_ok`` False, the certified c does not bound the trained weights) or the
+    stability conditions of Theorem 8 failing (``valid`` False).  Only the verdict (never a bare "holds")
+    describes the bound: ``holds_text`` reads "holds (vacuous: c·ε = X vs loss scale Y)" for a vacuous bound.
+
+    Parameters
+    ----------
+    bound : float or None
+        The bound :math:`B` (nats of BCE), e.g. ``bound.c_epsilon``.
+    full_model_train_loss : float or None
+        :math:`\bar{\mathcal L}_{\mathrm{full}}`; missing, non-finite or :math:`\le 0` falls back to
+        :math:`\ln 2`.
+    name : str
+        How the bound is written in the sentence (``"c·ε"``, ``"2c·ε"``, ``"c·mean ε_i"``).
+    holds : bool, optional
+        Whether the observed gap is within the bound (``lemma_holds``); gives ``holds_text``.
+    gap_observed : float, optional
+        The observed gap, quoted in the sentence.
+    certified, constraint_ok, valid : bool, optional
+        ``bound.certified``, ``bound.constraint_ok``, ``bound.valid`` of ``metrics.json``.
+    conditions : sequence of str
+        What fails when ``valid`` is False (``bound.conditions``), quoted in the sentence.
+    observed : str
+        What ``gap_observed`` is (``"observed excess loss"`` for Corollary 3.3).
+    missing : str
+        Why the bound is missing (said in the sentence of an unknown verdict).
+
+    Returns
+    -------
+    dict
+        ``verdict`` (one of :data:`VERDICTS`), ``informative`` (bool), ``bound``, ``name``, ``loss_scale``
+        (:math:`s`), ``loss_scale_source`` (``"full_model_train_loss"`` or ``"ln2"``), ``full_model_train_loss``,
+        ``ln2``, ``ratio`` (:math:`B/s`, None when unknown), ``below_ln2``, ``gap_observed``, ``holds``,
+        ``certified``, ``constraint_ok``, ``valid``, ``holds_text`` and ``sentence`` (one line, starting with
+        "Bound <verdict>").
+
+    Examples
+    --------
+    >>> bound_verdict(117444.7, 0.452)["sentence"][:48]
+    'Bound vacuous: c·ε = 1.174e+05 ≥ loss scale 0.452'
+    """
+    b, full = _number(bound), _number(full_model_train_loss)
+    gap = _number(gap_observed)
+    use_full = full is not None and full > 0
+    scale = full if use_full else LN2
+    source = "full_model_train_loss" if use_full else "ln2"
+    scale_words = ("the full-data model's mean training loss" if use_full
+                   else "ln 2: BCE of the constant ½ predictor; no full-data loss recorded")
+    cert = " (certified c)" if certified else ""
+    if b is None:
+        verdict = "unknown"
+    elif certified and constraint_ok is False or valid is False:
+        verdict = "invalid"
+    else:
+        verdict = "informative" if b < scale else "vacuous"
+    nums = (f"{name} = {b:.4g} vs loss scale {scale:.3g}" if b is not None else f"{name} = n/a")
+    gap_words = f", {observed} {gap:.4g}" if gap is not None else ""
+    if holds is False:  # Lemma 3.2 is a theorem: only the label term (labels differ within a cluster) breaks it
+        gap_words += " above the bound (the label term: graphs labelled unlike their medoid)"
+    if verdict == "unknown":
+        sentence = f"Bound unknown: {missing}, so {name} cannot be stated; nothing is certified."
+    elif verdict == "invalid":
+        why = ("the certified model's spectral norms exceed their budget (constraint violated)"
+               if certified and constraint_ok is False else
+               "the stability conditions of the model fail" + (f" ({'; '.join(map(str, conditions))})"
+                                                                 if conditions else ""))
+        sentence = f"Bound invalid: {name} = {b:.4g} is no proof for this model: {why}."
+    elif verdict == "informative":
+        sentence = (f"Bound informative: {name}{cert} = {b:.4g} < loss scale {scale:.3g} ({scale_words}"
+                    + (f"; ln 2 = {LN2:.3f}" if use_full else "") + f"){gap_words}.")
+    else:
+        sentence = (f"Bound vacuous: {name}{cert} = {b:.4g} ≥ loss scale {scale:.3g} ({scale_words}), "
+                    f"{b / scale:.3g}× the scale{gap_words}: "
+                    + ("it holds but " if holds else "") + "it says nothing about the loss.")
+    if holds is None:
+        holds_text = "n/a" if b is None else f"not evaluated ({verdict}: {nums})"
+    elif holds:
+        holds_text = f"holds ({verdict}: {nums})"
+    else:
+        holds_text = f"does not hold: {observed} {gap:.4g} > {name} = {b:.4g}" if (
+            gap is not None and b is not None) else f"does not hold ({verdict}: {nums})"
+    return {"verdict": verdict, "informative": verdict == "informative", "bound": b, "name": name,
+            "loss_scale": scale, "loss_scale_source": source, "full_model_train_loss": full, "ln2": LN2,
+            "ratio": None if b is None else b / scale, "below_ln2": None if b is None else b < LN2,
+            "gap_observed": gap, "holds": holds, "certified": certified, "constraint_ok": constraint_ok,
+            "valid": valid, "holds_text": holds_text, "sentence": sentence}

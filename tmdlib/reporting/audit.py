@@ -13,7 +13,8 @@ stage outputs.  The facts are one dict with these keys (any may be missing; miss
 ``graphs``, ``nodes``, ``nodes_selected``
     :func:`kept_dropped` dicts (``graphs`` also has ``dataset``, ``test``, ``method``, ``fraction``, ``seed``).
 ``bound``, ``node_bound``, ``test``
-    From ``metrics.json`` (``bound``, ``test``) and ``metrics_nodes.json`` (``nodes``).
+    From ``metrics.json`` (``bound``, ``test``) and ``metrics_nodes.json`` (``nodes``).  The report opens with
+    their verdict (:mod:`tmdlib.reporting.verdict`): informative or vacuous, with c·ε and the loss scale.
 ``labels``, ``manifest``
     :func:`labelling_cost` plus ``source`` / ``benchmark_mode``; the manifest's scalar entries.
 ``checks``
@@ -36,6 +37,8 @@ import html
 import io
 import math
 from typing import Any, Iterable, Mapping, Sequence
+
+from .verdict import coreset_verdicts, node_verdicts
 
 __all__ = ["kept_dropped", "labelling_cost", "content_hash", "flat_items", "reproduce_commands",
            "report_sections", "render_markdown", "render_html", "counts_png"]
@@ -173,9 +176,33 @@ def _pct(value: float | None) -> str:
 
 
 def _section(title: str, rows: Sequence[tuple[str, Any]] = (), text: str | None = None,
-             code: Sequence[str] | None = None) -> dict:
+             code: Sequence[str] | None = None, tone: str = "warn") -> dict:
     return {"title": title, "rows": [(label, _fmt(v)) for label, v in rows], "text": text,
-            "code": list(code) if code else None}
+            "code": list(code) if code else None, "tone": tone}
+
+
+def _verdict_section(f: Mapping) -> dict:
+    """The report's opening: is the bound informative or vacuous (:mod:`tmdlib.reporting.verdict`)?"""
+    b = f.get("bound") or {}
+    v = coreset_verdicts(b)
+    n = node_verdicts(f.get("node_bound"), b)
+    lemma = v["lemma"]  # the headline (the section's text); the rows add the other bounds and the numbers
+    rows = []
+    if v["with_labels"] is not None:
+        rows.append(("Lemma 3.2 with the label term", v["with_labels"]["sentence"]))
+    rows.append(("Corollary 3.3 (excess training loss)", v["corollary"]["sentence"]))
+    if n is not None:
+        rows.append(("Corollary 4.1 (node subsampling, loss gap)", n["lemma"]["sentence"]))
+        if n["corollary"] is not None:
+            rows.append(("Corollary 4.1 (node subsampling, excess loss)", n["corollary"]["sentence"]))
+    source = {"full_model_train_loss": "mean training loss of the full-data model (bound.full_model_train_loss)",
+              "ln2": "ln 2, the BCE of the constant ½ predictor (no full-data loss recorded)"}
+    rows += [("loss scale (nats of BCE)", lemma["loss_scale"]),
+             ("loss scale: what it is", source[lemma["loss_scale_source"]]),
+             ("ln 2 (constant ½ predictor)", lemma["ln2"]),
+             ("c·ε / loss scale", lemma["ratio"]), ("c·ε below ln 2", lemma["below_ln2"])]
+    return _section("Verdict", rows, text=lemma["sentence"],
+                    tone="ok" if lemma["verdict"] == "informative" else "warn")
 
 
 def _run_section(f: Mapping) -> dict:
@@ -224,20 +251,28 @@ def _nodes_section(f: Mapping) -> dict:
 
 def _bound_section(f: Mapping) -> dict:
     b, t = f.get("bound") or {}, f.get("test") or {}
+    v = coreset_verdicts(b)
+    n = f.get("node_bound") or {}
+    nv = node_verdicts(n, b)
+    # whether a bound holds is only ever said together with its verdict (never a bare "holds: yes")
     rows = [("ε (medoid objective, TMD units)", b.get("epsilon")), ("c (stability constant)", b.get("c")),
             ("certified mode (spectral-norm budget, c known before training)", b.get("certified")),
+            ("certified constraint (spectral norms within the budget)", b.get("constraint_ok")),
             ("c·ε: bound on |coreset loss − full loss| (Lemma 3.2)", b.get("c_epsilon")),
-            ("observed gap", b.get("gap_observed")), ("Lemma 3.2 holds", b.get("lemma_holds")),
+            ("observed gap", b.get("gap_observed")),
+            ("full-data model's mean training loss (the loss scale)", b.get("full_model_train_loss")),
+            ("Lemma 3.2 (observed gap ≤ c·ε)", v["lemma"]["holds_text"]),
             ("2c·ε: bound on the excess training loss (Cor. 3.3)", b.get("erm_bound")),
-            ("observed excess loss", b.get("excess_loss")), ("Corollary 3.3 holds", b.get("corollary_holds"))]
-    if "bound_with_labels" in b:
+            ("observed excess loss", b.get("excess_loss")),
+            ("Corollary 3.3 (observed excess loss ≤ its bound)", v["corollary"]["holds_text"])]
+    if v["with_labels"] is not None:
         rows += [("c·ε + label term bound", b.get("bound_with_labels")),
-                 ("bound with labels holds", b.get("bound_with_labels_holds"))]
+                 ("bound with labels (observed gap ≤ c·ε + label term)", v["with_labels"]["holds_text"])]
     rows += [(f"test {t.get('metric', 'metric')}: coreset model", t.get("coreset_model")),
              (f"test {t.get('metric', 'metric')}: full-data model", t.get("full_model"))]
-    n = f.get("node_bound") or {}
     rows += [("nodes: mean ε_i (Cor. 4.1)", n.get("epsilon_mean")), ("nodes: c·mean ε_i", n.get("bound")),
-             ("nodes: observed gap", n.get("gap_observed")), ("nodes: bound holds", n.get("lemma_holds")),
+             ("nodes: observed gap", n.get("gap_observed")),
+             ("nodes: observed gap ≤ c·mean ε_i", nv["lemma"]["holds_text"] if nv else None),
              ("nodes: 2c·mean ε_i", n.get("erm_bound")), ("nodes: observed excess loss", n.get("excess_loss"))]
     return _section("ε and the bound", rows)
 
@@ -286,12 +321,12 @@ def report_sections(facts: Mapping) -> list[dict]:
     Returns
     -------
     list of dict
-        In reading order: run, dataset, graphs, nodes, bound, labels, label manifest, checks, parameters,
-        files read, dvc.lock entries, reproduce.
+        In reading order: the verdict on the bound (informative or vacuous, with the numbers), run, dataset,
+        graphs, nodes, bound, labels, label manifest, checks, parameters, files read, dvc.lock entries, reproduce.
     """
     p = facts.get("provenance") or {}
     return [
-        _run_section(facts), _data_section(facts), _graphs_section(facts), _nodes_section(facts),
+        _verdict_section(facts), _run_section(facts), _data_section(facts), _graphs_section(facts), _nodes_section(facts),
         _bound_section(facts), _labels_section(facts),
         _table_section("Label manifest (manifest.json)", facts.get("manifest"), "no manifest entries"),
         _checks_section(facts),
@@ -346,6 +381,7 @@ table{border-collapse:collapse;margin:.5em 0 1.5em;width:100%}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f4f4f4;font-weight:normal;width:40%}td{font-family:ui-monospace,monospace;word-break:break-all}
 pre{background:#f4f4f4;padding:.8em;overflow-x:auto}.warn{color:#a00;font-weight:bold}
+.ok{color:#2b8a3e;font-weight:bold}
 img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}"""
 
 # No scripts, no fetches: only inline styles and data: images may load.
@@ -356,7 +392,7 @@ def _html_section(s: Mapping) -> list[str]:
     esc = html.escape
     out = [f"<section><h2>{esc(s['title'])}</h2>"]
     if s["text"]:
-        out.append(f'<p class="warn">{esc(s["text"])}</p>')
+        out.append(f'<p class="{esc(s.get("tone") or "warn")}">{esc(s["text"])}</p>')
     if s["rows"]:
         out.append("<table><tbody>")
         out += [f'<tr><th scope="row">{esc(label)}</th><td>{esc(value)}</td></tr>' for label, value in s["rows"]]
