@@ -8,7 +8,8 @@ grouped by problem like POT's ``ot/``:
                                :func:`tmd_pairs`) and tree norms (:func:`tree_norm`, Algorithm 1)
 :mod:`tmdlib.select`           k-medoids coresets (:func:`kmedoids_coreset`), baselines, node
                                subsampling (:func:`subsample_nodes`), the train/test split
-:mod:`tmdlib.guarantees`       Lemma 3.2 / Corollaries 3.3 and 4.1: :math:`c\,\varepsilon`, :math:`2c\,\varepsilon`
+:mod:`tmdlib.guarantees`       Lemma 3.2 / Corollaries 3.3 and 4.1: :math:`c\,\varepsilon`, :math:`2c\,\varepsilon`,
+                               and :func:`bound_verdict` (informative or vacuous)
 :mod:`tmdlib.datasets`         readers (TU, OGB, SMILES, Parquet) into the graph-store table, labels I/O
 :mod:`tmdlib.reporting`        tables, plots and audit pages (pure functions)
 :mod:`tmdlib.experiment`       the paper's experiment grid (its cell runner imports torch)
@@ -30,7 +31,7 @@ from .distance import (DEFAULT_MEMORY_LIMIT, parse_weights, pascal_weights, reso
                        tmd_matrix, tmd_memory_plan, tmd_pairs, tree_norm, tree_norm_node_terms)
 from .errors import InputError
 from .graph import FEATURE_LIMIT, Graph, GraphDataset, GraphValidationError
-from .guarantees import erm_bound, lemma_bound
+from .guarantees import bound_verdict, erm_bound, lemma_bound
 from .select import (CoresetResult, NodeSubsample, assign_to_medoids, budget_to_k, kmedoids_coreset,
                      medoids_objective, select_nodes, subsample_nodes, train_test_split)
 
@@ -44,6 +45,7 @@ __all__ = [
     "InputError",
     "NodeSubsample",
     "assign_to_medoids",
+    "bound_verdict",
     "budget_to_k",
     "erm_bound",
     "kmedoids_coreset",
