@@ -245,7 +245,7 @@ def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", hol
 
     Examples
     --------
-    >>> bound_verdict(117444.7, 0.452)["sentence"][:48]
+    >>> bound_verdict(117444.7, 0.452)["sentence"][:49]
     'Bound vacuous: c·ε = 1.174e+05 ≥ loss scale 0.452'
     """
     b, full = _number(bound), _number(full_model_train_loss)
