@@ -58,7 +58,7 @@ def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
 
 @app.command()
 def ingest(
-    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp)."),
+    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES)."),
     tu_dir: Optional[Path] = typer.Option(None, "--tu-dir", help="A folder in the TU raw layout (NAME_A.txt, ...)."),
     smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A CSV with a SMILES column (and optional label column)."),
     parquet: Optional[Path] = typer.Option(None, "--parquet", help="A Parquet file already in the graph-store schema."),
@@ -69,6 +69,8 @@ def ingest(
     smiles_column: str = typer.Option("smiles", help="SMILES CSV: the SMILES column (case-insensitive when no column has exactly this name)."),
     label_column: Optional[str] = typer.Option(None, help="SMILES CSV: the label column, if any."),
     append_dir: Optional[Path] = typer.Option(None, "--append-dir", help="Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended in name order after the dataset."),
+    workers: int = typer.Option(1, "--workers", min=1, help="SMILES: processes converting molecules (MOSES: 2 on 2 cores)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="SMILES: only the first N molecules (a smaller pool)."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph)."""
     from flows.ingest import ingest_flow, resolve_source
@@ -79,7 +81,8 @@ def ingest(
     summary = ingest_flow(kind, path, ds_name, str(out or DATA / "graphs" / f"{ds_name}.parquet"),
                           raw_root=str(raw_root), checksum_folder=folder,
                           node_attributes=features == "onehot+attributes", smiles_column=smiles_column,
-                          label_column=label_column, append_dir=str(append_dir) if append_dir else None)
+                          label_column=label_column, append_dir=str(append_dir) if append_dir else None,
+                          workers=workers, limit=limit)
     batches = f" ({len(summary['batches'])} appended batches)" if summary["batches"] else ""
     typer.echo(f"{ds_name}: {summary['graphs']} graphs{batches}, {summary['mean_nodes']:.2f} nodes and "
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}")

@@ -47,8 +47,14 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   matrix: str | None = None, nodes: str | None = None, tmd_meta: str | None = None,
                   fractions: str | list | None = None, sweep_epochs: int = 20, full_epochs: int | None = None,
                   seed: int | None = None, device: str = "auto", torch_threads: int = 1,
-                  experiment: str = "tmdsub", log_mlflow: bool = True) -> dict:
-    """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``)."""
+                  experiment: str = "tmdsub", log_mlflow: bool = True, sample: int = 0) -> dict:
+    """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``).
+
+    ``sample > 0`` (pools too large to score whole, e.g. MOSES): the coreset graphs are scored exactly, the
+    full training loss is estimated on a seeded uniform sample of ``sample`` training graphs (with its standard
+    error), the full-data reference model is trained on that sample (marked so), the test set is sampled to at
+    most ``sample`` graphs, and the matrix checks and the sweep are skipped.
+    """
     from tmdlib.guarantees import bounds
     from tmdlib.torch.certified import stability_constant
     from tmdlib.torch.pyg import dataset_to_pyg
@@ -78,6 +84,23 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     in_train = {int(p): k for k, p in enumerate(train_pos)}
     subset = np.asarray([in_train[int(p)] for p in med_pos], dtype=np.int64)
     tau = sel["tau"]
+    n_train = int(len(train_pos))
+    sample_idx, sample_info = None, None
+    if sample and sample < 0:
+        raise InputError(None, f"--sample must be >= 0, got {sample}")
+    if sample and n_train > sample:
+        rng = np.random.default_rng(seed)
+        pick = np.sort(rng.choice(n_train, size=int(sample), replace=False))
+        keep = np.union1d(subset, pick)  # positions into train_pos: the coreset graphs and the sample
+        sample_idx, subset, train_pos = np.searchsorted(keep, pick), np.searchsorted(keep, subset), train_pos[keep]
+        n_test_all = int(len(test_pos))
+        if n_test_all > sample:
+            test_pos = np.sort(rng.choice(test_pos, size=int(sample), replace=False))
+        sample_info = {"train_sample": int(sample), "n_train": n_train, "test_sample": int(len(test_pos)),
+                       "n_test": n_test_all, "seed": seed,
+                       "note": "full training loss estimated on a uniform sample (full_stderr); the full-data "
+                               "reference model is trained on that sample; no matrix check, no sweep"}
+        matrix = None
     if ds.y is None or np.isnan(ds.y[train_pos]).any():
         raise InputError(graphs, "the bound evaluation is a benchmark measurement: it needs the dataset's label "
                                  "of every training graph, and some are missing")
@@ -91,7 +114,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
 
     # epsilon: the selection's, checked against the TMD matrix when given
     D_train, eps_matrix, tau_match, assignment = None, None, None, None
-    matrix = matrix_path(matrix)  # None: the tmd stage took the scalable engine (no matrix; no sweep)
+    matrix = matrix_path(matrix) if sample_idx is None else None  # None: scalable engine or sampled pool
     if matrix:
         D_train = load_matrix(matrix, len(ds))[np.ix_(train_pos, train_pos)]
         eps_matrix = bounds.medoid_objective(D_train, subset)
@@ -105,18 +128,20 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
 
     # reference: a model trained on every training graph (benchmark labels), same hyper-parameters
     full_cfg = dict(cfg, epochs=int(full_epochs if full_epochs is not None else cfg["epochs"]))
-    full_net, full_curve, used = train_model(train_data, full_cfg, ds.num_features)
+    ref_data = train_data if sample_idx is None else [train_data[i] for i in sample_idx]
+    full_net, full_curve, used = train_model(ref_data, full_cfg, ds.num_features)
     full_L = losses_of(full_net, train_data, y_train)
     c_full = stability_constant(full_net, budget, 1.0, tmd_weights)["c"]
+    ref_loss = float(full_L.mean() if sample_idx is None else full_L[sample_idx].mean())
 
-    main = bound_point(net, train_data, y_train, subset, tau, epsilon, float(full_L.mean()), c_full, tmd_weights,
-                       lipschitz_budget=budget, assignment=assignment)
-    full_gap = bounds.coreset_gap(full_L, subset, tau)
+    main = bound_point(net, train_data, y_train, subset, tau, epsilon, ref_loss, c_full, tmd_weights,
+                       lipschitz_budget=budget, assignment=assignment, sample=sample_idx, n_train=n_train)
+    full_gap = bounds.coreset_gap(full_L, subset, tau, sample=sample_idx, n=n_train)
     main.update({
         "fraction": sel.get("fraction"), "k": int(len(subset)), "epsilon_source": eps_source,
         "epsilon_matrix": eps_matrix, "tau_matches_tmd_assignment": tau_match,
         # Lemma 3.2 is proven for tau = nearest-medoid cluster sizes (checked when the matrix is given)
-        "lemma_applies": bool(abs(float(np.sum(tau)) - len(train_pos)) < 1e-6 and tau_match is not False),
+        "lemma_applies": bool(abs(float(np.sum(tau)) - n_train) < 1e-6 and tau_match is not False),
         "c_full_model": c_full, "full_model_gap_observed": full_gap["gap"],
         "full_model_c_epsilon": None if epsilon is None else bounds.lemma_bound(c_full, epsilon),
         "depth": depth, "weights": tmd_weights,
@@ -152,7 +177,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         node_metrics["corollary_holds"] = bool(excess <= node_metrics["erm_bound"] * (1 + 1e-9) + 1e-12)
         if epsilon is not None:
             # graph coreset of subgraphs vs full-data model: 2c(eps + sum_{i in I} tau_i eps_i / n)
-            comb = epsilon + float(np.dot(tau, eps_i)) / len(train_pos)
+            comb = epsilon + float(np.dot(tau, eps_i)) / n_train
             main["erm_bound_with_nodes"] = bounds.erm_bound(main["c_class"], comb)
             main["corollary_holds"] = bool(main["excess_loss"] <= main["erm_bound_with_nodes"] * (1 + 1e-9) + 1e-12)
 
@@ -179,11 +204,13 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
 
     metrics = {
         "dataset": name, "method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(subset)),
-        "n_train": int(len(train_pos)), "n_test": int(len(test_pos)), "seed": seed,
+        "n_train": n_train, "n_test": int(len(test_pos)), "seed": seed, "sample": sample_info,
         "labels_for_evaluation": BENCHMARK_EVAL, "labels_for_training": info.get("labels_source", "unknown"),
         "labels_for_reference_and_sweep_training": BENCHMARK_EVAL,
         "test": {"metric": metric, "coreset_model": score_on(net, test_data, y_test, metric),
-                 "full_model": score_on(full_net, test_data, y_test, metric), "n": int(len(test_pos))},
+                 "full_model": score_on(full_net, test_data, y_test, metric), "n": int(len(test_pos)),
+                 "full_model_trained_on": "all training graphs" if sample_idx is None else
+                 f"a uniform sample of {len(sample_idx)} of {n_train} training graphs"},
         "certified": budget is not None, "lipschitz_budget": budget,
         "bound": main, "nodes": node_metrics, "sweep": sweep, "sweep_note": sweep_note,
         "epochs": {"coreset_model": int(cfg["epochs"]), "full_model": full_cfg["epochs"],
@@ -202,7 +229,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   "selection.k": len(subset), "fractions": ",".join(map(str, fr)), "sweep_epochs": sweep_epochs,
                   "full_epochs": full_cfg["epochs"], "seed": seed, "device": device, "torch_threads": torch_threads,
                   "tmd.depth": depth, "tmd.weights": str(tmd_weights), "node_subsampling": bool(nodes),
-                  "certified": budget is not None, "lipschitz_budget": budget}
+                  "certified": budget is not None, "lipschitz_budget": budget, "sample": sample}
         flat = {"test": {k: v for k, v in metrics["test"].items() if k != "metric"},
                 "bound": {k: v for k, v in main.items() if k not in ("per_layer", "fraction", "k")},
                 "nodes": node_metrics or {}}
@@ -238,6 +265,7 @@ def evaluate_command(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sweep's k-medoids and models (default: train.json's)."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when present) | cpu | cuda[:N]."),
     torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
+    sample: int = typer.Option(0, "--sample", min=0, help="Large pools: score the coreset exactly and estimate the full training loss on a uniform sample of this many training graphs (0 = all)."),
     experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
 ) -> None:
@@ -249,7 +277,7 @@ def evaluate_command(
                           matrix=str(matrix) if matrix else None, nodes=str(nodes) if nodes else None,
                           tmd_meta=str(tmd_meta) if tmd_meta else None, fractions=fractions,
                           sweep_epochs=sweep_epochs, full_epochs=full_epochs, seed=seed, device=device,
-                          torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow)
+                          torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow, sample=sample)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

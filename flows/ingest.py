@@ -34,7 +34,8 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
     tds.check_dataset_name(dataset)
     if dataset in tds.DATASETS:
         info = tds.get_dataset_info(dataset)
-        return info.kind, str(Path(raw_root) / info.folder), info.name, info.folder
+        path = Path(raw_root) / info.folder
+        return info.kind, str(path / info.file if info.file else path), info.name, info.folder
     # A user dataset dropped into the raw root: a TU folder, a graph-store Parquet or a SMILES CSV.
     root = Path(raw_root)
     if (root / dataset).is_dir():
@@ -50,15 +51,20 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
 def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None = None,
                 checksum_folder: str | None = None, node_attributes: bool = False,
                 smiles_column: str = "smiles", label_column: str | None = None,
-                append_dir: str | None = None) -> dict:
+                append_dir: str | None = None, workers: int = 1, limit: int | None = None) -> dict:
     """Verify (built-in data), read, append the batches of ``append_dir``, validate and atomically write.
 
     ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),
     appended in name order after the base source; old graphs keep their ids and features.
+    A SMILES source is converted by ``workers`` processes (``limit``: its first molecules only); a built-in
+    unlabelled pool (MOSES) gets its flagged benchmark label stand-in.
     """
     if checksum_folder is not None and raw_root is not None:
         verify_checksums(raw_root, checksum_folder)
-    table = read_source(kind, path, name, node_attributes, smiles_column, label_column)
+    info = tds.DATASETS.get(name)
+    standin = info.standin if info is not None and checksum_folder is not None else None
+    table = read_source(kind, path, name, node_attributes, smiles_column, label_column, standin=standin,
+                        workers=workers, limit=limit)
     batches = batch_sources(append_dir)
     if batches:
         table = append_batches(table, batches, node_attributes, smiles_column, label_column)

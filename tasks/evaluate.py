@@ -55,7 +55,8 @@ def score_on(model, data: list, y: np.ndarray, metric: str) -> float | None:
 
 def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray, tau: np.ndarray,
                 epsilon: float | None, reference_loss: float, c_reference: float, weights="pascal",
-                lipschitz_budget=None, assignment: np.ndarray | None = None) -> dict:
+                lipschitz_budget=None, assignment: np.ndarray | None = None, sample: np.ndarray | None = None,
+                n_train: int | None = None) -> dict:
     """Lemma 3.2 and Corollary 3.3 numbers for one model trained on one coreset.
 
     Parameters
@@ -72,6 +73,9 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
     assignment : array_like, optional
         Position (into ``train_data``) of each graph's medoid: adds the label-aware split of the gap
         (:func:`tmdlib.torch.certified.label_aware_gap`).
+    sample, n_train : optional
+        ``train_data`` holds the coreset graphs and a uniform sample (positions ``sample``) of a training set
+        of ``n_train`` graphs: the full loss is the sample's estimate (:func:`tmdlib.guarantees.bounds.coreset_gap`).
     """
     from tmdlib.guarantees import bounds
     from tmdlib.torch.certified import label_aware_gap, stability_constant
@@ -80,7 +84,7 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
     lip = stability_constant(model, lipschitz_budget, M=1.0, weights=weights)
     z = predict_logits(model, train_data)
     L = bounds_losses(z, y_train)
-    gap = bounds.coreset_gap(L, subset, tau)
+    gap = bounds.coreset_gap(L, subset, tau, sample=sample, n=n_train)
     c_class = max(lip["c"], c_reference)
     out = {"c": lip["c"], "per_layer": lip["per_layer"], "kappa": lip["kappa"], "valid": lip["valid"],
            "conditions": lip["conditions"], "epsilon": epsilon, "weighted_loss": gap["weighted"],
@@ -89,6 +93,8 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
            "excess_loss": bounds.excess_loss(gap["full"], reference_loss), "c_class": c_class,
            "certified": lip["certified"], "c_certified": lip["c_certified"], "c_measured": lip["c_measured"],
            "lipschitz_budget": lip["lipschitz_budget"]}
+    if sample is not None:
+        out.update(sampled=gap["sampled"], coreset_model_train_loss_stderr=gap["full_stderr"])
     if lip["certified"]:
         out["constraint_ok"] = lip["constraint_ok"]
     if epsilon is not None:
@@ -96,7 +102,7 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
         out["erm_bound"] = bounds.erm_bound(c_class, epsilon)
         out["lemma_holds"] = bool(gap["gap"] <= out["c_epsilon"] * (1 + 1e-9) + 1e-12)
         out["corollary_holds"] = bool(out["excess_loss"] <= out["erm_bound"] * (1 + 1e-9) + 1e-12)
-        if assignment is not None:
+        if assignment is not None and sample is None:
             la = label_aware_gap(z, y_train, subset, tau, assignment, lip["c"], epsilon)
             out.update({k: la[k] for k in ("gap_label_consistent", "label_term", "label_mismatch_fraction",
                                            "label_term_bound", "bound_with_labels", "lemma_holds_label_consistent",

@@ -1,6 +1,7 @@
 """Ingestion tasks: raw source -> validated Arrow table -> Parquet graph store."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -18,16 +19,29 @@ def verify_checksums(raw_root: str, folder: str) -> list[str]:
     return tds.verify_sha256sums(raw_root, only=folder)
 
 
+def _print_progress(name: str, total: int | None):
+    """A progress callback printing molecules done, rate and ETA (every chunk)."""
+    def report(done: int, seconds: float) -> None:
+        rate = done / max(seconds, 1e-9)
+        share = f" ({100 * done / total:.1f} %, ETA {(total - done) / rate / 60:.1f} min)" if total else ""
+        print(f"ingest {name}: {done:,} molecules{share}, {rate:,.0f}/s", file=sys.stderr, flush=True)
+    return report
+
+
 @task(name="read-source", persist_result=False)
 def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
-                smiles_column: str = "smiles", label_column: str | None = None):
+                smiles_column: str = "smiles", label_column: str | None = None, standin: str | None = None,
+                workers: int = 1, limit: int | None = None):
     """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``)."""
     if kind == "tu":
         return tds.read_tu(path, name=name, node_attributes=node_attributes)
     if kind == "ogb":
         return tds.read_ogb(path, name=name)
     if kind == "smiles":
-        return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column)
+        info = tds.DATASETS.get(name)
+        total = min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit
+        return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column, standin=standin,
+                                   workers=workers, limit=limit, progress=_print_progress(name, total))
     if kind == "parquet":
         return tds.read_graph_parquet(path)
     raise ValueError(f"unknown source kind {kind!r}")

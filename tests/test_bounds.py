@@ -289,6 +289,45 @@ def test_train_and_evaluate_flows(tmp_path):
     assert mn["sweep"] == [] and mn["bound"]["tau_matches_tmd_assignment"] is None
 
 
+def test_evaluate_on_a_sample_of_a_large_pool(tmp_path):
+    """--sample: the coreset is scored exactly, the full training loss is a sample estimate with its standard
+    error, the reference model is marked as trained on the sample, and the numbers are those of the sample."""
+    from flows.evaluate import evaluate_flow
+    from flows.train import train_flow
+    from tasks.evaluate import bounds_losses
+    from tasks.train import load_model
+    from tmdlib.guarantees import bounds
+    from tmdlib.torch.gin import predict_logits
+    from tmdlib.torch.pyg import dataset_to_pyg
+
+    inp = make_inputs(tmp_path / "in", n_train=90, n_test=50)
+    out = tmp_path / "out"
+    train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
+               epochs=3, hidden=16, log_mlflow=False)
+    m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
+                      str(out / "m.json"), str(out / "p.png"), matrix=inp["matrix"], fractions="0.5", sweep_epochs=2,
+                      log_mlflow=False, sample=40)
+    n_train = len(inp["sel"]["train_ids"])
+    assert m["n_train"] == n_train and m["sample"]["train_sample"] == 40 and m["sample"]["n_train"] == n_train
+    assert m["test"]["n"] == min(40, len(inp["sel"]["test_ids"])) and "sample of 40" in m["test"]["full_model_trained_on"]
+    b = m["bound"]
+    assert b["sampled"] == 40 and b["n_train"] == n_train and b["coreset_model_train_loss_stderr"] > 0
+    assert m["sweep"] == [] and b["epsilon_matrix"] is None  # no matrix check at this size
+    # by hand: the same seeded sample, the model's losses
+    ds, sel, train = inp["ds"], inp["sel"], inp["train"]
+    rng = np.random.default_rng(m["seed"])
+    pick = np.sort(rng.choice(n_train, size=40, replace=False))
+    info = json.loads((out / "train.json").read_text())
+    net = load_model(str(out / "model.pt"), info["model"])
+    y = ds.y[train]
+    L = bounds_losses(predict_logits(net, dataset_to_pyg(ds, positions=train, y=y)), y)
+    pos = {int(g): k for k, g in enumerate(ds.graph_ids[train])}
+    subset = np.array([pos[g] for g in sel["medoids"]])
+    assert b["coreset_model_train_loss"] == pytest.approx(L[pick].mean(), rel=1e-5)
+    assert b["weighted_loss"] == pytest.approx(bounds.weighted_subset_loss(L, subset, sel["tau"]), rel=1e-5)
+    assert b["coreset_model_train_loss_stderr"] == pytest.approx(L[pick].std(ddof=1) / np.sqrt(40), rel=1e-4)
+
+
 def test_training_reads_only_the_label_file(tmp_path):
     """The store has no labels at all: training works from labels.csv; a missing label is an error."""
     from flows.train import train_flow

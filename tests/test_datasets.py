@@ -33,8 +33,11 @@ def table(name: str) -> pa.Table:
 # --------------------------------------------------------------------------- built-in datasets
 
 
+GRAPH_SETS = [n for n, info in DATASETS.items() if info.kind != "smiles"]  # MOSES (1.58 M): see below
+
+
 @needs_raw
-@pytest.mark.parametrize("name", list(DATASETS))
+@pytest.mark.parametrize("name", GRAPH_SETS)
 def test_builtin_statistics(name):
     info = get_dataset_info(name)
     t = table(name)
@@ -178,6 +181,44 @@ def test_canonical_edges():
 SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "[Na+].[Cl-]", "C"]
 
 
+@needs_raw
+def test_moses_is_built_in_with_a_flagged_label_standin():
+    """The shipped MOSES file (checksum listed) reads streaming, in parallel chunks equal to one process,
+    with OGB atom features, no real labels and a stand-in that says what it is."""
+    info = get_dataset_info("MOSES")
+    assert info.kind == "smiles" and info.num_graphs == 1_584_663 and info.standin == "logp"
+    assert verify_sha256sums(RAW, only="MOSES") == ["MOSES/train.csv.gz", "MOSES/LICENSE", "MOSES/test.csv.gz"]
+    one = load_builtin("MOSES", RAW, limit=1500, chunk_size=400)
+    two = load_builtin("MOSES", RAW, limit=1500, chunk_size=300, workers=2)
+    assert one.equals(two) and one.num_rows == 1500
+    validate_graph_table(one, "MOSES")
+    meta = graph_table_metadata(one)
+    assert meta["tmdlib.label_rule"].startswith("STAND-IN LABEL, NOT A MEASUREMENT")
+    y = np.asarray(one.column("y").to_pylist())
+    assert set(np.unique(y)) == {0.0, 1.0} and 0.3 < y.mean() < 0.7  # about balanced by design
+    from rdkit import Chem
+    from rdkit.Chem import Crippen
+
+    smi = one.column("smiles").to_pylist()
+    assert all(y[i] == float(Crippen.MolLogP(Chem.MolFromSmiles(smi[i])) >= 2.75) for i in range(0, 1500, 97))
+    ds = GraphDataset.from_arrow(one)
+    assert ds.num_features == sum(ATOM_FEATURE_DIMS) and len(ds.features) < 60  # dictionary-encoded atoms
+    # the same molecules through the user path (a SMILES CSV, no stand-in): same graphs, no labels
+    assert not any(v is not None for v in read_smiles_csv(RAW / "MOSES" / "train.csv.gz", limit=20)
+                   .column("y").to_pylist())
+
+
+def test_smiles_reader_streams_bad_rows_with_their_line(tmp_path):
+    path = tmp_path / "pool.csv.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("SMILES\n" + "CCO\n" * 700 + "C1CC\n" + "CC\n" * 10)
+    for workers in (1, 2):
+        with pytest.raises(InputError, match=r"pool.csv.gz:702: invalid SMILES 'C1CC'"):
+            read_smiles_csv(path, workers=workers, chunk_size=128)
+    with pytest.raises(InputError, match="stand-in"):
+        read_smiles_csv(path, label_column="SMILES", standin="logp")
+
+
 def test_smiles_csv_without_labels(tmp_path):
     path = tmp_path / "mols.csv"
     path.write_text("id,smiles\n" + "".join(f"m{i},{s}\n" for i, s in enumerate(SMILES)))
@@ -250,6 +291,7 @@ def test_registry_entries_are_relative_and_safe():
     for name, info in DATASETS.items():
         assert check_dataset_name(name) == name
         assert check_dataset_name(info.folder) == info.folder
-        assert info.kind in ("tu", "ogb") and info.citation
+        assert info.kind in ("tu", "ogb", "smiles") and info.citation
+        assert info.file is None or check_dataset_name(info.file) == info.file
     assert get_dataset_info("ogbg-molbace").folder == "ogbg_molbace"
     assert get_dataset_info("DD").kind == "tu"

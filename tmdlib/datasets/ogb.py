@@ -42,7 +42,7 @@ from .schema import (META_FEATURES, META_LABEL_RULE, META_NAME, META_SOURCE, bui
 from .tu import line_of_row, read_bytes, read_numeric_text
 
 __all__ = ["ATOM_FEATURE_DIMS", "ATOM_FEATURE_NAMES", "one_hot_atom_features", "read_ogb",
-           "molecule_table", "read_csv_column"]
+           "molecule_table", "read_csv_column", "distinct_atom_rows"]
 
 #: Vocabulary sizes of the 9 OGB atom features (``ogb.utils.features.get_atom_feature_dims()``;
 #: kept here so that reading OGB files needs neither ogb nor rdkit -- a test checks they agree).
@@ -88,6 +88,34 @@ def _atom_codes_out_of_vocab(codes: np.ndarray) -> tuple[int, int] | None:
     return r, int(np.flatnonzero(bad[r])[0])
 
 
+def distinct_atom_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary-encode atom code rows: ``codes == rows[index]``.
+
+    Each row is packed into one int64 key in mixed radix :data:`ATOM_FEATURE_DIMS` (product ~1.2e9), so
+    the distinct rows come from a 1-D sort instead of ``np.unique(axis=0)`` (tens of times faster on the
+    ~34 M atoms of MOSES).
+
+    Parameters
+    ----------
+    codes : ndarray of int, shape (N, 9)
+        Raw OGB atom codes, each within its vocabulary.
+
+    Returns
+    -------
+    rows : ndarray of int64, shape (R, 9)
+        The distinct rows, in increasing key order.
+    index : ndarray of int64, shape (N,)
+        Row of each atom.
+    """
+    codes = np.asarray(codes).reshape(-1, len(ATOM_FEATURE_DIMS))
+    if not codes.shape[0]:
+        return codes.astype(np.int64), np.zeros(0, np.int64)
+    radix = np.cumprod((1,) + ATOM_FEATURE_DIMS[:0:-1])[::-1].astype(np.int64)  # last feature varies fastest
+    keys, index = np.unique(codes.astype(np.int64) @ radix, return_inverse=True)
+    rows = (keys[:, None] // radix[None, :]) % np.asarray(ATOM_FEATURE_DIMS, dtype=np.int64)[None, :]
+    return rows, index.reshape(-1)
+
+
 def molecule_table(codes, node_ptr, src, dst, y, smiles, name: str, source: str) -> pa.Table:
     """Graph table of molecules from raw atom codes and global edges.
 
@@ -121,7 +149,7 @@ def molecule_table(codes, node_ptr, src, dst, y, smiles, name: str, source: str)
     }
     meta = {META_SOURCE: source, META_NAME: name, META_FEATURES: FEATURE_DESCRIPTION,
             META_LABEL_RULE: "y = label as given (float); missing -> null"}
-    rows, index = np.unique(codes, axis=0, return_inverse=True) if n else (codes, np.zeros(0, np.int64))
+    rows, index = distinct_atom_rows(codes)
     return build_graph_table(None, node_ptr, src, dst, y, extra, ogb_fields(), meta,
                              features=one_hot_atom_features(rows), feature_index=index.reshape(-1))
 

