@@ -70,7 +70,7 @@ def ingest(
     label_column: Optional[str] = typer.Option(None, help="SMILES CSV: the label column, if any."),
     append_dir: Optional[Path] = typer.Option(None, "--append-dir", help="Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended in name order after the dataset."),
     workers: int = typer.Option(1, "--workers", min=1, help="SMILES: processes converting molecules (MOSES: 2 on 2 cores)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="SMILES: only the first N molecules (a smaller pool)."),
+    limit: int = typer.Option(0, "--limit", min=0, help="SMILES: only the first N molecules (a smaller pool; 0 = all)."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph)."""
     from flows.ingest import ingest_flow, resolve_source
@@ -82,7 +82,7 @@ def ingest(
                           raw_root=str(raw_root), checksum_folder=folder,
                           node_attributes=features == "onehot+attributes", smiles_column=smiles_column,
                           label_column=label_column, append_dir=str(append_dir) if append_dir else None,
-                          workers=workers, limit=limit)
+                          workers=workers, limit=limit or None)
     batches = f" ({len(summary['batches'])} appended batches)" if summary["batches"] else ""
     typer.echo(f"{ds_name}: {summary['graphs']} graphs{batches}, {summary['mean_nodes']:.2f} nodes and "
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}")

@@ -35,7 +35,7 @@ _DOBSON = ("P. D. Dobson and A. J. Doig. Distinguishing enzyme structures from n
 _MOSES = ("Daniil Polykovskiy et al. Molecular Sets (MOSES): A Benchmarking Platform for Molecular Generation "
           "Models. Frontiers in Pharmacology 11:565644, 2020. arXiv:1811.12823. Molecules from ZINC Clean Leads: "
           "T. Sterling, J. J. Irwin. ZINC 15 -- Ligand Discovery for Everyone. J. Chem. Inf. Model. 55(11), 2015.")
-MOSES_MEAN_NODES, MOSES_MEAN_EDGES = 0.0, 0.0  # measured at ingest, set below
+MOSES_MEAN_NODES, MOSES_MEAN_EDGES = 21.64, 23.21  # measured by `tmdsub ingest MOSES` (1,584,663 molecules)
 
 
 @dataclass(frozen=True)
