@@ -54,8 +54,12 @@ def load_pool(args):
     from tmdlib.select.split import train_test_split
 
     t0 = time.perf_counter()
+    from tmdlib.datasets import get_dataset_info
+
     if args.store:
         table = read_graph_parquet(args.store)
+    elif get_dataset_info(args.dataset).kind == "smiles":  # MOSES: read only the first --limit molecules
+        table = load_builtin(args.dataset, ROOT / "data" / "raw", limit=args.limit or None, workers=args.workers)
     else:
         table = load_builtin(args.dataset, ROOT / "data" / "raw")
     if args.limit:
