@@ -109,9 +109,8 @@ def main() -> None:
         k = max(1, math.ceil(f * n))
         parts, _ = plan_parts(pool, k, args.depth, "pascal", seed=args.seed, part_size=args.part_size)
         options = {"part_size": args.part_size, "max_pairs": args.max_pairs or None}
-        if len(parts) > 1:
-            if pool_ex is None:
-                pool_ex = ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
+        if len(parts) > 1:  # a pool per run, shut down before reading the CPU time of its (exited) workers
+            pool_ex = ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
             done = {"n": 0}
 
             def map_parts(specs, _ex=pool_ex, _done=done):
@@ -129,6 +128,9 @@ def main() -> None:
         c0, w0 = cpu_seconds(), time.perf_counter()
         cert = tmd_coreset(pool, k, args.depth, "pascal", engine="scalable", seed=args.seed,
                            num_threads=args.workers if len(parts) == 1 else 1, **options)
+        if pool_ex is not None:
+            pool_ex.shutdown()
+            pool_ex = None
         wall, cpu = time.perf_counter() - w0, cpu_seconds() - c0
         row = {"dataset": args.dataset, "n_train": n, "fraction": f, "k": k, "parts": len(parts),
                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "pairs": int(cert.pairs_computed),
@@ -144,8 +146,6 @@ def main() -> None:
             assert np.allclose(cert.distance, D[np.arange(n), cert.assignment], rtol=1e-9, atol=1e-9)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    if pool_ex is not None:
-        pool_ex.shutdown()
     rss_self, rss_children = peak_rss_gb()
     print(f"\npeak RSS: {rss_self:.2f} GB (this process), {rss_children:.2f} GB (largest worker)")
     print("\n| dataset | n_train | fraction | k | parts | wall s | CPU s | exact pairs | pairs / n^2 | epsilon |"
