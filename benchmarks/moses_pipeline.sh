@@ -24,7 +24,7 @@ import yaml
 p = yaml.safe_load(open("params.yaml"))
 p["base"]["datasets"] = {"MOSES": "MOSES"}
 p["ingest"].update(limit=int(sys.argv[1]), workers=2)
-p["select"].update(engine="scalable", fraction=0.01, test_fraction=0.2)
+p["select"].update(engine="scalable", fraction=0.01, test_fraction=0.2, part_size=1000)
 p["train"].update(epochs=20)
 p["evaluate"].update(sample=5000, sweep_epochs=5)
 yaml.safe_dump(p, open("params.yaml", "w"), sort_keys=False)
