@@ -178,6 +178,11 @@ def select(
     if dask_address:
         runner = "dask"
     _choice("--runner", runner, ("local", "threads", "dask"))
+    if matrix is not None:
+        from tasks.graphs import matrix_path
+
+        if matrix_path(str(matrix)) is None:  # the tmd stage took the scalable engine: it wrote meta.json, no matrix
+            matrix = None
     if matrix is not None and engine == "scalable":
         raise InputError(str(matrix), "the scalable engine never reads a TMD matrix; drop --matrix or use --engine exact")
     mat = matrix or DATA / "tmd" / dataset / "matrix.npy"

@@ -234,6 +234,11 @@ def test_tmd_stage_skips_the_matrix_under_the_scalable_engine(tmp_path):
                   "--part-size", "200", cwd=ws)
     assert res.returncode == 0, res.stderr
     assert json.loads((ws / "data/selection/MUTAG/selection.json").read_text())["engine"] in ("exact", "scalable")
+    # ... and so does `select.engine: scalable` (the pipeline's MOSES setting): the absent matrix is no matrix
+    res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", "--matrix",
+                  "data/tmd/MUTAG/matrix.npy", "--out", "s.json", cwd=ws)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((ws / "s.json").read_text())["engine"] == "scalable"
 
 
 def _kill_when(proc, ready, timeout=300):
