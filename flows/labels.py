@@ -52,7 +52,9 @@ def labels_import_flow(graphs: str, requests: str, source: str, out_dir: str, la
     if meta.get("benchmark_mode"):  # the dataset's labels may themselves be a stand-in (MOSES): say so
         import pyarrow.parquet as pq
 
-        rule = (pq.read_schema(graphs).metadata or {}).get(b"tmdlib.label_rule", b"").decode()
+        from tmdlib.datasets.schema import META_LABEL_RULE
+
+        rule = (pq.read_schema(graphs).metadata or {}).get(META_LABEL_RULE.encode(), b"").decode()
         if rule.startswith("STAND-IN"):
             meta = {**meta, "dataset_labels": rule}
     ledger = read_ledger(labelled, known)

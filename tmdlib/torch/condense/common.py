@@ -79,6 +79,14 @@ def without_labels(ds: GraphDataset) -> GraphDataset:
     return ds.replace(y=None)
 
 
+def resolve_options(method: str, defaults: dict, options: dict) -> dict:
+    """``defaults`` overridden by ``options``; an unknown option name is a ``ValueError`` naming ``method``."""
+    unknown = set(options) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown {method} options {sorted(unknown)}")
+    return {**defaults, **options}
+
+
 def check_budget(ds: GraphDataset, k: int, labels) -> np.ndarray | None:
     """Validate ``k`` and ``labels``; return the labels as int64 (0/1) or None."""
     n = len(ds)

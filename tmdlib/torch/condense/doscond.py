@@ -64,7 +64,8 @@ from ...graph import GraphDataset
 from ..gin import GIN
 from ..pyg import dataset_to_pyg
 from .common import (Condensed, check_budget, dense_from_graphs, dense_gin_forward, discrete_structure, gin_fields,
-                     pick_sources, relaxed_structure, synthetic_nodes, temperature, to_data, without_labels)
+                     pick_sources, relaxed_structure, resolve_options, synthetic_nodes, temperature, to_data,
+                     without_labels)
 
 __all__ = ["doscond", "matching_distance", "group_loss", "DEFAULTS"]
 
@@ -112,10 +113,7 @@ def doscond(ds: GraphDataset, k: int, labels=None, seed: int = 0, gin: dict | No
     -------
     Condensed
     """
-    unknown = set(options) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown DosCond options {sorted(unknown)}")
-    o = {**DEFAULTS, **options}
+    o = resolve_options("DosCond", DEFAULTS, options)
     t0 = time.process_time()
     ds = without_labels(ds)
     y = check_budget(ds, k, labels)

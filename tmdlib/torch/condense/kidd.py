@@ -73,7 +73,7 @@ from torch_geometric.data import Batch
 from ...graph import GraphDataset
 from ..pyg import dataset_to_pyg
 from .common import (Condensed, check_budget, dense_from_graphs, discrete_structure, gin_fields, pick_sources,
-                     relaxed_structure, synthetic_nodes, temperature, to_data, without_labels)
+                     relaxed_structure, resolve_options, synthetic_nodes, temperature, to_data, without_labels)
 
 __all__ = ["kidd", "lite_gntk", "krr_predict", "orthogonality", "dense_side", "sparse_side", "DEFAULTS"]
 
@@ -161,10 +161,7 @@ def kidd(ds: GraphDataset, k: int, labels=None, seed: int = 0, gin: dict | None 
     -------
     Condensed
     """
-    unknown = set(options) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown KiDD options {sorted(unknown)}")
-    o = {**DEFAULTS, **options}
+    o = resolve_options("KiDD", DEFAULTS, options)
     t0 = time.process_time()
     ds = without_labels(ds)
     y = check_budget(ds, k, labels)
