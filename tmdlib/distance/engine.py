@@ -442,7 +442,7 @@ def _prefer_pairs(uni: _Universe) -> bool:
 def _pairs_path(uni: _Universe, gi: np.ndarray, gj: np.ndarray) -> np.ndarray:
     """Per-pair kernel over listed graph pairs of the universe, shape ``(P,)``."""
     ds = uni.ds
-    with _k.serial_if(gi.size < 64):
+    with _k.serial_if(_k.pairs_are_small(ds.node_ptr, gi, gj)):
         return _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, gi.astype(np.int64),
                             gj.astype(np.int64), np.asarray(uni.weights, np.float64))
 
@@ -557,7 +557,7 @@ def tmd_pairs(dataset: GraphsLike, i: Sequence[int] | np.ndarray, j: Sequence[in
         block = tmd_block(ds.take(ui), ds.take(uj), depth, w, memory_limit=memory_limit,
                           num_threads=num_threads)
         return block[inv_i, inv_j]
-    with _threads(num_threads), _k.serial_if(i.size < 64):
+    with _threads(num_threads), _k.serial_if(_k.pairs_are_small(ds.node_ptr, i, j)):
         return check_finite(_k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, i, j, w))
 
 
@@ -627,7 +627,7 @@ class PairEngine:
                     i, j = j, i
             if small.any():
                 ds = self.ds
-                with _k.serial_if(int(small.sum()) < 64):
+                with _k.serial_if(_k.pairs_are_small(ds.node_ptr, i[small], j[small])):
                     out[small] = _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr,
                                               i[small], j[small], self.weights)
         return check_finite(out)

@@ -26,7 +26,23 @@ from numba import njit, prange
 
 from .assign import assign_rect, assign_small, rect_work
 
-__all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_list", "serial_if"]
+__all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_list", "serial_if",
+           "PARALLEL_MIN_NODE_PAIRS", "pairs_are_small"]
+
+#: Root-level work (node pairs :math:`\sum |V_i||V_j|` over the pairs of a call) below which the pair
+#: kernels run on one thread.  The work of a pair grows with both graphs' sizes, so the threshold is on
+#: node pairs, not on the number of pairs: ~1000 pairs of 22-atom molecules run serially (a thread
+#: hand-off costs more), while two pairs of 300-node proteins (DD, ~0.1 s each) already use every thread.
+PARALLEL_MIN_NODE_PAIRS = 250_000
+
+
+def pairs_are_small(node_ptr, gi, gj) -> bool:
+    """Whether the listed graph pairs are too little work for a parallel region (see
+    :data:`PARALLEL_MIN_NODE_PAIRS`); ``gi``, ``gj`` index graphs by ``node_ptr``."""
+    if len(gi) < 2:
+        return True
+    sizes = np.diff(np.asarray(node_ptr)).astype(np.float64)
+    return float(np.dot(sizes[gi], sizes[gj])) < PARALLEL_MIN_NODE_PAIRS
 
 
 @contextmanager
@@ -391,7 +407,8 @@ def root_pairs(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kma
     ndarray of float64, shape (Ga, Gb)
     """
     out = np.empty((ptr_a.shape[0] - 1, ptr_b.shape[0] - 1))
-    with serial_if(out.size < 1_000):
+    node_pairs = float(ptr_a[-1]) * float(ptr_b[-1])  # root-level work: sum over pairs of |V_i| |V_j|
+    with serial_if(min(out.shape) == 0 or out.size < 2 or node_pairs < PARALLEL_MIN_NODE_PAIRS):
         _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax, out)
     if symmetric:
         _mirror(out)
