@@ -4,8 +4,9 @@
 #   bash benchmarks/moses_pipeline.sh [N_MOLECULES] [WORKSPACE] [FRACTION]
 #
 # N_MOLECULES: the first N molecules of MOSES (0 = all 1,584,663; default 50000); FRACTION: the coreset's share of
-# the training pool (default 0.01). Settings for a pool this size: the scalable selection engine (no matrix), the flagged logP label stand-in (benchmark-standin), GIN
-# training on the coreset, evaluation on a held-out sample (evaluate.sample), node subsampling, the audit report.
+# the training pool (default 0.01). Settings for a pool this size: the scalable selection engine (no matrix), the
+# flagged logP label stand-in (benchmark-standin), GIN training on the coreset, evaluation on a held-out sample
+# (evaluate.sample), node subsampling, the audit report.
 # Prints DVC's log and /usr/bin/time's peak RSS; the artifacts stay in WORKSPACE (default /tmp/tmdsub-moses).
 set -euo pipefail
 N=${1:-50000}
