@@ -15,6 +15,7 @@ The distance matrices are cached in ``--cache-dir`` (default ``reports/cache/``,
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -80,8 +81,13 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
                     raw_root: str = "data/raw", cache_dir: str | None = None, trials: int | None = None,
                     epochs: int | None = None, kinds: str | None = None, archs: str | None = None,
                     torch_threads: int = 1, device: str = "cpu", report: bool = True,
-                    prepare_threads: int | None = None, methods: str | None = None) -> dict:
-    """Run (or resume) the grid of ``profile``; append rows as cells finish; then write the reports."""
+                    prepare_threads: int | None = None, methods: str | None = None,
+                    report_only: bool = False) -> dict:
+    """Run (or resume) the grid of ``profile``; append rows as cells finish; then write the reports.
+
+    ``report_only``: train and compute nothing; write the reports from the results files as they are
+    (matrix times from the cache's meta files where the cache has them).
+    """
     from prefect.futures import as_completed
 
     from tasks.experiment import write_reports
@@ -91,7 +97,9 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
     results_dir = Path(out_dir) / "results" / profile
     summary = {"profile": profile, "datasets": {}}
     matrix_seconds = {}
-    for name in grid["datasets"]:
+    if report_only:
+        matrix_seconds = cached_matrix_seconds(cache)
+    for name in [] if report_only else grid["datasets"]:
         t0 = time.perf_counter()
         prep = prepare_dataset(name, raw_root, cache, prepare_threads or cpu_count(), needed_matrices(grid))
         matrix_seconds[name] = {m: s for m, s in prep["compute_seconds"].items() if s is not None}
@@ -121,11 +129,27 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
             store.close()
         summary["datasets"][name] = {"rows": len(store.rows), "trained": done,
                                      "seconds": round(time.perf_counter() - t0, 1)}
-    if report:
+    if report or report_only:
         paper_csv = Path(out_dir) / "paper_results.csv"
         summary["reports"] = write_reports(str(results_dir), str(Path(out_dir) / profile), profile,
                                            str(paper_csv if paper_csv.is_file() else PAPER_CSV), matrix_seconds)
     return summary
+
+
+def cached_matrix_seconds(cache_dir: str) -> dict:
+    """``{dataset: {matrix: seconds}}`` from the newest meta file per dataset of a matrix cache (may be empty)."""
+    out = {}
+    for folder in sorted(p for p in Path(cache_dir).glob("*") if p.is_dir()):
+        metas = sorted(folder.glob("meta-*.json"), key=lambda p: p.stat().st_mtime)
+        known = {}
+        if metas:
+            try:
+                known = json.loads(metas[-1].read_text()).get("compute_seconds") or {}
+            except (OSError, ValueError):
+                pass
+        if known:
+            out[folder.name] = {m: v for m, v in known.items() if v is not None}
+    return out
 
 
 def experiment_command(
@@ -143,6 +167,7 @@ def experiment_command(
     torch_threads: int = typer.Option(1, "--torch-threads", help="Torch CPU threads per worker."),
     device: str = typer.Option("cpu", "--device", help="cpu | cuda[:N] | auto."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write tables and plots at the end."),
+    report_only: bool = typer.Option(False, "--report-only", help="Train nothing: regenerate the tables, plots and summary from <out-dir>/results/<profile>/*.csv."),
 ) -> None:
     """Re-measure the paper's tables: subsampling methods x fractions x trials, with tables and plots."""
     from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
@@ -162,7 +187,7 @@ def experiment_command(
         runner = ProcessPoolTaskRunner(max_workers=n) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
         summary = experiment_flow.with_options(task_runner=runner)(
             profile, datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, epochs,
-            kinds, archs, torch_threads, device, report, None, methods)
+            kinds, archs, torch_threads, device, report, None, methods, report_only)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

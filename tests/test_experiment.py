@@ -169,6 +169,19 @@ def test_quick_profile_end_to_end_and_resume(tmp_path):
     first = {key(r): r["value"] for r in rows}
     assert all(first[key(r)] == r["value"] for r in again)
 
+    # --report-only: the reports regenerate from the results files; nothing is trained or computed, even
+    # for a grid the files do not cover (a 20-trial request)
+    for f in (out / "quick").glob("*"):
+        f.unlink()
+    before = results.read_bytes()
+    res = run_experiment("--profile", "quick", "--out-dir", str(out), "--report-only", "--trials", "20",
+                         "--cache-dir", str(tmp_path / "no-cache"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert results.read_bytes() == before and not (tmp_path / "no-cache").exists()
+    assert "MUTAG: " not in res.stdout  # no dataset was run
+    assert "| W | F |" in (out / "quick" / "MUTAG.md").read_text()
+    assert (out / "quick" / "MUTAG.png").is_file() and (out / "quick" / "summary.md").is_file()
+
 
 @pytest.mark.slow
 @pytest.mark.pipeline
