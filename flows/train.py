@@ -9,6 +9,7 @@ selection as dataset inputs, and the GIN as an MLflow model, registered as ``tmd
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -88,7 +89,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     from mlflow import MlflowClient
 
     from tmdlib.torch.certified import stability_constant
-    from tmdlib.torch.gin import model_config
+    from tmdlib.torch.gin import alive_units, model_config
     from tmdlib.torch.pyg import dataset_to_pyg
 
     set_torch_threads(torch_threads)
@@ -133,6 +134,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         if live:
             live.flush()
         lip = stability_constant(model, cfg.get("lipschitz_budget"), M=1.0, weights=weights)
+        alive = alive_units(model, data)
         info = {
             "dataset": name, "graphs": graphs, "selection": selection, "labels": labels,
             "labels_source": label_meta.get("source", "unknown"), "labels_meta": label_meta,
@@ -147,8 +149,11 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
             "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
                           "loss": "BCE with logits (M = 1)"},
             "certified": lip["certified"], "c_certified": lip["c_certified"],
+            # hidden units of each layer non-zero on some training node; a 0 = a collapsed (dead) network
+            "alive_units": alive, "collapsed": min(alive) == 0,
         }
-        metrics = {"final_loss": info["final_loss"], "c": lip["c"], "kappa": lip["kappa"],
+        metrics = {"final_loss": info["final_loss"], "c": lip["c"], "collapsed": info["collapsed"],
+                   "alive_units_min": min(alive), "kappa": lip["kappa"],
                    "bound_valid": lip["valid"], "train_seconds": seconds, "certified": lip["certified"],
                    "c_measured": lip["c_measured"],
                    **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
@@ -177,6 +182,10 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
               f"{info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}, c = {lip['c']:.4g}"
               + (f" (certified: budget {lip['lipschitz_budget']}, measured {lip['c_measured']:.4g}, constraint "
                  f"{'holds' if lip['constraint_ok'] else 'VIOLATED'})" if lip["certified"] else ""))
+        if info["collapsed"]:
+            print(f"WARNING: the trained GIN collapsed: layer {alive.index(0) + 1} has no unit that is non-zero on any "
+                  f"training graph, so every graph gets the same output (alive units per layer: {alive}). Lower the "
+                  f"learning rate (train.lr, now {cfg['lr']}) and retrain.", file=sys.stderr)
         if run:
             log_run("train", params, metrics, inputs, [info_out], experiment=experiment, run=run)
     return info

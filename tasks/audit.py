@@ -169,6 +169,11 @@ def consistency_checks(docs: dict, data: dict, paths: dict, requested_rows: int)
     if "graphs" in meta:
         checks.append(("TMD matrix covers every graph", int(meta["graphs"]) == data["graphs"],
                        f"{meta['graphs']} of {data['graphs']}"))
+    alive = (docs.get("train_info") or {}).get("alive_units")
+    if alive:  # train.json of runs before this check have none
+        checks.append(("trained GIN is not collapsed (every layer has a unit non-zero on some training graph)",
+                       min(alive) > 0, f"alive units per layer {alive}" + ("" if min(alive) > 0 else
+                                                                           "; lower train.lr and retrain")))
     return checks
 
 

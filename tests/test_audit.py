@@ -245,6 +245,8 @@ def test_audit_flow_reports_the_run_and_links_it_from_mlflow(audited):
     assert f["labels"]["requested"] == manifest["requested"] and f["labels"]["pool"] == len(sel["train_ids"])
     assert f["bound"]["epsilon"] == pytest.approx(sel["epsilon_mean"]) == pytest.approx(sel["epsilon"] / sel["n_train"])
     assert all(ok for _, ok, _ in f["checks"]), f["checks"]
+    assert info["collapsed"] is False and min(info["alive_units"]) > 0  # train.json: the dead-network probe
+    assert any(what.startswith("trained GIN is not collapsed") for what, _, _ in f["checks"])
     assert set(f["lock"]) == {"select@MUTAG"} and f["params"]["select.fraction"] is not None
 
     md = (out / "report.md").read_text()

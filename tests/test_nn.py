@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tmdlib import Graph
-from tmdlib.torch.gin import (GIN, TrainConfig, bce_losses, evaluate, lipschitz_bound, model_config, pick_device,
+from tmdlib.torch.gin import (GIN, TrainConfig, alive_units, bce_losses, evaluate, lipschitz_bound, model_config, pick_device,
                        predict_logits, tmd_factor, train_gin, weighted_bce)
 from tmdlib.torch.pyg import to_pyg
 
@@ -131,6 +131,23 @@ def test_training_reduces_loss_and_separates():
     assert bce_losses(z, y).mean() == pytest.approx(float(
         torch.nn.functional.binary_cross_entropy_with_logits(torch.tensor(z), torch.tensor(y))), rel=1e-9)
     assert res.device == "cpu"
+
+
+def test_alive_units_detects_a_collapsed_network():
+    """A layer whose every unit is negative on all (non-negative) inputs outputs 0 everywhere: the network is
+    dead (constant output, zero gradient below the readout), and alive_units says so; a trained network is alive."""
+    data = toy_data()
+    trained = train_gin(data, TrainConfig(hidden=8, epochs=30, batch_size=8, seed=0, device="cpu")).model
+    alive = alive_units(trained, data)
+    assert len(alive) == 3 and min(alive) > 0 and max(alive) <= 8
+    dead = GIN(2, hidden=8, layers=3)
+    dead.load_state_dict(trained.state_dict())
+    with torch.no_grad():
+        dead.convs[1].mlp[0].weight.copy_(-dead.convs[1].mlp[0].weight.abs())  # layer-1 inputs are >= 0 (ReLU)
+    assert alive_units(dead, data)[0] == alive[0] and alive_units(dead, data)[1:] == [0, 0]
+    z = predict_logits(dead, data)
+    assert np.ptp(z) == 0.0  # every graph gets the readout bias
+    assert alive_units(trained, data, max_graphs=1)[0] <= alive[0]
 
 
 def test_training_is_seeded():

@@ -45,7 +45,7 @@ from torch_geometric.nn import global_add_pool, global_mean_pool
 
 __all__ = ["GIN", "GINLayer", "TrainConfig", "TrainResult", "train_gin", "predict_logits", "evaluate",
            "lipschitz_bound", "tmd_factor", "pick_device", "bce_losses", "weighted_bce", "model_config",
-           "build_model", "default_hyperparameters"]
+           "build_model", "default_hyperparameters", "alive_units"]
 
 
 def pick_device(requested: str = "auto") -> torch.device:
@@ -324,6 +324,41 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
         if on_loss is not None:
             on_loss(len(losses) - 1, losses[-1])
     return TrainResult(model=model.cpu().eval(), losses=losses, device=str(device))
+
+
+@torch.no_grad()
+def alive_units(model: GIN, data: Sequence[Data], max_graphs: int = 2048, batch_size: int = 256) -> list[int]:
+    r"""Hidden units of each GIN layer that are non-zero on at least one node of the first ``max_graphs`` graphs.
+
+    A bias-free ReLU network (``bias=False``, which the TMD bound needs: :math:`\phi(0) = 0`) can *collapse*
+    when a large learning rate drives every unit of a layer negative on all inputs: from there on every
+    hidden state is 0, the output is the readout bias, the gradient of all weights below is 0 and training
+    cannot recover (the loss stays at the entropy of the labels, e.g. :math:`\ln 2` for balanced classes).
+    A 0 in the result means exactly that; lower the learning rate.
+
+    Parameters
+    ----------
+    model : GIN
+    data : sequence of ``Data``
+        Graphs to probe (typically the training graphs).
+    max_graphs : int
+        Probe at most this many graphs (the first ones).
+
+    Returns
+    -------
+    list of int, length ``model.config["layers"]``
+        Count of units with a non-zero value on some probed node, per layer (each at most ``hidden``).
+    """
+    model.eval()
+    param = next(model.parameters())
+    alive = [torch.zeros(conv.mlp[2].out_features, dtype=torch.bool) for conv in model.convs]
+    for batch in DataLoader(list(data)[:max_graphs], batch_size=batch_size, shuffle=False):
+        batch = batch.to(param.device)
+        x = batch.x.to(param.dtype)
+        for k, conv in enumerate(model.convs):
+            x = conv(x, batch.edge_index)
+            alive[k] |= (x != 0).any(dim=0).cpu()
+    return [int(a.sum()) for a in alive]
 
 
 @torch.no_grad()
