@@ -19,7 +19,7 @@ $EXP --datasets COX2 --kinds node --archs gin --epochs 20 --trials 3
 $EXP --datasets MUTAG --kinds graph --archs gin --epochs 50 --trials 20
 $EXP --datasets COX2 --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
 $EXP --datasets COX2 --kinds graph --archs gin --epochs 50 --trials 20
-# condensation baselines (DosCond, KiDD; with and without labels), GIN 50 epochs, 5 trials (2026-11-23/24, same VM)
+# condensation baselines (DosCond, KiDD; with and without labels), GIN 50 epochs, 5 trials (2026-11-24/25, same VM)
 $EXP --datasets MUTAG,COX2 --kinds graph --archs gin --epochs 50 --methods doscond,kidd,doscond-nolabel,kidd-nolabel --trials 5
 $EXP --datasets PROTEINS --kinds graph --archs gin --epochs 50 --methods doscond,kidd,doscond-nolabel,kidd-nolabel --trials 5
 # tables, plots, summary (trains nothing: every row is done)

@@ -32,6 +32,7 @@ holds for the model below **exactly** (not only in expectation) under these cond
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
@@ -352,7 +353,7 @@ def alive_units(model: GIN, data: Sequence[Data], max_graphs: int = 2048, batch_
     model.eval()
     param = next(model.parameters())
     alive = [torch.zeros(conv.mlp[2].out_features, dtype=torch.bool) for conv in model.convs]
-    for batch in DataLoader(list(data)[:max_graphs], batch_size=batch_size, shuffle=False):
+    for batch in DataLoader(list(itertools.islice(data, max_graphs)), batch_size=batch_size, shuffle=False):
         batch = batch.to(param.device)
         x = batch.x.to(param.dtype)
         for k, conv in enumerate(model.convs):
