@@ -22,5 +22,8 @@ $EXP --datasets COX2 --kinds graph --archs gin --epochs 50 --trials 20
 # condensation baselines (DosCond, KiDD; with and without labels), GIN 50 epochs, 5 trials (2026-11-24/25, same VM)
 $EXP --datasets MUTAG,COX2 --kinds graph --archs gin --epochs 50 --methods doscond,kidd,doscond-nolabel,kidd-nolabel --trials 5
 $EXP --datasets PROTEINS --kinds graph --archs gin --epochs 50 --methods doscond,kidd,doscond-nolabel,kidd-nolabel --trials 5
+# NCI1 (2026-11-25, idle VM): the four label-free methods, then the condensation baselines, 5 trials
+$EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --trials 5
+$EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --methods doscond,kidd,doscond-nolabel,kidd-nolabel --trials 5
 # tables, plots, summary (trains nothing: every row is done)
 $PY -m flows.experiment --profile full --report-only
