@@ -25,5 +25,8 @@ $EXP --datasets PROTEINS --kinds graph --archs gin --epochs 50 --methods doscond
 # NCI1 (2026-11-25, idle VM): the four label-free methods, then the condensation baselines, 5 trials
 $EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --trials 5
 $EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --methods doscond,kidd,doscond-nolabel,kidd-nolabel --trials 5
+# OGB (ROC-AUC, the paper's random 80/20 splits), 5 trials
+$EXP --datasets ogbg-molbace --kinds graph --archs gin --epochs 50 --trials 5
+$EXP --datasets ogbg-molbbbp --kinds graph --archs gin --epochs 50 --trials 5
 # tables, plots, summary (trains nothing: every row is done)
 $PY -m flows.experiment --profile full --report-only
