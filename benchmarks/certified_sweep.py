@@ -38,8 +38,15 @@ LAYERS = 3
 DEPTH = LAYERS + 1
 
 
-def _budget_key(b) -> str:
-    return "none" if b is None else f"{b:g}"
+def _budget_key(b, mode: str = "ball") -> str:
+    if b is None:
+        return "none"
+    return f"⊥ {b:g}" if mode == "orthogonal" else f"{b:g}"
+
+
+def _key(p: dict) -> str:
+    """A point's budget label: ``none``, ``0.4`` (β per matrix, ReLU GIN) or ``⊥ 0.001`` (orthogonal mode, c)."""
+    return _budget_key(p["budget"], p.get("mode", "ball"))
 
 
 def load_dataset(name: str):
@@ -94,7 +101,7 @@ def run_point(ds, D, seed: int, budget, args, cache: dict) -> dict:
     s = cache[key]
     cr = s["cr"]
     cfg = {"hidden": args.hidden, "layers": LAYERS, "lr": 0.01, "batch_size": 16, "epochs": args.epochs,
-           "seed": seed, "device": "cpu", "lipschitz_budget": budget}
+           "seed": seed, "device": "cpu", "lipschitz_budget": budget, "lipschitz_mode": args.mode}
     torch.manual_seed(seed)
     t0 = time.perf_counter()
     core_model = train_from_config(s["core"], cfg).model
@@ -103,8 +110,8 @@ def run_point(ds, D, seed: int, budget, args, cache: dict) -> dict:
     full_model = train_from_config(s["train"], {**cfg, "epochs": args.full_epochs}).model
     t_full = time.perf_counter() - t0
 
-    lip = stability_constant(core_model, budget)
-    lip_full = stability_constant(full_model, budget)
+    lip = stability_constant(core_model, budget, mode=args.mode)
+    lip_full = stability_constant(full_model, budget, mode=args.mode)
     z = predict_logits(core_model, s["train"])
     z_full = predict_logits(full_model, s["train"])
     L_full = bce_losses(z_full, s["y_tr"])
@@ -114,7 +121,8 @@ def run_point(ds, D, seed: int, budget, args, cache: dict) -> dict:
     full_loss = float(L_full.mean())
     eps = float(cr.epsilon)
     return {
-        "seed": int(seed), "budget": budget, "certified": budget is not None, "k": int(cr.k), "n_train": int(len(s["tr"])),
+        "seed": int(seed), "budget": budget, "mode": args.mode if budget is not None else "none",
+        "certified": budget is not None, "k": int(cr.k), "n_train": int(len(s["tr"])),
         "n_test": int(len(s["te"])), "epsilon": eps, "c": lip["c"], "c_measured": lip["c_measured"],
         "c_full_model": lip_full["c"], "c_class": c_class,
         "constraint_ok": bool(lip.get("constraint_ok", True) and lip_full.get("constraint_ok", True)),
@@ -151,13 +159,14 @@ def aggregate(points: list[dict]) -> list[dict]:
     rows = []
     by = {}
     for p in points:
-        by.setdefault((p["dataset"], _budget_key(p["budget"])), []).append(p)
+        by.setdefault((p["dataset"], _key(p)), []).append(p)
     for (name, bkey), ps in by.items():
         acc, acc_ci = mean_ci([p["test_accuracy"] for p in ps])
         accf, accf_ci = mean_ci([p["test_accuracy_full_model"] for p in ps])
         m = lambda key: float(np.mean([p[key] for p in ps]))  # noqa: E731
         rows.append({
             "dataset": name, "budget": bkey, "budget_value": ps[0]["budget"], "seeds": len(ps),
+            "mode": ps[0].get("mode", "ball"),
             "acc": acc, "acc_ci": acc_ci, "acc_full": accf, "acc_full_ci": accf_ci,
             "c": m("c"), "c_min": min(p["c"] for p in ps), "c_max": max(p["c"] for p in ps),
             "c_measured": m("c_measured"), "epsilon": m("epsilon"), "c_epsilon": m("c_epsilon"),
@@ -175,8 +184,9 @@ def aggregate(points: list[dict]) -> list[dict]:
             "constraint_ok": all(p["constraint_ok"] for p in ps),
             "seconds": float(sum(p["seconds_coreset_model"] + p["seconds_full_model"] for p in ps)),
         })
-    rank = {"MUTAG": 0, "COX2": 1, "PROTEINS": 2}
-    order = lambda r: (rank.get(r["dataset"], 9), r["dataset"], 0 if r["budget_value"] is None else 1,  # noqa: E731
+    rank = {"MUTAG": 0, "COX2": 1, "PROTEINS": 2, "NCI1": 3}
+    order = lambda r: (rank.get(r["dataset"], 9), r["dataset"],  # noqa: E731
+                       0 if r["budget_value"] is None else (2 if r["mode"] == "orthogonal" else 1),
                        -(r["budget_value"] or 0))
     rows.sort(key=order)
     ref = {r["dataset"]: r for r in rows if r["budget_value"] is None}
@@ -237,7 +247,7 @@ def write_summary(rows: list[dict], points: list[dict], args, out: Path, timing:
         nv = "yes" if r["non_vacuous_all"] else ("partly" if r["non_vacuous_any"] else "no")
         nvl = "yes" if r["non_vacuous_labels_all"] else ("partly" if r["non_vacuous_labels_any"] else "no")
         c = _g(r["c"]) if r["budget_value"] is not None else f"{_g(r['c_min'], 2)}–{_g(r['c_max'], 2)}"
-        delta = "–" if r["budget_value"] is None else f"{100 * r['acc_delta']:+.1f} pt"
+        delta = "–" if r["budget_value"] is None or r["acc_delta"] is None else f"{100 * r['acc_delta']:+.1f} pt"
         lines.append(
             f"| {r['dataset']} | {r['budget']} | {c} | {r['epsilon']:.1f} | {_g(r['c_epsilon'])} | {_g(r['erm_bound'])} "
             f"| {_g(r['gap'], 2)} / {_g(r['gap_max'], 2)} | {_g(r['gap_cons'], 2)} | {_g(r['bound_with_labels'])} "
@@ -257,7 +267,7 @@ def write_summary(rows: list[dict], points: list[dict], args, out: Path, timing:
     if viol:
         lines.append(
             "* Plain c·ε below the observed gap at: "
-            + ", ".join(f"{p['dataset']} β={_budget_key(p['budget'])} seed {p['seed']} (gap {p['gap_observed']:.3g} "
+            + ", ".join(f"{p['dataset']} β={_key(p)} seed {p['seed']} (gap {p['gap_observed']:.3g} "
                         f"> cε {p['c_epsilon']:.3g}; label-consistent gap {p['gap_label_consistent']:.3g}, "
                         f"{100 * p['label_mismatch_fraction']:.0f} % of training graphs differ in label from their "
                         f"medoid)" for p in viol)
@@ -356,6 +366,9 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--full-epochs", type=int, default=20)
     ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--mode", default="ball", choices=["ball", "orthogonal"],
+                    help="certified architecture: ball = ReLU GIN, beta per matrix (c = beta^7); orthogonal = MaxMin "
+                         "GIN with orthonormal matrices, the budget is c itself")
     ap.add_argument("--out", default=str(ROOT / "reports" / "certified"))
     ap.add_argument("--cache-dir", default=str(ROOT / "tmp" / "certified_sweep"))
     ap.add_argument("--fresh", action="store_true", help="ignore points already in results.json")
@@ -383,7 +396,7 @@ def main(argv=None) -> int:
         {"total": 0.0, "train": 0.0, "tmd": 0.0, "per_dataset": {}}
     # a dataset rerun with other settings replaces that dataset's points
     points = [p for p in points if p["dataset"] not in datasets or p["settings"] == settings or args.report_only]
-    done = {(p["dataset"], p["seed"], _budget_key(p["budget"])) for p in points}
+    done = {(p["dataset"], p["seed"], _key(p)) for p in points}
     t_all = time.perf_counter()
     if not args.report_only:
         timing.setdefault("commands", []).append(
@@ -396,13 +409,13 @@ def main(argv=None) -> int:
             cache: dict = {}
             for seed in seeds:
                 for b in budgets:
-                    if (name, seed, _budget_key(b)) in done:
+                    if (name, seed, _budget_key(b, args.mode)) in done:
                         continue
                     p = run_point(ds, D, seed, b, args, cache)
                     p["dataset"] = name
                     p["settings"] = settings
                     points.append(p)
-                    print(f"{name} seed {seed} β={_budget_key(b)}: acc {p['test_accuracy']:.3f} c {p['c']:.3g} "
+                    print(f"{name} seed {seed} β={_budget_key(b, args.mode)}: acc {p['test_accuracy']:.3f} c {p['c']:.3g} "
                           f"cε {p['c_epsilon']:.3g} gap {p['gap_observed']:.3g} L_full {p['full_model_train_loss']:.3f} "
                           f"({p['seconds_coreset_model']:.0f}+{p['seconds_full_model']:.0f} s)", flush=True)
                     res_path.write_text(json.dumps({"settings": settings, "points": points, "timing": timing},

@@ -67,6 +67,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         raise InputError(train_info, "not a train.json (needs 'config' and 'model')")
     cfg = dict(info["config"], device=device)
     budget = cfg.get("lipschitz_budget")  # certified mode: c is the certified constant of this budget
+    mode = cfg.get("lipschitz_mode", "ball")
     seed = int(cfg["seed"] if seed is None else seed)
     depth, tmd_weights, tmd_problems, tmd_meta_doc = _tmd_setting(tmd_meta, int(cfg["layers"]),
                                                     info.get("lipschitz", {}).get("weights", "pascal"))
@@ -131,11 +132,12 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     ref_data = train_data if sample_idx is None else [train_data[i] for i in sample_idx]
     full_net, full_curve, used = train_model(ref_data, full_cfg, ds.num_features)
     full_L = losses_of(full_net, train_data, y_train)
-    c_full = stability_constant(full_net, budget, 1.0, tmd_weights)["c"]
+    c_full = stability_constant(full_net, budget, 1.0, tmd_weights, mode=mode)["c"]
     ref_loss = float(full_L.mean() if sample_idx is None else full_L[sample_idx].mean())
 
     main = bound_point(net, train_data, y_train, subset, tau, epsilon, ref_loss, c_full, tmd_weights,
-                       lipschitz_budget=budget, assignment=assignment, sample=sample_idx, n_train=n_train)
+                       lipschitz_budget=budget, assignment=assignment, sample=sample_idx, n_train=n_train,
+                       lipschitz_mode=mode)
     full_gap = bounds.coreset_gap(full_L, subset, tau, sample=sample_idx, n=n_train)
     main.update({
         "fraction": sel.get("fraction"), "k": int(len(subset)), "epsilon_source": eps_source,
@@ -163,7 +165,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         viol = int(np.sum(np.abs(L_sub - L_whole) > main["c"] * eps_i * (1 + 1e-9) + 1e-12))
         ref_net, _, _ = train_model(data_whole, cfg, ds.num_features)
         ref_L = losses_of(ref_net, data_whole, y_med)
-        c_node_class = max(main["c"], stability_constant(ref_net, budget, 1.0, tmd_weights)["c"])
+        c_node_class = max(main["c"], stability_constant(ref_net, budget, 1.0, tmd_weights, mode=mode)["c"])
         w = tau / tau.sum()
         excess = bounds.excess_loss(float(np.dot(w, L_whole)), float(np.dot(w, ref_L)))
         node_metrics = {
@@ -192,7 +194,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         else:
             s_net, _, _ = train_model(train_data, scfg, ds.num_features)
             s_ref_loss = float(losses_of(s_net, train_data, y_train).mean())
-            s_ref_c = stability_constant(s_net, budget, 1.0, tmd_weights)["c"]
+            s_ref_c = stability_constant(s_net, budget, 1.0, tmd_weights, mode=mode)["c"]
         for f in fr:
             sweep.append(sweep_point(ds, train_pos, y_train, D_train, f, seed, scfg, train_data, s_ref_loss, s_ref_c,
                                      test_data, y_test, metric, tmd_weights))
@@ -212,6 +214,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                  "full_model_trained_on": "all training graphs" if sample_idx is None else
                  f"a uniform sample of {len(sample_idx)} of {n_train} training graphs"},
         "certified": budget is not None, "lipschitz_budget": budget,
+        "lipschitz_mode": mode if budget is not None else None,
         "bound": main, "nodes": node_metrics, "sweep": sweep, "sweep_note": sweep_note,
         "epochs": {"coreset_model": int(cfg["epochs"]), "full_model": full_cfg["epochs"],
                    "sweep": int(sweep_epochs) if sweep else None},

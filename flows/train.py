@@ -28,14 +28,17 @@ from tmdlib import InputError
 
 
 def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, batch_size: int | None, lr: float,
-                   seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None) -> dict:
+                   seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None,
+                   lipschitz_mode=None) -> dict:
     """Training hyper-parameters with the paper's per-dataset defaults (B.2) filled in; checked.
 
     ``lipschitz_budget`` (certified mode, :mod:`tmdlib.torch.certified`): a positive number (per weight matrix) or a
     comma list of per-matrix budgets; ``None``, ``0``, ``"none"``, ``"null"`` → unconstrained.  It is added to
-    the config only when set, so unconstrained configs are unchanged.
+    the config only when set, so unconstrained configs are unchanged.  ``lipschitz_mode`` (``"ball"``, the
+    default, or ``"orthogonal"``: MaxMin GIN with orthonormal matrices, the budget is c itself) is added only
+    when it is ``"orthogonal"`` and a budget is set.
     """
-    from tmdlib.torch.certified import parse_budget
+    from tmdlib.torch.certified import parse_budget, parse_mode
     from tmdlib.torch.gin import default_hyperparameters
 
     d = default_hyperparameters(dataset)
@@ -58,9 +61,20 @@ def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, b
     except ValueError as err:
         problems.append(f"--lipschitz-budget: {err}")
         budget = None
+    try:
+        mode = parse_mode(lipschitz_mode)
+    except ValueError as err:
+        problems.append(f"--lipschitz-mode: {err}")
+        mode = "ball"
     if budget is not None:
         cfg["lipschitz_budget"] = budget
-        if isinstance(budget, list) and len(budget) != 2 * cfg["layers"] + 1:
+        if mode == "orthogonal":
+            cfg["lipschitz_mode"] = mode
+            if isinstance(budget, list):
+                problems.append("--lipschitz-mode orthogonal takes one budget (the constant c), not a list")
+            if cfg["hidden"] % 2:
+                problems.append("--lipschitz-mode orthogonal needs an even --hidden (MaxMin pairs units)")
+        if isinstance(budget, list) and len(budget) != 2 * cfg["layers"] + 1 and mode == "ball":
             problems.append(f"--lipschitz-budget: {len(budget)} per-matrix budgets for {2 * cfg['layers'] + 1} "
                             "weight matrices (2 per GIN layer + readout)")
         if cfg["bias"]:
@@ -78,11 +92,12 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                hidden: int | None = None, layers: int = 3, batch_size: int | None = None, lr: float = 0.01,
                seed: int = 0, device: str = "auto", pool: str = "add", eta: float = 1.0, bias: bool = False,
                weights: str = "pascal", torch_threads: int = 1, experiment: str = "tmdsub",
-               log_mlflow: bool = True, lipschitz_budget=None) -> dict:
+               log_mlflow: bool = True, lipschitz_budget=None, lipschitz_mode=None) -> dict:
     """Train on the coreset graphs (τ-weighted BCE), optionally on their node-subsampled subgraphs.
 
     ``lipschitz_budget`` switches to certified mode (:mod:`tmdlib.torch.certified`): every weight matrix is kept at
     spectral norm ≤ the budget, and ``lipschitz.c`` is the certified constant (``c_measured`` next to it).
+    ``lipschitz_mode="orthogonal"``: a MaxMin GIN with orthonormal matrices whose readout scale is the budget c.
     Returns ``train.json``'s content; when logged, both hold ``mlflow`` (``run_id``, ``tracking_uri`` redacted,
     ``experiment_id``).
     """
@@ -95,7 +110,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
     cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
-                         lipschitz_budget)
+                         lipschitz_budget, lipschitz_mode)
     ds = load_graph_store(graphs)
     sel = read_selection(selection)
     check_same_store(selection, sel, graphs, lambda: store_content_hash(ds), "selection")
@@ -116,7 +131,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
               "selection.k": len(med_ids), "node_subsampling": bool(nodes),
               "labels_source": label_meta.get("source", "unknown"), "torch_threads": torch_threads,
               "certified": cfg.get("lipschitz_budget") is not None,
-              "train.lipschitz_budget": cfg.get("lipschitz_budget")}
+              "train.lipschitz_budget": cfg.get("lipschitz_budget"),
+              "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball")}
     inputs = [p for p in (graphs, selection, labels, nodes) if p]
     # the run exists before training (the loss is logged as it goes) and before train.json is written, so
     # train.json names it (``mlflow.run_id``: the audit reads it)
@@ -133,7 +149,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         seconds = time.perf_counter() - t0
         if live:
             live.flush()
-        lip = stability_constant(model, cfg.get("lipschitz_budget"), M=1.0, weights=weights)
+        lip = stability_constant(model, cfg.get("lipschitz_budget"), M=1.0, weights=weights,
+                                 mode=cfg.get("lipschitz_mode", "ball"))
         alive = alive_units(model, data)
         info = {
             "dataset": name, "graphs": graphs, "selection": selection, "labels": labels,
@@ -168,7 +185,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
             MlflowClient(tracking_uri=tracking_uri()).set_tag(run["run_id"], "device", used)
             sha = sha256_file(model_out)
             desc = (f"GIN ({cfg['layers']} layers, hidden {cfg['hidden']}, {cfg['pool']} readout"
-                    f"{', certified budget ' + str(cfg['lipschitz_budget']) if lip['certified'] else ''}) trained by "
+                    f"{', certified budget ' + str(cfg['lipschitz_budget']) if lip['certified'] else ''}"
+                    f"{' (orthogonal MaxMin)' if cfg.get('lipschitz_mode') == 'orthogonal' else ''}) trained by "
                     f"{stage} (run {run['run_id']}) on {len(med_ids)} coreset graphs with tau-weighted BCE; labels: "
                     f"{info['labels_source']}; stability constant c = {lip['c']:.4g}. Input: float32 (B, n, 1 + d + n) "
                     f"dense batch (node mask, {ds.num_features} features, adjacency), output: logits (B, 1) "
@@ -211,6 +229,7 @@ def train_command(
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in the GIN MLPs (off: phi(0)=0, needed by the bound)."),
     weights: str = typer.Option("pascal", "--weights", help="TMD level weights the constant c is stated for."),
     lipschitz_budget: str = typer.Option("none", "--lipschitz-budget", help="Certified mode: spectral-norm budget of every weight matrix (projected after each step), c = budget^(2*layers+1); 0 or none = unconstrained."),
+    lipschitz_mode: str = typer.Option("ball", "--lipschitz-mode", help="Certified architecture: ball (ReLU GIN, budget per matrix) | orthogonal (MaxMin GIN, orthonormal matrices, the budget is c itself)."),
     torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
     experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
@@ -222,7 +241,7 @@ def train_command(
                           nodes=str(nodes) if nodes else None, epochs=epochs, hidden=hidden, layers=layers,
                           batch_size=batch_size, lr=lr, seed=seed, device=device, pool=pool, eta=eta, bias=bias,
                           weights=weights, torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow,
-                          lipschitz_budget=lipschitz_budget)
+                          lipschitz_budget=lipschitz_budget, lipschitz_mode=lipschitz_mode)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

@@ -56,7 +56,7 @@ def score_on(model, data: list, y: np.ndarray, metric: str) -> float | None:
 def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray, tau: np.ndarray,
                 epsilon: float | None, reference_loss: float, c_reference: float, weights="pascal",
                 lipschitz_budget=None, assignment: np.ndarray | None = None, sample: np.ndarray | None = None,
-                n_train: int | None = None) -> dict:
+                n_train: int | None = None, lipschitz_mode: str = "ball") -> dict:
     """Lemma 3.2 and Corollary 3.3 numbers for one model trained on one coreset.
 
     Parameters
@@ -81,7 +81,7 @@ def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray
     from tmdlib.torch.certified import label_aware_gap, stability_constant
     from tmdlib.torch.gin import predict_logits
 
-    lip = stability_constant(model, lipschitz_budget, M=1.0, weights=weights)
+    lip = stability_constant(model, lipschitz_budget, M=1.0, weights=weights, mode=lipschitz_mode or "ball")
     z = predict_logits(model, train_data)
     L = bounds_losses(z, y_train)
     gap = bounds.coreset_gap(L, subset, tau, sample=sample, n=n_train)
@@ -138,6 +138,7 @@ def sweep_point(ds, train_pos: np.ndarray, y_train: np.ndarray, D_train: np.ndar
     res = train_from_config(data, cfg, in_dim=ds.num_features)
     point = bound_point(res.model, train_data, y_train, cr.medoids, tau, float(cr.epsilon), reference_loss,
                         c_reference, weights, lipschitz_budget=cfg.get("lipschitz_budget"),
+                        lipschitz_mode=cfg.get("lipschitz_mode", "ball"),
                         assignment=cr.assignment)
     point.update({"fraction": float(fraction), "k": int(k), "test": score_on(res.model, test_data, y_test, metric),
                   "final_weighted_loss": res.losses[-1] if res.losses else None})

@@ -30,6 +30,21 @@ multiplier :math:`s` is the same as the budget :math:`s\beta_1` on the first mat
 logit is :math:`c_{\mathrm{cert}} \cdot f(G) + b` with :math:`f` 1-Lipschitz w.r.t. TMD.  A per-matrix
 list of budgets is accepted, but the scalar budget is the natural knob.
 
+Two architectures (``mode``).  ``"ball"`` (above): the paper's ReLU GIN, each matrix in its β-ball.  A ReLU
+network whose matrices all have norm ≤ 1 can rarely use its budget: every ReLU discards the negative half of
+its input, so the gain through the network falls far below the product of the norms and, at a budget small
+enough for a non-vacuous bound, the model cannot fit (a constant predictor).  ``"orthogonal"`` spends the
+budget in one place instead: :class:`tmdlib.torch.gin.MaxMin` activations (norm-preserving), every weight
+matrix kept **orthonormal** (all singular values 1: after every step it is replaced by the nearest such
+matrix, its polar factor :math:`U V^\top` from :math:`W = U \Sigma V^\top`) and the whole budget
+:math:`c` as a fixed scale of the pooled embedding, :math:`h(G) = W_{out}(c \sum_v z_v) + b`
+(``GIN(act="maxmin", scale=c)``).  Then
+
+.. math:: c_{\mathrm{cert}} = M\,\kappa(\eta, w)\, c ,
+
+with the same conditions of Theorem 8 (σ 1-Lipschitz, σ(0) = 0, no biases in φ, sum aggregation and readout,
+depth L = layers + 1); the budget *is* the constant.
+
 Loss scale.  TMD values are in the hundreds on TU datasets (MUTAG: ε of a 10 % coreset ≈ 60), while
 BCE differences are O(1): a non-vacuous certificate needs :math:`c \lesssim 1/\varepsilon`, i.e.
 :math:`\beta \lesssim 0.5` for a 3-layer GIN (7 matrices).  The logit then varies by at most
@@ -46,7 +61,8 @@ from torch import nn
 
 from .gin import GIN, TrainConfig, TrainResult, lipschitz_bound, tmd_factor, train_gin
 
-__all__ = ["parse_budget", "weight_matrices", "matrix_budgets", "spectral_norms", "project_",
+__all__ = ["parse_budget", "weight_matrices", "matrix_budgets", "spectral_norms", "project_", "orthogonalize_",
+           "MODES", "parse_mode",
            "certified_constant", "certify", "stability_constant", "train_certified", "train_from_config",
            "budget_for_target", "describe", "label_aware_gap", "CONSTRAINT_RTOL"]
 
@@ -55,6 +71,29 @@ __all__ = ["parse_budget", "weight_matrices", "matrix_budgets", "spectral_norms"
 CONSTRAINT_RTOL = 1e-6
 
 _NONE = {"", "none", "null", "off", "unconstrained", "0", "0.0"}
+
+#: Certified architectures: ``"ball"`` (ReLU GIN, every matrix in the β-ball, c = β^(2·layers+1)) and
+#: ``"orthogonal"`` (MaxMin GIN, orthonormal matrices, the whole budget c as the readout scale).
+MODES = ("ball", "orthogonal")
+
+
+def parse_mode(mode) -> str:
+    """``None`` / ``""`` → ``"ball"``; otherwise one of :data:`MODES` (``ValueError`` if not)."""
+    if mode is None or (isinstance(mode, str) and not mode.strip()):
+        return "ball"
+    m = str(mode).strip().lower()
+    if m not in MODES:
+        raise ValueError(f"lipschitz mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return m
+
+
+def _scalar_budget(budget) -> float:
+    b = parse_budget(budget)
+    if b is None:
+        raise ValueError("no lipschitz budget (unconstrained model)")
+    if isinstance(b, list):
+        raise ValueError("the 'orthogonal' mode takes one budget (the constant c itself), not per-matrix budgets")
+    return b
 
 
 def parse_budget(value) -> float | list[float] | None:
@@ -152,12 +191,36 @@ def project_(model: GIN, budget, strict: bool = False) -> list[float]:
     return [_project_one(w, beta, strict) for (_, w), beta in zip(weight_matrices(model), budgets)]
 
 
-def certified_constant(layers: int, budget, eta: float = 1.0, weights="pascal", M: float = 1.0) -> float:
-    r""":math:`c_{\mathrm{cert}} = M \kappa(\eta, w) \prod_m \beta_m`, known before training."""
+@torch.no_grad()
+def orthogonalize_(model: GIN, strict: bool = False) -> list[float]:
+    r"""Replace every weight matrix of ``model`` in place by its polar factor; returns the norms before.
+
+    :math:`W = U\Sigma V^\top \mapsto U V^\top` (float64 SVD): the orthonormal matrix nearest to :math:`W`
+    in Frobenius norm (all singular values 1; for a row vector :math:`w/\lVert w\rVert`).  ``strict=True``
+    also guarantees ``‖W‖₂ ≤ 1`` after rounding to the parameter dtype.
+    """
+    before = []
+    for _, w in weight_matrices(model):
+        w64 = w.detach().double()
+        u, sv, vh = torch.linalg.svd(w64, full_matrices=False)
+        before.append(float(sv[0]) if sv.numel() else 0.0)
+        w.copy_((u @ vh).to(w.dtype))
+        if strict:
+            _project_one(w, 1.0, strict=True)
+    return before
+
+
+def certified_constant(layers: int, budget, eta: float = 1.0, weights="pascal", M: float = 1.0,
+                       mode: str = "ball") -> float:
+    r""":math:`c_{\mathrm{cert}}`, known before training: :math:`M \kappa(\eta, w) \prod_m \beta_m` (``"ball"``)
+    or :math:`M \kappa(\eta, w)\, c` (``"orthogonal"``, the budget is c)."""
+    if parse_mode(mode) == "orthogonal":
+        return float(M) * tmd_factor(eta, layers, weights) * _scalar_budget(budget)
     return float(M) * tmd_factor(eta, layers, weights) * float(np.prod(matrix_budgets(layers, budget)))
 
 
-def certify(model: GIN, budget, M: float = 1.0, weights="pascal", rtol: float = CONSTRAINT_RTOL) -> dict:
+def certify(model: GIN, budget, M: float = 1.0, weights="pascal", rtol: float = CONSTRAINT_RTOL,
+            mode: str = "ball") -> dict:
     r"""The certificate of a (trained) constrained model and its check against the actual weights.
 
     Returns
@@ -171,45 +234,68 @@ def certify(model: GIN, budget, M: float = 1.0, weights="pascal", rtol: float = 
         constraint holds) and ``conditions`` (what fails).
     """
     cfg = model.config
-    budgets = matrix_budgets(cfg["layers"], budget)
+    mode = parse_mode(mode)
     norms = spectral_norms(model)
     lip = lipschitz_bound(model, M=M, weights=weights)
-    c_cert = certified_constant(cfg["layers"], budgets, cfg["eta"], weights, M)
-    over = [name for (name, _), n, b in zip(weight_matrices(model), norms, budgets) if n > b * (1 + rtol)]
     conditions = list(lip["conditions"])
+    scale = float(cfg.get("scale", 1.0))
+    if mode == "orthogonal":
+        budgets = [1.0] * _n_matrices(cfg["layers"])
+        c_cert = certified_constant(cfg["layers"], budget, cfg["eta"], weights, M, mode)
+        if scale > _scalar_budget(budget) * (1 + rtol):
+            conditions.append(f"readout scale {scale:g} above the budget {_scalar_budget(budget):g}")
+    else:
+        budgets = matrix_budgets(cfg["layers"], budget)
+        c_cert = certified_constant(cfg["layers"], budgets, cfg["eta"], weights, M)
+        if scale > 1.0 * (1 + rtol):
+            conditions.append(f"readout scale {scale:g} > 1 is not part of the 'ball' certificate")
+    over = [name for (name, _), n, b in zip(weight_matrices(model), norms, budgets) if n > b * (1 + rtol)]
     if over:
         conditions.append(f"spectral norm above the budget: {over}")
-    return {"certified": True, "lipschitz_budget": parse_budget(budget), "budgets": budgets,
+    ok = not over and len(conditions) == len(lip["conditions"])
+    return {"certified": True, "lipschitz_budget": parse_budget(budget), "lipschitz_mode": mode, "budgets": budgets,
             "c": c_cert, "c_certified": c_cert, "c_measured": lip["c"], "spectral_norms": norms,
-            "matrices": [name for name, _ in weight_matrices(model)], "constraint_ok": not over,
+            "matrices": [name for name, _ in weight_matrices(model)], "constraint_ok": ok,
             "kappa": lip["kappa"], "M": float(M), "per_layer": lip["per_layer"], "readout": lip["readout"],
-            "valid": lip["valid"] and not over, "conditions": conditions}
+            "valid": lip["valid"] and ok, "conditions": conditions}
 
 
-def stability_constant(model: GIN, budget=None, M: float = 1.0, weights="pascal") -> dict:
+def stability_constant(model: GIN, budget=None, M: float = 1.0, weights="pascal", mode: str = "ball") -> dict:
     """:func:`certify` when ``budget`` is set, else :func:`tmdlib.torch.gin.lipschitz_bound` (``c`` = measured).
 
     Both return ``c`` (the constant to use in the bounds), ``c_measured``, ``certified`` and
     ``c_certified`` (None when unconstrained), ``valid``, ``conditions``, ``per_layer``, ``kappa``.
+    ``mode`` is the certified architecture (:data:`MODES`) the model was trained in.
     """
     if parse_budget(budget) is not None:
-        return certify(model, budget, M=M, weights=weights)
+        return certify(model, budget, M=M, weights=weights, mode=mode)
     lip = lipschitz_bound(model, M=M, weights=weights)
     return {**lip, "certified": False, "lipschitz_budget": None, "c_certified": None, "c_measured": lip["c"]}
 
 
-def train_certified(data, cfg: TrainConfig, budget, in_dim: int | None = None, on_loss=None) -> TrainResult:
-    """:func:`tmdlib.torch.gin.train_gin` with every weight matrix projected onto its budget after each step.
+def train_certified(data, cfg: TrainConfig, budget, in_dim: int | None = None, on_loss=None,
+                    mode: str = "ball") -> TrainResult:
+    """:func:`tmdlib.torch.gin.train_gin` with every weight matrix constrained after each step.
 
-    The initial weights are projected too, and a final strict pass (:func:`project_` with ``strict``)
+    ``mode="ball"``: each matrix projected onto its β-ball (:func:`project_`), ReLU GIN.  ``mode="orthogonal"``:
+    the GIN is built with ``act="maxmin"`` and ``scale=budget`` (the budget is c) and each matrix is replaced by
+    its polar factor (:func:`orthogonalize_`).  The initial weights are constrained too, and a final strict pass
     makes ``‖W‖₂ ≤ β`` hold exactly for the stored float weights.  Same seeds → same run.  ``on_loss`` as in
     :func:`tmdlib.torch.gin.train_gin`.
     """
-    budgets = matrix_budgets(cfg.layers, budget)
+    mode = parse_mode(mode)
     if cfg.bias:
         raise ValueError("certified mode needs bias=False (phi(0) = 0) for the TMD stability bound")
     if cfg.pool != "add":
         raise ValueError("certified mode needs pool='add' (sum readout) for the TMD stability bound")
+    if mode == "orthogonal":
+        from dataclasses import replace
+
+        cfg = replace(cfg, act="maxmin", scale=_scalar_budget(budget))
+        res = train_gin(data, cfg, in_dim=in_dim, post_step=lambda m: orthogonalize_(m), on_loss=on_loss)
+        orthogonalize_(res.model, strict=True)
+        return res
+    budgets = matrix_budgets(cfg.layers, budget)
 
     def hook(model: GIN) -> None:
         project_(model, budgets)
@@ -220,17 +306,19 @@ def train_certified(data, cfg: TrainConfig, budget, in_dim: int | None = None, o
 
 
 def train_from_config(data, cfg_dict: dict, in_dim: int | None = None, on_loss=None) -> TrainResult:
-    """Train from a pipeline config dict: :class:`TrainConfig` fields plus optional ``lipschitz_budget``.
+    """Train from a pipeline config dict: :class:`TrainConfig` fields plus optional ``lipschitz_budget`` and
+    ``lipschitz_mode`` (:data:`MODES`, default ``"ball"``).
 
     ``lipschitz_budget`` absent / None / 0 → the ordinary :func:`tmdlib.torch.gin.train_gin`.  ``on_loss(epoch,
     loss)`` is called after every epoch (:func:`tmdlib.torch.gin.train_gin`).
     """
     cfg = dict(cfg_dict)
     budget = parse_budget(cfg.pop("lipschitz_budget", None))
+    mode = parse_mode(cfg.pop("lipschitz_mode", None))
     tc = TrainConfig(**cfg)
     if budget is None:
         return train_gin(data, tc, in_dim=in_dim, on_loss=on_loss)
-    return train_certified(data, tc, budget, in_dim=in_dim, on_loss=on_loss)
+    return train_certified(data, tc, budget, in_dim=in_dim, on_loss=on_loss, mode=mode)
 
 
 def budget_for_target(layers: int, c_target: float, eta: float = 1.0, weights="pascal", M: float = 1.0) -> float:
@@ -240,11 +328,13 @@ def budget_for_target(layers: int, c_target: float, eta: float = 1.0, weights="p
 
 
 
-def describe(budget: float | Sequence[float] | None, layers: int = 3) -> str:
+def describe(budget: float | Sequence[float] | None, layers: int = 3, mode: str = "ball") -> str:
     """One line: ``"β = 0.5 per matrix (7 matrices), c_cert = 0.0078"`` or ``"unconstrained"``."""
     b = parse_budget(budget)
     if b is None:
         return "unconstrained"
+    if parse_mode(mode) == "orthogonal":
+        return f"orthonormal MaxMin GIN, readout scale c_cert = {_scalar_budget(b):.4g}"
     c = certified_constant(layers, b)
     if isinstance(b, list):
         return f"per-matrix budgets {b}, c_cert = {c:.4g}"

@@ -28,7 +28,8 @@ holds for the model below **exactly** (not only in expectation) under these cond
 3. **Add pooling.**  Unnormalised TMD does not bound mean pooling across graphs of different sizes.
 4. The TMD depth is ``layers + 1`` and its ground metric the L2 norm, so each layer's Lipschitz
    constant is bounded by spectral norms: :math:`\Phi_\ell = \lVert W_2^{(\ell)}\rVert_2
-   \lVert W_1^{(\ell)}\rVert_2` (ReLU is 1-Lipschitz).
+   \lVert W_1^{(\ell)}\rVert_2` (ReLU and MaxMin are 1-Lipschitz); a fixed readout scale :math:`s`
+   (``GIN(scale=s)``) multiplies :math:`c`.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from torch_geometric.nn import global_add_pool, global_mean_pool
 
 __all__ = ["GIN", "GINLayer", "TrainConfig", "TrainResult", "train_gin", "predict_logits", "evaluate",
            "lipschitz_bound", "tmd_factor", "pick_device", "bce_losses", "weighted_bce", "model_config",
-           "build_model", "default_hyperparameters", "alive_units"]
+           "build_model", "default_hyperparameters", "alive_units", "MaxMin", "ACTIVATIONS"]
 
 
 def pick_device(requested: str = "auto") -> torch.device:
@@ -62,18 +63,46 @@ def default_hyperparameters(dataset: str) -> dict:
     return {"hidden": 256 if ogb else 128, "batch_size": 64 if ogb else 16}
 
 
+class MaxMin(nn.Module):
+    r"""GroupSort with groups of 2 (Anil et al. 2019): the features split in halves :math:`(a, b)` and
+    :math:`(a, b) \mapsto (\max(a, b), \min(a, b))` elementwise.
+
+    It permutes the coordinates of each pair, so it is **norm-preserving** (:math:`\lVert\sigma(x)\rVert_2 =
+    \lVert x\rVert_2`), 1-Lipschitz in the L2 norm (sorting is a contraction) and :math:`\sigma(0) = 0`: it
+    keeps every condition of the TMD stability bound while, unlike ReLU, it never throws away half of the
+    signal.  With orthonormal weights a GIN layer then uses its whole Lipschitz budget (no gradient-norm
+    attenuation).  Input shape ``(..., 2m)``, output the same.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] % 2:
+            raise ValueError(f"MaxMin needs an even feature width, got {x.shape[-1]}")
+        a, b = x.chunk(2, dim=-1)
+        return torch.cat([torch.maximum(a, b), torch.minimum(a, b)], dim=-1)
+
+
+#: Activations of the message-passing MLPs (both 1-Lipschitz in L2 with sigma(0) = 0).
+ACTIVATIONS = {"relu": nn.ReLU, "maxmin": MaxMin}
+
+
+def _activation(name: str) -> nn.Module:
+    if name not in ACTIVATIONS:
+        raise ValueError(f"act must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    return ACTIVATIONS[name]()
+
+
 class GINLayer(nn.Module):
-    r""":math:`z_v \leftarrow \phi(z_v + \eta \sum_{u \in N(v)} z_u)` with :math:`\phi = \mathrm{ReLU}\circ W_2 \circ
-    \mathrm{ReLU} \circ W_1`.
+    r""":math:`z_v \leftarrow \phi(z_v + \eta \sum_{u \in N(v)} z_u)` with :math:`\phi = \sigma\circ W_2 \circ
+    \sigma \circ W_1` (:math:`\sigma` = ReLU, or :class:`MaxMin` for ``act="maxmin"``).
 
     ``edge_index`` holds both directions of each undirected edge; row 0 is the source.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, eta: float = 1.0, bias: bool = False):
+    def __init__(self, in_dim: int, out_dim: int, eta: float = 1.0, bias: bool = False, act: str = "relu"):
         super().__init__()
         self.eta = float(eta)
-        self.mlp = nn.Sequential(nn.Linear(in_dim, out_dim, bias=bias), nn.ReLU(),
-                                 nn.Linear(out_dim, out_dim, bias=bias), nn.ReLU())
+        self.mlp = nn.Sequential(nn.Linear(in_dim, out_dim, bias=bias), _activation(act),
+                                 nn.Linear(out_dim, out_dim, bias=bias), _activation(act))
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         agg = torch.zeros_like(x).index_add_(0, edge_index[1], x[edge_index[0]])
@@ -105,10 +134,17 @@ class GIN(nn.Module):
     bias : bool
         Biases inside the message-passing MLPs.  ``False`` (default) keeps φ(0) = 0, which the
         TMD bound needs; ``True`` is PyG's usual GIN, for which the bound is not guaranteed.
+    act : {"relu", "maxmin"}
+        Activation σ inside φ: ReLU (paper) or :class:`MaxMin` (norm-preserving; needs an even ``hidden``),
+        the certified mode's ``"orthogonal"`` architecture (:mod:`tmdlib.torch.certified`).
+    scale : float
+        Fixed positive multiplier :math:`s` of the pooled embedding, :math:`h(G) = W_{out}(s \sum_v z_v) + b`
+        (1 = the paper's GIN).  Not trained: certified mode puts its whole Lipschitz budget here, so
+        :math:`c = s \prod \lVert W \rVert_2` with every weight matrix orthonormal.
     """
 
     def __init__(self, in_dim: int, hidden: int = 128, layers: int = 3, out_dim: int = 1, pool: str = "add",
-                 eta: float = 1.0, bias: bool = False):
+                 eta: float = 1.0, bias: bool = False, act: str = "relu", scale: float = 1.0):
         super().__init__()
         if pool not in ("add", "mean"):
             raise ValueError(f"pool must be 'add' or 'mean', got {pool!r}")
@@ -116,11 +152,23 @@ class GIN(nn.Module):
             raise ValueError("in_dim, hidden and layers must be >= 1")
         if not (eta > 0 and math.isfinite(eta)):
             raise ValueError(f"eta must be a positive number, got {eta!r}")
+        if not (scale > 0 and math.isfinite(scale)):
+            raise ValueError(f"scale must be a positive number, got {scale!r}")
+        if act == "maxmin" and hidden % 2:
+            raise ValueError(f"act='maxmin' needs an even hidden width, got {hidden}")
+        _activation(act)
         self.config = {"in_dim": int(in_dim), "hidden": int(hidden), "layers": int(layers),
-                       "out_dim": int(out_dim), "pool": pool, "eta": float(eta), "bias": bool(bias)}
-        self.convs = nn.ModuleList(GINLayer(in_dim if k == 0 else hidden, hidden, eta, bias) for k in range(layers))
+                       "out_dim": int(out_dim), "pool": pool, "eta": float(eta), "bias": bool(bias),
+                       "act": str(act), "scale": float(scale)}
+        self.convs = nn.ModuleList(GINLayer(in_dim if k == 0 else hidden, hidden, eta, bias, act)
+                                   for k in range(layers))
         self.out = nn.Linear(hidden, out_dim)
         self.pool = pool
+        self.scale = float(scale)
+
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        """The readout :math:`W_{out}(s \cdot \text{pooled}) + b`, shape ``(num_graphs, out_dim)``."""
+        return self.out(pooled if self.scale == 1.0 else pooled * self.scale)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor,
                 num_graphs: int | None = None) -> torch.Tensor:
@@ -128,7 +176,7 @@ class GIN(nn.Module):
         for conv in self.convs:
             x = conv(x, edge_index)
         pool = global_add_pool if self.pool == "add" else global_mean_pool
-        return self.out(pool(x, batch, num_graphs))
+        return self.head(pool(x, batch, num_graphs))
 
 
 def model_config(model: GIN) -> dict:
@@ -164,7 +212,7 @@ def lipschitz_bound(model: GIN, M: float = 1.0, weights="pascal") -> dict:
     r"""Upper bound :math:`c = M \kappa(\eta, w) \lVert W_{out}\rVert_2 \prod_\ell \Phi_\ell` of the stability constant.
 
     Each GIN layer :math:`\phi^{(\ell)} = \mathrm{ReLU}\circ W_2\circ\mathrm{ReLU}\circ W_1` is
-    :math:`\Phi_\ell = \lVert W_1\rVert_2 \lVert W_2\rVert_2`-Lipschitz (ReLU is 1-Lipschitz, biases
+    :math:`\Phi_\ell = \lVert W_1\rVert_2 \lVert W_2\rVert_2`-Lipschitz (ReLU and MaxMin are 1-Lipschitz, biases
     cancel inside one layer); the readout is :math:`\lVert W_{out}\rVert_2`-Lipschitz; BCE-with-logits is
     :math:`M = 1`-Lipschitz in the logit (:math:`|\sigma(z) - y| < 1`).  Spectral norms are exact
     (largest singular value, float64).  :math:`\kappa` is :func:`tmd_factor` (1 for η = 1 and Pascal
@@ -195,6 +243,7 @@ def lipschitz_bound(model: GIN, M: float = 1.0, weights="pascal") -> dict:
                     phi *= float(torch.linalg.matrix_norm(mod.weight.detach().double().cpu(), ord=2))
             per_layer.append(phi)
         readout = float(torch.linalg.matrix_norm(model.out.weight.detach().double().cpu(), ord=2))
+    readout *= float(model.config.get("scale", 1.0))  # h = W_out (s * pooled) + b
     per_layer.append(readout)
     cfg = model.config
     kappa = tmd_factor(cfg["eta"], cfg["layers"], weights)
@@ -218,6 +267,8 @@ class TrainConfig:
     pool: str = "add"
     eta: float = 1.0
     bias: bool = False
+    act: str = "relu"
+    scale: float = 1.0
     lr: float = 0.01
     batch_size: int = 16
     epochs: int = 100
@@ -291,7 +342,7 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
     torch.manual_seed(cfg.seed)
     device = pick_device(cfg.device)
     d = int(in_dim if in_dim is not None else data[0].x.shape[1])
-    model = GIN(d, cfg.hidden, cfg.layers, 1, cfg.pool, cfg.eta, cfg.bias).to(device)
+    model = GIN(d, cfg.hidden, cfg.layers, 1, cfg.pool, cfg.eta, cfg.bias, cfg.act, cfg.scale).to(device)
     if post_step is not None:
         with torch.no_grad():
             post_step(model)

@@ -81,4 +81,4 @@ class DenseBatchGIN(nn.Module):
         pooled = z.sum(dim=1)
         if self.gin.pool == "mean":
             pooled = pooled / mask.sum(dim=1).clamp(min=1.0)
-        return self.gin.out(pooled)
+        return self.gin.head(pooled)
