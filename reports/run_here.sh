@@ -28,5 +28,7 @@ $EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --methods doscond,kid
 # OGB (ROC-AUC, the paper's random 80/20 splits), 5 trials
 $EXP --datasets ogbg-molbace --kinds graph --archs gin --epochs 50 --trials 5
 $EXP --datasets ogbg-molbbbp --kinds graph --archs gin --epochs 50 --trials 5
+# NCI1 to 10 trials (2026-11-25, 09:00-09:29 UTC, beside the orthogonal certified sweep)
+$EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --trials 10
 # tables, plots, summary (trains nothing: every row is done)
 $PY -m flows.experiment --profile full --report-only

@@ -130,6 +130,7 @@ def dataset_report(name: str, rows: list[dict], paper: dict,
         summaries.append({"dataset": name, "kind": kind, "arch": arch, "epochs": epochs, "ours": ours,
                           "paper": theirs, "trials": min((c[2] for m in methods for c in cells[m].values()),
                                                          default=0),
+                          "trials_max": max((c[2] for m in methods for c in cells[m].values()), default=0),
                           "tmd_vs_paper": _tmd_gap(cells.get("tmd", {}), (ptab or {}).get("tmd", {})),
                           "cost": mean_cost,
                           "matrix_seconds": dict(matrix_seconds or {}) if kind == "graph" else {}})
@@ -160,6 +161,12 @@ def _tmd_gap(ours: dict, paper: dict) -> dict:
     return {"mean_diff": float(np.mean(diffs)), "overlap": int(inside), "n": len(shared)}
 
 
+def _trials(s: dict) -> str:
+    """``"20"`` or, when the methods differ in trial count, ``"5–20"`` (fewest–most)."""
+    lo, hi = s["trials"], s.get("trials_max", s["trials"])
+    return f"{lo}" if hi == lo else f"{lo}–{hi}"
+
+
 def summary_markdown(summaries: list[dict], profile: str, matrix_seconds: dict | None = None) -> str:
     """Wins / fails per method summed over datasets, ours next to the paper's (same methods, same datasets),
     and the selection cost per method beside the once-per-dataset matrix cost."""
@@ -176,7 +183,7 @@ def summary_markdown(summaries: list[dict], profile: str, matrix_seconds: dict |
         methods = [m for m in (GRAPH_ORDER if kind == "graph" else NODE_METHODS) if m in present]
         methods += sorted(present - set(methods))
         md.append(f"## {KIND_TITLES[kind]} — {arch}, {epochs} epochs\n")
-        head = ["Method"] + [f"{s['dataset']} ({s['trials']} tr.) W/F" for s in group] + ["total W/F",
+        head = ["Method"] + [f"{s['dataset']} ({_trials(s)} tr.) W/F" for s in group] + ["total W/F",
                                                                                           "paper total W/F"]
         md.append("| " + " | ".join(head) + " |")
         md.append("|---|" + "---:|" * (len(head) - 1))
