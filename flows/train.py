@@ -9,6 +9,7 @@ selection as dataset inputs, and the GIN as an MLflow model, registered as ``tmd
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -86,18 +87,52 @@ def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, b
     return cfg
 
 
+def target_budget(target, epsilon, selection: str, layers: int, eta: float, weights, mode) -> float | None:
+    """The budget that makes the certificate c·ε equal ``target`` nats for a selection with medoid objective ε.
+
+    ``None`` when ``target`` is unset / 0.  ``"orthogonal"`` mode: the budget is c = target/ε; ``"ball"``: the
+    per-matrix β with β^(2·layers+1)·κ = target/ε (:func:`tmdlib.torch.certified.budget_for_target`).  Raises
+    :class:`InputError` for a negative / non-numeric target or a selection without ε.
+    """
+    from tmdlib.torch.certified import budget_for_target, parse_mode
+
+    if target is None or (isinstance(target, str) and target.strip().lower() in ("", "0", "none", "off")):
+        return None
+    try:
+        t = float(target)
+    except (TypeError, ValueError):
+        raise InputError(None, f"--lipschitz-target must be a number of nats (0 = off), got {target!r}") from None
+    if t == 0:
+        return None
+    if not (t > 0 and math.isfinite(t)):
+        raise InputError(None, f"--lipschitz-target must be a positive number of nats (0 = off), got {target!r}")
+    if epsilon is None or not float(epsilon) > 0:
+        raise InputError(selection, "--lipschitz-target needs the selection's epsilon_mean (a TMD medoid objective); "
+                                    "this selection has none: set --lipschitz-budget instead")
+    c = t / float(epsilon)
+    try:
+        mode = parse_mode(mode)
+    except ValueError:
+        return c  # resolve_config reports the bad mode
+    return c if mode == "orthogonal" else budget_for_target(layers, c, eta, weights)
+
+
 @flow(name="train", log_prints=True)
 def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_out: str,
                labels_meta: str | None = None, nodes: str | None = None, epochs: int = 100,
                hidden: int | None = None, layers: int = 3, batch_size: int | None = None, lr: float = 0.01,
                seed: int = 0, device: str = "auto", pool: str = "add", eta: float = 1.0, bias: bool = False,
                weights: str = "pascal", torch_threads: int = 1, experiment: str = "tmdsub",
-               log_mlflow: bool = True, lipschitz_budget=None, lipschitz_mode=None) -> dict:
+               log_mlflow: bool = True, lipschitz_budget=None, lipschitz_mode=None,
+               lipschitz_target: float | str | None = None) -> dict:
     """Train on the coreset graphs (τ-weighted BCE), optionally on their node-subsampled subgraphs.
 
     ``lipschitz_budget`` switches to certified mode (:mod:`tmdlib.torch.certified`): every weight matrix is kept at
     spectral norm ≤ the budget, and ``lipschitz.c`` is the certified constant (``c_measured`` next to it).
     ``lipschitz_mode="orthogonal"``: a MaxMin GIN with orthonormal matrices whose readout scale is the budget c.
+    ``lipschitz_target`` > 0 (nats) sets the budget from the selection instead: c = target / ε, with ε the selection's
+    ``epsilon_mean``, so the certificate c·ε equals the target whatever the dataset (``"ball"``: β = c^(1/(2·layers+1)));
+    it overrides ``lipschitz_budget``.
     Returns ``train.json``'s content; when logged, both hold ``mlflow`` (``run_id``, ``tracking_uri`` redacted,
     ``experiment_id``).
     """
@@ -109,10 +144,14 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
 
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
+    sel = read_selection(selection)
+    target = target_budget(lipschitz_target, sel.get("epsilon_mean"), selection, layers, eta, weights,
+                           lipschitz_mode)
+    if target is not None:
+        lipschitz_budget = target
     cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
                          lipschitz_budget, lipschitz_mode)
     ds = load_graph_store(graphs)
-    sel = read_selection(selection)
     check_same_store(selection, sel, graphs, lambda: store_content_hash(ds), "selection")
     label_map, label_meta = read_labels(labels, labels_meta)
     med_ids = sel["medoids"]
@@ -132,7 +171,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
               "labels_source": label_meta.get("source", "unknown"), "torch_threads": torch_threads,
               "certified": cfg.get("lipschitz_budget") is not None,
               "train.lipschitz_budget": cfg.get("lipschitz_budget"),
-              "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball")}
+              "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball"),
+              "train.lipschitz_target": float(lipschitz_target or 0)}
     inputs = [p for p in (graphs, selection, labels, nodes) if p]
     # the run exists before training (the loss is logged as it goes) and before train.json is written, so
     # train.json names it (``mlflow.run_id``: the audit reads it)
@@ -166,6 +206,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
             "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
                           "loss": "BCE with logits (M = 1)"},
             "certified": lip["certified"], "c_certified": lip["c_certified"],
+            "lipschitz_target": float(lipschitz_target or 0) or None,
             # hidden units of each layer non-zero on some training node; a 0 = a collapsed (dead) network
             "alive_units": alive, "collapsed": min(alive) == 0,
         }
@@ -229,6 +270,7 @@ def train_command(
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in the GIN MLPs (off: phi(0)=0, needed by the bound)."),
     weights: str = typer.Option("pascal", "--weights", help="TMD level weights the constant c is stated for."),
     lipschitz_budget: str = typer.Option("none", "--lipschitz-budget", help="Certified mode: spectral-norm budget of every weight matrix (projected after each step), c = budget^(2*layers+1); 0 or none = unconstrained."),
+    lipschitz_target: float = typer.Option(0.0, "--lipschitz-target", help="Certified mode: the certificate c*eps to aim for, in nats (c = target / the selection's epsilon_mean); overrides --lipschitz-budget; 0 = off."),
     lipschitz_mode: str = typer.Option("ball", "--lipschitz-mode", help="Certified architecture: ball (ReLU GIN, budget per matrix) | orthogonal (MaxMin GIN, orthonormal matrices, the budget is c itself)."),
     torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
     experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
@@ -241,7 +283,8 @@ def train_command(
                           nodes=str(nodes) if nodes else None, epochs=epochs, hidden=hidden, layers=layers,
                           batch_size=batch_size, lr=lr, seed=seed, device=device, pool=pool, eta=eta, bias=bias,
                           weights=weights, torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow,
-                          lipschitz_budget=lipschitz_budget, lipschitz_mode=lipschitz_mode)
+                          lipschitz_budget=lipschitz_budget, lipschitz_mode=lipschitz_mode,
+                          lipschitz_target=lipschitz_target)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

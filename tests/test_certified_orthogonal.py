@@ -219,3 +219,43 @@ def test_flows_in_orthogonal_mode(tmp_path):
     assert m["sweep"][0]["c"] == pytest.approx(0.003)
     r = CliRunner().invoke(app, args + ["--lipschitz-mode", "spectral"])
     assert r.exit_code == 2 and "lipschitz-mode" in r.output
+
+
+def test_lipschitz_target_sets_the_certificate(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from flows.train import target_budget
+    from test_bounds import make_inputs
+    from tmdlib import InputError
+    from tmdlib.torch.certified import certified_constant
+
+    assert target_budget(None, 50.0, "s", 3, 1.0, "pascal", "orthogonal") is None
+    assert target_budget("0", 50.0, "s", 3, 1.0, "pascal", "orthogonal") is None
+    assert target_budget(0.25, 50.0, "s", 3, 1.0, "pascal", "orthogonal") == pytest.approx(0.005)
+    beta = target_budget(0.25, 50.0, "s", 3, 1.0, "pascal", "ball")
+    assert certified_constant(3, beta) == pytest.approx(0.005)  # beta^7 = target / eps
+    for bad in (-1, "x", float("nan")):
+        with pytest.raises(InputError, match="lipschitz-target"):
+            target_budget(bad, 50.0, "s", 3, 1.0, "pascal", "orthogonal")
+    with pytest.raises(InputError, match="epsilon_mean"):
+        target_budget(0.25, None, "sel.json", 3, 1.0, "pascal", "orthogonal")
+
+    inp = make_inputs(tmp_path / "in")
+    from tasks.train import read_selection
+
+    eps = read_selection(inp["selection"])["epsilon_mean"]
+    out = tmp_path / "out"
+    args = ["train", "--graphs", inp["graphs"], "--selection", inp["selection"], "--labels", inp["labels"],
+            "--model-out", str(out / "model.pt"), "--info-out", str(out / "train.json"), "--epochs", "2",
+            "--hidden", "8", "--no-mlflow", "--lipschitz-budget", "none", "--lipschitz-mode", "orthogonal",
+            "--lipschitz-target", "0.3"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    saved = json.loads((out / "train.json").read_text())
+    assert saved["certified"] and saved["lipschitz_target"] == 0.3
+    assert saved["lipschitz"]["c"] * eps == pytest.approx(0.3)  # the certificate is the target
+    r = CliRunner().invoke(app, args[:-1] + ["-0.5"])
+    assert r.exit_code == 2 and "lipschitz-target" in r.output
