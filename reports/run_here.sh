@@ -30,5 +30,8 @@ $EXP --datasets ogbg-molbace --kinds graph --archs gin --epochs 50 --trials 5
 $EXP --datasets ogbg-molbbbp --kinds graph --archs gin --epochs 50 --trials 5
 # NCI1 to 10 trials (2026-11-25, 09:00-09:29 UTC, beside the orthogonal certified sweep)
 $EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --trials 10
+# OGB to 10 trials (2026-11-25, 10:26-10:53 UTC, idle VM)
+$EXP --datasets ogbg-molbace --kinds graph --archs gin --epochs 50 --trials 10
+$EXP --datasets ogbg-molbbbp --kinds graph --archs gin --epochs 50 --trials 10
 # tables, plots, summary (trains nothing: every row is done)
 $PY -m flows.experiment --profile full --report-only
