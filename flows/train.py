@@ -87,15 +87,8 @@ def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, b
     return cfg
 
 
-def target_budget(target, epsilon, selection: str, layers: int, eta: float, weights, mode) -> float | None:
-    """The budget that makes the certificate c·ε equal ``target`` nats for a selection with medoid objective ε.
-
-    ``None`` when ``target`` is unset / 0.  ``"orthogonal"`` mode: the budget is c = target/ε; ``"ball"``: the
-    per-matrix β with β^(2·layers+1)·κ = target/ε (:func:`tmdlib.torch.certified.budget_for_target`).  Raises
-    :class:`InputError` for a negative / non-numeric target or a selection without ε.
-    """
-    from tmdlib.torch.certified import budget_for_target, parse_mode
-
+def parse_target(target) -> float | None:
+    """``--lipschitz-target`` as a positive float, or None when unset / 0; :class:`InputError` otherwise."""
     if target is None or (isinstance(target, str) and target.strip().lower() in ("", "0", "none", "off")):
         return None
     try:
@@ -106,6 +99,21 @@ def target_budget(target, epsilon, selection: str, layers: int, eta: float, weig
         return None
     if not (t > 0 and math.isfinite(t)):
         raise InputError(None, f"--lipschitz-target must be a positive number of nats (0 = off), got {target!r}")
+    return t
+
+
+def target_budget(target, epsilon, selection: str, layers: int, eta: float, weights, mode) -> float | None:
+    """The budget that makes the certificate c·ε equal ``target`` nats for a selection with medoid objective ε.
+
+    ``None`` when ``target`` is unset / 0.  ``"orthogonal"`` mode: the budget is c = target/ε; ``"ball"``: the
+    per-matrix β with β^(2·layers+1)·κ = target/ε (:func:`tmdlib.torch.certified.budget_for_target`).  Raises
+    :class:`InputError` for a negative / non-numeric target or a selection without ε.
+    """
+    from tmdlib.torch.certified import budget_for_target, parse_mode
+
+    t = parse_target(target)
+    if t is None:
+        return None
     if epsilon is None or not float(epsilon) > 0:
         raise InputError(selection, "--lipschitz-target needs the selection's epsilon_mean (a TMD medoid objective); "
                                     "this selection has none: set --lipschitz-budget instead")
@@ -144,14 +152,15 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
 
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
-    sel = read_selection(selection)
-    target = target_budget(lipschitz_target, sel.get("epsilon_mean"), selection, layers, eta, weights,
-                           lipschitz_mode)
-    if target is not None:
-        lipschitz_budget = target
+    target = parse_target(lipschitz_target)  # checked with the other parameters, before any file is read
     cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
                          lipschitz_budget, lipschitz_mode)
     ds = load_graph_store(graphs)
+    sel = read_selection(selection)
+    if target is not None:  # the budget that makes c·ε = target for this selection's ε
+        cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
+                             target_budget(target, sel.get("epsilon_mean"), selection, layers, eta, weights,
+                                           lipschitz_mode), lipschitz_mode)
     check_same_store(selection, sel, graphs, lambda: store_content_hash(ds), "selection")
     label_map, label_meta = read_labels(labels, labels_meta)
     med_ids = sel["medoids"]
