@@ -118,11 +118,7 @@ def target_budget(target, epsilon, selection: str, layers: int, eta: float, weig
         raise InputError(selection, "--lipschitz-target needs the selection's epsilon_mean (a TMD medoid objective); "
                                     "this selection has none: set --lipschitz-budget instead")
     c = t / float(epsilon)
-    try:
-        mode = parse_mode(mode)
-    except ValueError:
-        return c  # resolve_config reports the bad mode
-    return c if mode == "orthogonal" else budget_for_target(layers, c, eta, weights)
+    return c if parse_mode(mode) == "orthogonal" else budget_for_target(layers, c, eta, weights)
 
 
 @flow(name="train", log_prints=True)
@@ -181,7 +177,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
               "certified": cfg.get("lipschitz_budget") is not None,
               "train.lipschitz_budget": cfg.get("lipschitz_budget"),
               "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball"),
-              "train.lipschitz_target": float(lipschitz_target or 0)}
+              "train.lipschitz_target": target or 0.0}
     inputs = [p for p in (graphs, selection, labels, nodes) if p]
     # the run exists before training (the loss is logged as it goes) and before train.json is written, so
     # train.json names it (``mlflow.run_id``: the audit reads it)
@@ -215,7 +211,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
             "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
                           "loss": "BCE with logits (M = 1)"},
             "certified": lip["certified"], "c_certified": lip["c_certified"],
-            "lipschitz_target": float(lipschitz_target or 0) or None,
+            "lipschitz_target": target,
             # hidden units of each layer non-zero on some training node; a 0 = a collapsed (dead) network
             "alive_units": alive, "collapsed": min(alive) == 0,
         }

@@ -156,7 +156,6 @@ class GIN(nn.Module):
             raise ValueError(f"scale must be a positive number, got {scale!r}")
         if act == "maxmin" and hidden % 2:
             raise ValueError(f"act='maxmin' needs an even hidden width, got {hidden}")
-        _activation(act)
         self.config = {"in_dim": int(in_dim), "hidden": int(hidden), "layers": int(layers),
                        "out_dim": int(out_dim), "pool": pool, "eta": float(eta), "bias": bool(bias),
                        "act": str(act), "scale": float(scale)}
