@@ -69,6 +69,10 @@ SMILES_EXPECT = {
 }
 PARQUET_EXPECT = {
     "bad_footer_magic.parquet": "not a readable Parquet file",
+    # a valid store with bytes overwritten inside a column chunk's size statistics (a definition-level
+    # histogram of 3 entries for max level 1): pyarrow 25's RowGroupMetaData.column() aborts the process on it
+    "bad_size_statistics.parquet": "not a readable Parquet file",
+    "bad_utf8_column_name.parquet": "a column name or tmdlib.* metadata entry is not UTF-8",  # "grap\xe3_id"
     "decompression_bomb.parquet": "needs 76.29 MiB of memory, more than the 64.00 MiB available",
     "extreme_features.parquet": None,  # +-float32 max and subnormals: the store's whole range is valid
     "asymmetric_edges.parquet": "asymmetric edges: (0, 1) is present but (1, 0) is not",
@@ -298,6 +302,32 @@ def test_fuzz_parquet_bytes(data):
         path = Path(tmp) / "g.parquet"
         path.write_bytes(b"PAR1" + data + b"PAR1" if data[:1] == b"\0" else data)
         _loads_or_input_error(read_graph_parquet, path)
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"compression": "none", "version": "1.0"}, {"compression": "snappy", "row_group_size": 3},
+    {"write_statistics": False, "write_page_index": True}, {"use_dictionary": False, "data_page_size": 64}])
+def test_footer_sizes_match_pyarrow(tmp_path, options):
+    """The store's own footer reader (no pyarrow, so a malformed footer cannot abort the process) gives
+    the rows and per-chunk sizes pyarrow's metadata gives on valid files of every writer setting."""
+    from tmdlib.datasets import read_tu
+    from tmdlib.datasets.parquet import _footer_sizes
+
+    width = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
+    base = read_tu(VALID_TU, name="TINY")
+    extra = pa.table({"flag": pa.array([i % 2 == 0 for i in range(base.num_rows)]),
+                      "name": pa.array([f"g{i % 3}" for i in range(base.num_rows)])})
+    table = base.append_column(extra.schema.field(0), extra.column(0)).append_column(
+        extra.schema.field(1), extra.column(1))
+    table = pa.concat_tables([table] * 7)
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, **options)
+    meta = pq.ParquetFile(path).metadata
+    expected = sum(max(c.total_uncompressed_size, c.num_values * width.get(c.physical_type, 1))
+                   for rg in (meta.row_group(i) for i in range(meta.num_row_groups))
+                   for c in (rg.column(j) for j in range(rg.num_columns)))
+    assert meta.num_rows == table.num_rows
+    assert _footer_sizes(path) == (meta.num_rows, expected)
 
 
 @pytest.fixture(scope="module")
