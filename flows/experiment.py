@@ -86,11 +86,12 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
     """Run (or resume) the grid of ``profile``; append rows as cells finish; then write the reports.
 
     ``report_only``: train and compute nothing; write the reports from the results files as they are
-    (matrix times from the cache's meta files where the cache has them).
+    (matrix times from ``results/<profile>/matrices.json``, updated from the cache's meta files where the
+    cache has them).
     """
     from prefect.futures import as_completed
 
-    from tasks.experiment import write_reports
+    from tasks.experiment import record_matrix_seconds, write_reports
 
     grid = resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
     cache = cache_dir or str(Path(out_dir) / "cache")
@@ -129,6 +130,8 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
             store.close()
         summary["datasets"][name] = {"rows": len(store.rows), "trained": done,
                                      "seconds": round(time.perf_counter() - t0, 1)}
+    # what each matrix took is a result too: kept beside the CSVs (the cache is not versioned)
+    matrix_seconds = record_matrix_seconds(str(results_dir), matrix_seconds)
     if report or report_only:
         paper_csv = Path(out_dir) / "paper_results.csv"
         summary["reports"] = write_reports(str(results_dir), str(Path(out_dir) / profile), profile,

@@ -214,6 +214,48 @@ class ResultStore:
         self._lock.close()
 
 
+MATRIX_TIMES = "matrices.json"
+
+
+def record_matrix_seconds(results_dir: str, seconds: dict) -> dict:
+    """Merge ``{dataset: {matrix: seconds}}`` into ``<results_dir>/matrices.json`` (atomic); return the merge.
+
+    The distance-matrix cache is not versioned (``reports/cache/`` is ignored by git), so what each matrix
+    took to compute is kept beside the results files: the reports then regenerate from committed files
+    alone, with the matrix times, on a clone whose cache is empty.  Newer values replace older ones per
+    (dataset, matrix).
+    """
+    path = Path(results_dir) / MATRIX_TIMES
+    merged = recorded_matrix_seconds(results_dir)
+    fresh = {d: {m: float(v) for m, v in t.items() if v is not None} for d, t in (seconds or {}).items()}
+    for d, t in fresh.items():
+        if t:
+            merged.setdefault(d, {}).update(t)
+    if merged and merged != recorded_matrix_seconds(results_dir):
+        io.write_text(path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    return merged
+
+
+def recorded_matrix_seconds(results_dir: str) -> dict:
+    """``{dataset: {matrix: seconds}}`` from ``<results_dir>/matrices.json`` ({} if there is none).
+
+    Raises :class:`tmdlib.InputError` naming the file if it is not such a mapping of numbers.
+    """
+    path = Path(results_dir) / MATRIX_TIMES
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise InputError(str(path), f"not readable JSON ({err})") from None
+    ok = isinstance(data, dict) and all(
+        isinstance(t, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in t.values())
+        for t in data.values())
+    if not ok:
+        raise InputError(str(path), "expected {dataset: {matrix: seconds}} with numeric seconds")
+    return {d: {m: float(v) for m, v in t.items()} for d, t in data.items()}
+
+
 def cpu_count() -> int:
     """CPUs this process may use."""
     try:

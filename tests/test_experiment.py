@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import subprocess
@@ -181,6 +182,15 @@ def test_quick_profile_end_to_end_and_resume(tmp_path):
     assert "MUTAG: " not in res.stdout  # no dataset was run
     assert "| W | F |" in (out / "quick" / "MUTAG.md").read_text()
     assert (out / "quick" / "MUTAG.png").is_file() and (out / "quick" / "summary.md").is_file()
+    # the matrix times survive an empty cache: they are kept beside the results (results/quick/matrices.json)
+    times = json.loads((out / "results" / "quick" / "matrices.json").read_text())
+    assert times["MUTAG"]["tmd"] > 0
+    assert "computed once per dataset" in (out / "quick" / "MUTAG.md").read_text()
+    summary = (out / "quick" / "summary.md").read_text()
+    assert summary.count("distance matrix of all graphs") == 1  # graph section only: node runs read no matrix
+    (out / "results" / "quick" / "matrices.json").write_text('{"MUTAG": {"tmd": "fast"}}')
+    res = run_experiment("--profile", "quick", "--out-dir", str(out), "--report-only")
+    assert res.returncode != 0 and "matrices.json" in res.stderr and "Traceback" not in res.stderr
 
 
 @pytest.mark.slow

@@ -220,8 +220,9 @@ def summary_markdown(summaries: list[dict], profile: str, matrix_seconds: dict |
                 md.append(f"| {tables.METHOD_LABELS.get(m, m)} | " + " | ".join(
                     f"{s['cost'][m]:.3g}" if m in s.get("cost", {}) and math.isfinite(s["cost"][m]) else "–"
                     for s in group) + " |")
-            mats = [(s["dataset"], s.get("matrix_seconds") or (matrix_seconds or {}).get(s["dataset"]) or {})
-                    for s in group]
+            # node subsampling reads no distance matrix: its summaries carry an empty dict, kept as is
+            mats = [(s["dataset"], s["matrix_seconds"] if "matrix_seconds" in s
+                     else (matrix_seconds or {}).get(s["dataset"]) or {}) for s in group]
             mats = [(d, m) for d, m in mats if m]
             if mats:
                 md.append("\nk-medoids methods first compute a distance matrix of all graphs, once per dataset "
