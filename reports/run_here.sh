@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The runs made for the committed reports, in the order they ran (2026-11-22, 12:01-13:02 UTC, 2-core shared
-# CPU VM; see README_section.md).  Every call resumes: rows already in reports/results/full/<DATASET>.csv are
+# The runs made for the committed reports, in the order they ran (2026-11-22 to 2026-11-25, 2-core
+# CPU VM; dates, times and load in README.md, "Runs made").  Every call resumes: rows already in reports/results/full/<DATASET>.csv are
 # skipped, so raising --trials only trains the new trials, and a killed call loses only its unfinished cells.
 # `python -m flows.experiment` is `tmdsub experiment`.  Reports are written by the last line.
 set -euo pipefail
@@ -33,5 +33,21 @@ $EXP --datasets NCI1 --kinds graph --archs gin --epochs 50 --trials 10
 # OGB to 10 trials (2026-11-25, 10:26-10:53 UTC, idle VM)
 $EXP --datasets ogbg-molbace --kinds graph --archs gin --epochs 50 --trials 10
 $EXP --datasets ogbg-molbbbp --kinds graph --archs gin --epochs 50 --trials 10
+# node subsampling on PROTEINS, 10 trials (2026-11-25, 12:23-13:06 UTC, nearly idle VM)
+$EXP --datasets PROTEINS --kinds node --archs gin --epochs 20 --trials 10
+# alternative architecture on PROTEINS, 5 trials (2026-11-25, 13:10-13:28 UTC; the PROTEINS TMD matrix
+# was recomputed first, 273 s wall: this checkout's cache did not hold it)
+$EXP --datasets PROTEINS --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
+# node subsampling on MUTAG and COX2 to 10 trials (2026-11-25, from 20:36 UTC, idle VM)
+$EXP --datasets MUTAG --kinds node --archs gin --epochs 20 --trials 10
+$EXP --datasets COX2 --kinds node --archs gin --epochs 20 --trials 10
+# graph subsampling to the paper's 20 trials on OGB and PROTEINS (2026-11-25, idle VM)
+$EXP --datasets ogbg-molbace --kinds graph --archs gin --epochs 50 --trials 20
+$EXP --datasets ogbg-molbbbp --kinds graph --archs gin --epochs 50 --trials 20
+$EXP --datasets PROTEINS --kinds graph --archs gin --epochs 50 --trials 20
+# the alternative architecture on OGB and NCI1, 5 trials (2026-11-25, idle VM)
+$EXP --datasets ogbg-molbace --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
+$EXP --datasets ogbg-molbbbp --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
+$EXP --datasets NCI1 --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
 # tables, plots, summary (trains nothing: every row is done)
 $PY -m flows.experiment --profile full --report-only
