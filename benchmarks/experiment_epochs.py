@@ -28,7 +28,7 @@ def main(argv):
     print("|---|---:|---:|---:|---:|---:|")
     for csv_path in sorted(extra.glob("*.csv")):
         name = csv_path.stem
-        rows = [r for r in read_results(str(csv_path))] + [
+        rows = read_results(str(csv_path)) + [
             r for r in read_results(str(main_dir / csv_path.name)) if int(r["epochs"]) == 50]
         cells = defaultdict(lambda: defaultdict(list))
         for r in rows:

@@ -225,14 +225,13 @@ def record_matrix_seconds(results_dir: str, seconds: dict) -> dict:
     alone, with the matrix times, on a clone whose cache is empty.  Newer values replace older ones per
     (dataset, matrix).
     """
-    path = Path(results_dir) / MATRIX_TIMES
-    merged = recorded_matrix_seconds(results_dir)
-    fresh = {d: {m: float(v) for m, v in t.items() if v is not None} for d, t in (seconds or {}).items()}
-    for d, t in fresh.items():
-        if t:
-            merged.setdefault(d, {}).update(t)
-    if merged and merged != recorded_matrix_seconds(results_dir):
-        io.write_text(path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    recorded = recorded_matrix_seconds(results_dir)
+    merged = {d: dict(t) for d, t in recorded.items()}
+    for d, t in (seconds or {}).items():
+        merged.setdefault(d, {}).update({m: float(v) for m, v in t.items() if v is not None})
+    merged = {d: t for d, t in merged.items() if t}
+    if merged != recorded:
+        io.write_text(Path(results_dir) / MATRIX_TIMES, json.dumps(merged, indent=1, sort_keys=True) + "\n")
     return merged
 
 
@@ -306,6 +305,6 @@ def write_reports(results_dir: str, report_dir: str, profile: str, paper_csv: st
         files.append(str(png))
     if summaries:
         sp = Path(report_dir) / "summary.md"
-        io.write_text(sp, summary_markdown(summaries, profile, matrix_seconds))
+        io.write_text(sp, summary_markdown(summaries, profile))
         files.append(str(sp))
     return {"files": files, "summaries": summaries}

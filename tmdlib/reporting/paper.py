@@ -167,9 +167,10 @@ def _trials(s: dict) -> str:
     return f"{lo}" if hi == lo else f"{lo}–{hi}"
 
 
-def summary_markdown(summaries: list[dict], profile: str, matrix_seconds: dict | None = None) -> str:
+def summary_markdown(summaries: list[dict], profile: str) -> str:
     """Wins / fails per method summed over datasets, ours next to the paper's (same methods, same datasets),
-    and the selection cost per method beside the once-per-dataset matrix cost."""
+    and the selection cost per method beside the once-per-dataset matrix cost (each summary's
+    ``matrix_seconds``, set by :func:`dataset_report`; empty for node subsampling, which reads no matrix)."""
     md = [f"# Summary ({profile} profile): wins / fails per method\n",
           "W = columns (fractions) won among the label-free methods, F = columns with mean below 0.5, summed over "
           "the datasets listed.  `paper` = the same counts recomputed from the paper's printed means over the "
@@ -220,10 +221,7 @@ def summary_markdown(summaries: list[dict], profile: str, matrix_seconds: dict |
                 md.append(f"| {tables.METHOD_LABELS.get(m, m)} | " + " | ".join(
                     f"{s['cost'][m]:.3g}" if m in s.get("cost", {}) and math.isfinite(s["cost"][m]) else "–"
                     for s in group) + " |")
-            # node subsampling reads no distance matrix: its summaries carry an empty dict, kept as is
-            mats = [(s["dataset"], s["matrix_seconds"] if "matrix_seconds" in s
-                     else (matrix_seconds or {}).get(s["dataset"]) or {}) for s in group]
-            mats = [(d, m) for d, m in mats if m]
+            mats = [(s["dataset"], s["matrix_seconds"]) for s in group if s.get("matrix_seconds")]
             if mats:
                 md.append("\nk-medoids methods first compute a distance matrix of all graphs, once per dataset "
                           "(wall clock): " + "; ".join(
