@@ -49,5 +49,7 @@ $EXP --datasets PROTEINS --kinds graph --archs gin --epochs 50 --trials 20
 $EXP --datasets ogbg-molbace --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
 $EXP --datasets ogbg-molbbbp --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
 $EXP --datasets NCI1 --kinds graph --archs gin-wide-mean --epochs 50 --trials 5
+# node subsampling on DD, 10 trials (2026-11-25 23:23 to 11-26 00:45 UTC, idle VM; trial 1 first, alone, to time it)
+$EXP --datasets DD --kinds node --archs gin --epochs 20 --trials 10
 # tables, plots, summary (trains nothing: every row is done)
 $PY -m flows.experiment --profile full --report-only
