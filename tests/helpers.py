@@ -1,0 +1,206 @@
+"""Helpers shared by the tests: paths, the installed CLI, local servers, temporary workspaces.
+
+Importable as ``helpers`` from any test module (``pythonpath = ["tests"]`` in pyproject.toml); fixtures live in
+``tests/conftest.py``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+RAW = ROOT / "data" / "raw"  # the shipped raw datasets
+DATA = Path(__file__).resolve().parent / "data"  # test data: tests/data/
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None):
+    """Run the installed ``tmdsub`` console script; return the CompletedProcess."""
+    import subprocess
+
+    exe = Path(sys.executable).with_name("tmdsub")
+    # Queue behind any other tmdsub run in the workspace instead of failing (see tasks/locking.py).
+    full_env = {**os.environ, "TMDSUB_LOCK_WAIT": "600", **(env or {})}
+    return subprocess.run([str(exe), *args], cwd=cwd or ROOT, env=full_env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 120.0, proc=None) -> None:
+    """Poll ``url`` until it answers 200 (or fail, showing why if ``proc`` died)."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def stop_process(proc, timeout: float = 20.0) -> None:
+    """Terminate a server process (and its process group), killing it if it lingers."""
+    import signal
+    import subprocess
+
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=timeout)
+
+
+def mlflow_server_at(home: Path, backend_uri: str | None = None):
+    """Context manager: `mlflow server` on 127.0.0.1 (sqlite store ``backend_uri``, default ``home/db.sqlite``;
+    artifacts under ``home/art``), yielding its URL; always stopped."""
+    import contextlib
+    import subprocess
+
+    @contextlib.contextmanager
+    def _run():
+        port = free_port()
+        home.mkdir(parents=True, exist_ok=True)
+        log = open(home / "server.log", "w")
+        cmd = [str(Path(sys.executable).with_name("mlflow")), "server",
+               "--backend-store-uri", backend_uri or f"sqlite:///{home / 'db.sqlite'}",
+               "--default-artifact-root", str(home / "art"),
+               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=home)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            try:
+                wait_http(f"{url}/health", timeout=90, proc=proc)
+            except (TimeoutError, RuntimeError) as err:
+                log.flush()
+                raise RuntimeError(f"{err}\n{(home / 'server.log').read_text()[-3000:]}") from None
+            yield url
+        finally:
+            stop_process(proc)
+            log.close()
+
+    return _run()
+
+
+def pipeline_env(prefect_api: str) -> dict:
+    """Environment for `dvc`/`tmdsub` subprocesses in a temporary workspace (venv first, a git identity)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PREFECT_API_URL": prefect_api,
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "DVC_NO_ANALYTICS": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+def git_workspace(ws: Path, env: dict, remote_url: str | None = None) -> Path:
+    """A git repository holding the project's files (MUTAG raw data only) with a small training budget."""
+    import shutil
+    import subprocess
+
+    import yaml
+
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for rel in files:
+        skip_raw = rel.startswith("data/raw/") and not rel.startswith(("data/raw/MUTAG/", "data/raw/SHA256SUMS"))
+        if skip_raw or rel.startswith(("reports/", "benchmarks/")) or rel == "dvc.lock" or not (ROOT / rel).is_file():
+            continue
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, ws / rel)
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["train"]["epochs"] = 5
+    params["evaluate"].update(fractions="0.1,0.2", sweep_epochs=3)
+    if remote_url is not None:
+        params["remote"]["url"] = remote_url
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=ws, env=env, check=True, capture_output=True)
+    return ws
+
+
+def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float = 0.2, labels_nan: bool = False,
+                with_nodes: bool = False) -> dict:
+    """A small MUTAG pipeline state for the train / evaluate stages: graph store, selection.json, labels.csv/json,
+    matrix.npy[, nodes.parquet]."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from tmdlib import GraphDataset
+    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
+    from tmdlib.datasets import read_tu, write_graph_parquet
+    from tmdlib.distance.engine import tmd_matrix
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    table = read_tu(RAW / "MUTAG", "MUTAG").slice(0, n_train + n_test)
+    ds = GraphDataset.from_arrow(table)
+    if labels_nan:  # a store without labels: training must not need them
+        idx = table.schema.get_field_index("y")
+        table = table.set_column(idx, table.schema.field("y"), pa.nulls(len(table), pa.float64()))
+        assert pc.all(pc.is_null(table.column("y"))).as_py()
+    store = tmp / "MUTAG.parquet"
+    write_graph_parquet(table, store)
+    D = tmd_matrix(ds, depth=4, weights="pascal")
+    np.save(tmp / "matrix.npy", D)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(len(ds))
+    train, test = np.sort(perm[:n_train]), np.sort(perm[n_train:])
+    cr = kmedoids_coreset(D[np.ix_(train, train)], budget_to_k(n_train, fraction=fraction), seed=0)
+    gid = ds.graph_ids
+    med = gid[train[cr.medoids]]
+    sel = {"train_ids": gid[train].tolist(), "test_ids": gid[test].tolist(), "method": "tmd", "fraction": fraction,
+           "k": int(cr.k), "seed": 0, "medoids": med.tolist(), "tau": cr.tau.astype(float).tolist(),
+           "epsilon": float(cr.epsilon)}
+    (tmp / "selection.json").write_text(json.dumps(sel))
+    (tmp / "labels.csv").write_text("graph_id,y\n" + "".join(f"{int(g)},{float(ds.y[g])!r}\n" for g in med))
+    (tmp / "labels.json").write_text(json.dumps({"source": "benchmark-standin"}))
+    out = {"graphs": str(store), "selection": str(tmp / "selection.json"), "labels": str(tmp / "labels.csv"),
+           "matrix": str(tmp / "matrix.npy"), "ds": ds, "sel": sel, "D": D, "train": train}
+    if with_nodes:
+        from tmdlib.select.nodes import subsample_nodes
+
+        res = subsample_nodes(ds, fraction=0.5, method="tmd", depth=4)
+        local = np.arange(ds.num_nodes) - np.repeat(ds.node_ptr[:-1], ds.nodes_per_graph)
+        lists = [local[res.mask & (ds.graph_of_node == g)].astype(np.int32).tolist() for g in range(len(ds))]
+        pq.write_table(pa.table({"graph_id": pa.array(gid, pa.int64()), "nodes": pa.array(lists, pa.list_(pa.int32())),
+                                 "epsilon": pa.array(res.epsilon)}), tmp / "nodes.parquet")
+        out["nodes"] = str(tmp / "nodes.parquet")
+    return out
+
+
+def examples(n: int) -> int:
+    """Hypothesis ``max_examples`` for a property test: ``n``, or at most 10 in the fast tier."""
+    return min(n, 10) if os.environ.get("HYPOTHESIS_PROFILE") == "fast" else n
+
+
+def dense_x(table) -> list:
+    """Node features of a graph table as nested lists (one list of rows per graph), whatever its layout."""
+    import numpy as np
+
+    from tmdlib.datasets.schema import node_feature_rows
+
+    rows, index = node_feature_rows(table)
+    x = rows[index]
+    ptr = np.concatenate([[0], np.cumsum(table.column("num_nodes").to_numpy())])
+    return [x[a:b].tolist() for a, b in zip(ptr[:-1], ptr[1:])]
