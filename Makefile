@@ -42,9 +42,10 @@ run: setup
 test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
-# The inner loop: library units, reference values, property tests with few examples (no flows, CLI, DVC, servers).
+# The inner loop: tests/lib (library units, reference values, property tests with few examples); the tiers follow the
+# folders: tests/pipeline (flows, CLI, DVC) and tests/servers (real servers) are left out.
 test-fast: setup
-	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -q -n 2 -m "not slow and not pipeline"
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -q -n 2 -m "not slow" tests/lib
 
 test-all: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "slow or not slow"

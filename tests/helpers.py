@@ -149,12 +149,12 @@ def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float 
 
     from tmdlib import GraphDataset
     from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
-    from tmdlib.datasets import read_tu, write_graph_parquet
+    from tmdlib.datasets import read_tu, to_dataset, write_graph_parquet
     from tmdlib.distance.engine import tmd_matrix
 
     tmp.mkdir(parents=True, exist_ok=True)
     table = read_tu(RAW / "MUTAG", "MUTAG").slice(0, n_train + n_test)
-    ds = GraphDataset.from_arrow(table)
+    ds = to_dataset(table)
     if labels_nan:  # a store without labels: training must not need them
         idx = table.schema.get_field_index("y")
         table = table.set_column(idx, table.schema.field("y"), pa.nulls(len(table), pa.float64()))
@@ -163,6 +163,13 @@ def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float 
     write_graph_parquet(table, store)
     D = tmd_matrix(ds, depth=4, weights="pascal")
     np.save(tmp / "matrix.npy", D)
+    from tasks.io import sha256_file
+    from tmdlib.datasets.identity import store_content_hash
+    from tmdlib.distance.weights import resolve_weights
+
+    (tmp / "meta.json").write_text(json.dumps({  # as the tmd stage writes it (select / evaluate check it)
+        "graphs": len(ds), "depth": 4, "weights": resolve_weights(4, "pascal").tolist(),
+        "matrix_sha256": sha256_file(tmp / "matrix.npy"), "store_content_sha256": store_content_hash(ds)}))
     rng = np.random.default_rng(0)
     perm = rng.permutation(len(ds))
     train, test = np.sort(perm[:n_train]), np.sort(perm[n_train:])

@@ -1,12 +1,10 @@
 """The `tmdsub ingest` command end to end (real Prefect flow in ephemeral mode)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_cli
+from helpers import DATA, run_cli
 
 
 def test_ingest_builtin_writes_store(tmp_path):
@@ -22,7 +20,7 @@ def test_ingest_builtin_writes_store(tmp_path):
     # `tmdsub tmd --pairs` on the store just written reproduces the original TMD code's values.
     import json
 
-    ref = json.loads((Path(__file__).parent / "data" / "mutag_tmd_reference.json").read_text())
+    ref = json.loads((DATA / "mutag_tmd_reference.json").read_text())
     rows = [p for p in ref["pairs"] if p["L"] == 4 and p["weights"] == [1 / 3, 1, 3]][:20]
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("i,j\n" + "".join(f"{p['i']},{p['j']}\n" for p in rows))

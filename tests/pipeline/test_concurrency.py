@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import RAW, ROOT
+from helpers import RAW, ROOT
 
 BLOCK = 8
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from tmdlib.reporting import tables as report
 
 
@@ -194,7 +194,6 @@ def test_quick_profile_end_to_end_and_resume(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.pipeline
 def test_condensation_methods_from_the_cli(tmp_path):
     """``--methods`` with the condensation baselines: rows for each, no distance matrix computed."""
     out = tmp_path / "reports"

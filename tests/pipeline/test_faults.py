@@ -31,7 +31,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import RAW, ROOT
+from helpers import RAW, ROOT
+from tmdlib.datasets import to_dataset  # noqa: E402
 
 N_GRAPHS = 40
 BLOCK = 8  # 5 row blocks -> 15 upper-triangular blocks
@@ -239,13 +240,14 @@ np.save = slow_save
 def test_disk_full_during_block_write_leaves_no_partial_block(store, tmd_reference, tmp_path, monkeypatch):
     """ENOSPC in the middle of a block write: no block file, no temporary; a rerun completes."""
     from tasks import io
-    from tasks.tmd import block_graphs, block_key, compute_block, graph_hashes, plan_blocks
+    from tasks.tmd import block_graphs, block_key, compute_block, plan_blocks
+    from tmdlib.datasets.identity import graph_hashes
 
     from tmdlib import GraphDataset
     from tmdlib.datasets import read_graph_parquet
     from tmdlib.distance.weights import resolve_weights
 
-    ds = GraphDataset.from_arrow(read_graph_parquet(store))
+    ds = to_dataset(read_graph_parquet(store))
     blocks = plan_blocks(len(ds), BLOCK)
     hashes = graph_hashes(ds)
     cache = tmp_path / "cache"

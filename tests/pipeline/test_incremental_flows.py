@@ -11,6 +11,7 @@ import pytest
 
 from helpers import RAW, dense_x
 from tu_writer import write_tu_folder
+from tmdlib.datasets import to_dataset  # noqa: E402
 
 N_BASE, N_NEW, BLOCK = 150, 12, 64
 
@@ -86,7 +87,7 @@ def test_incremental_tmd_computes_only_new_rows_and_columns(grown):
     assert second["tmd"]["pairs_computed"] == N_NEW * N_BASE + N_NEW * (N_NEW - 1) // 2
     assert second["tmd"]["blocks_computed"] < second["tmd"]["blocks"]
     np.testing.assert_array_equal(second["matrix"][:N_BASE, :N_BASE], first["matrix"])
-    ds = GraphDataset.from_arrow(read_graph_parquet(grown["store"]))
+    ds = to_dataset(read_graph_parquet(grown["store"]))
     np.testing.assert_allclose(second["matrix"], tmd_matrix(ds, depth=4), rtol=1e-12, atol=0)
 
 

@@ -40,7 +40,7 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     assert sel["epsilon"] == pytest.approx(sum(sel["distance"]))
     assert set(sel["assignment"]) == set(sel["medoids"]) and sum(sel["tau"]) == sel["n_train"]
     # the certificate's distances are the exact TMDs of the graphs to their medoids
-    ds = tmdlib.GraphDataset.from_arrow(load_builtin("MUTAG", RAW))
+    ds = tmdlib.datasets.to_dataset(load_builtin("MUTAG", RAW))
     d = tmdlib.tmd_pairs(ds, sel["train_ids"], sel["assignment"])
     assert np.allclose(d, sel["distance"], rtol=1e-9)
     # auto without a matrix: the matrix is cheap here, so the exact engine runs (no tmd stage needed)

@@ -1,18 +1,18 @@
-"""The sharded TMD stage: blocks, resume after an abrupt death, Dask and Prefect servers."""
+"""The sharded TMD stage: blocks, resume after an abrupt death.  On real Dask and Prefect servers:
+servers/test_tmd_stage_servers.py."""
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import RAW, free_port, run_cli, stop_process, wait_http
+from helpers import RAW, ROOT
 
 N_GRAPHS = 40
 BLOCK = 8  # 5 row blocks -> 15 upper-triangular blocks
@@ -57,7 +57,7 @@ def _run_script(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
     process can leave children (Prefect's ephemeral API server) that would hold a pipe open."""
     log = tmp_path / "script.log"
     with open(log, "w") as fh:
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT,
                                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             rc = proc.wait(timeout=600)
@@ -100,45 +100,3 @@ def test_killed_run_resumes_without_recomputing_and_matches(small_store, tmp_pat
 
     for i, j in [(0, 1), (3, 17), (25, 39)]:
         assert mat[i, j] == pytest.approx(tmd(mutag[i], mutag[j]), rel=1e-12)
-
-
-@pytest.mark.server
-def test_stage_on_real_dask_cluster_and_prefect_server(small_store, tmp_path, prefect_server):
-    bindir = Path(sys.executable).parent
-    port = free_port()
-    env = {**os.environ, "PREFECT_API_URL": prefect_server}
-    procs = []
-    logs = open(tmp_path / "dask.log", "w")
-    try:
-        procs.append(subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                       "--no-dashboard"], env=env, stdout=logs, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
-        address = f"tcp://127.0.0.1:{port}"
-        for _ in range(2):
-            procs.append(subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1",
-                                           "--host", "127.0.0.1", "--no-dashboard"], env=env, stdout=logs,
-                                          stderr=subprocess.STDOUT, start_new_session=True))
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=120)
-        res = run_cli("tmd-matrix", "SMALL", "--graphs", str(small_store), "--out-dir", str(tmp_path / "dask"),
-                      "--cache-dir", str(tmp_path / "cache-dask"), "--block-size", str(BLOCK),
-                      "--dask-address", address, env=env)
-        assert res.returncode == 0, res.stderr
-        res = run_cli("tmd-matrix", "SMALL", "--graphs", str(small_store), "--out-dir", str(tmp_path / "local"),
-                      "--cache-dir", str(tmp_path / "cache-local"), "--block-size", str(BLOCK),
-                      "--runner", "threads", "--workers", "1", env=env)
-        assert res.returncode == 0, res.stderr
-    finally:
-        for p in reversed(procs):
-            stop_process(p)
-        logs.close()
-    assert (tmp_path / "dask" / "matrix.npy").read_bytes() == (tmp_path / "local" / "matrix.npy").read_bytes()
-    # The flow runs were recorded by the real Prefect server.
-    req = urllib.request.Request(f"{prefect_server}/flow_runs/filter", data=b"{}", method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        runs = json.loads(r.read())
-    completed = [r for r in runs if r["state_type"] == "COMPLETED"]
-    assert len(completed) >= 2

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import mlflow_server_at
-from test_bounds import make_inputs
+from helpers import make_inputs, mlflow_server_at
 
 torch.set_num_threads(1)
 
@@ -21,7 +20,6 @@ def mlflow_server(tmp_path):
         yield url
 
 
-@pytest.mark.server
 def test_train_and_evaluate_log_to_mlflow_server(mlflow_server, tmp_path, monkeypatch):
     from mlflow import MlflowClient
 
@@ -80,7 +78,6 @@ def _inputs(run) -> dict:
     return out
 
 
-@pytest.mark.server
 def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflow_server, tmp_path, monkeypatch):
     import mlflow.pyfunc
     import mlflow.pytorch
@@ -91,8 +88,8 @@ def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflo
     from flows.train import train_flow
     from tasks.graphs import load_graph_store
     from tasks.train import load_model
-    from tmdlib.reporting.audit import content_hash
-    from tasks.tmd import graph_hashes
+    from tmdlib.datasets.identity import content_hash
+    from tmdlib.datasets.identity import graph_hashes
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
     from tmdlib.torch.serving import dense_batch
@@ -156,7 +153,6 @@ def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflo
                                loaded(torch.as_tensor(example)).detach().numpy().ravel(), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.server
 def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_path, monkeypatch):
     """Each epoch's loss is on the server (step = epoch) before the next epoch trains: read back from inside the
     training loop of train_flow.  With the default interval, epochs are batched, and the last always goes out."""
@@ -190,7 +186,7 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
     assert [m.value for m in history] == pytest.approx(info["losses"])
 
     # batching (the default): nothing before the interval, the last epoch always, flush sends the rest
-    from tasks.train import LiveMetric, start_run
+    from tasks.tracking import LiveMetric, start_run
 
     run = start_run("train", {}, [], "tmdsub-live", "live@TEST")
     live = LiveMetric(run["run_id"], "loss", last_step=5, interval=3600.0)
@@ -205,7 +201,6 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
     assert sorted(m.step for m in client.get_metric_history(run["run_id"], "loss")) == [0, 1, 5, 7]
 
 
-@pytest.mark.server
 def test_champion_alias_goes_only_to_a_version_that_is_not_worse(mlflow_server, tmp_path, monkeypatch):
     """Three real retrainings: good labels (first champion), flipped labels (worse: stays out), good labels again
     (equal: takes the alias).  The scheduled run's task reads the version from train.json and decides once."""

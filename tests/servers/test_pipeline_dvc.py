@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import git_workspace, mlflow_server_at, pipeline_env
-
-pytestmark = pytest.mark.server  # uses a real Prefect server for fast stage start-up
+from helpers import git_workspace, mlflow_server_at, pipeline_env
 
 
 def _sh(args, cwd, env, timeout=900):

@@ -62,6 +62,6 @@ def test_scalable_parts_and_matrix_blocks_on_dask_workers_in_another_directory(t
     a, b = json.loads((ws / "dask.json").read_text()), json.loads((ws / "local.json").read_text())
     assert a["medoids"] == b["medoids"] and a["distance"] == b["distance"]
     assert len(list((ws / "cache-dask" / "parts").glob("*.npz"))) == 4  # the client wrote every part
-    ds = tmdlib.GraphDataset.from_arrow(load_builtin("MUTAG", RAW))
+    ds = tmdlib.datasets.to_dataset(load_builtin("MUTAG", RAW))
     assert np.allclose(np.load(ws / "tmd-dask" / "matrix.npy"), tmdlib.tmd_matrix(ds), rtol=1e-12)
     assert not list(elsewhere.rglob("*.npy"))  # workers wrote nothing of their own

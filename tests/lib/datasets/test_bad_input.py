@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import examples
+from helpers import DATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +20,7 @@ from tmdlib.datasets import (check_dataset_name, get_dataset_info, read_graph_pa
 from tmdlib.datasets.tu import read_numeric_text
 from tmdlib.errors import InputError
 
-BAD = Path(__file__).parent / "data" / "bad"
+BAD = DATA / "bad"
 TU = BAD / "tu"
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from conftest import dense_x
+from helpers import RAW, dense_x
 
 from tmdlib.datasets import (ATOM_FEATURE_DIMS, DATASETS, canonical_edges, check_dataset_name,
                              get_dataset_info, graph_table_metadata, load_builtin, one_hot_atom_features,
@@ -16,8 +16,8 @@ from tmdlib.datasets import (ATOM_FEATURE_DIMS, DATASETS, canonical_edges, check
                              verify_sha256sums, write_graph_parquet)
 from tmdlib.graph import GraphDataset
 from tmdlib.errors import InputError
+from tmdlib.datasets import to_dataset  # noqa: E402
 
-RAW = Path(__file__).resolve().parents[1] / "data" / "raw"
 needs_raw = pytest.mark.skipif(not (RAW / "SHA256SUMS").is_file(), reason="data/raw not present")
 
 _cache: dict[str, pa.Table] = {}
@@ -42,7 +42,7 @@ def test_builtin_statistics(name):
     info = get_dataset_info(name)
     t = table(name)
     validate_graph_table(t, name)
-    ds = GraphDataset.from_arrow(t)
+    ds = to_dataset(t)
     assert len(ds) == t.num_rows == info.num_graphs
     assert round(float(ds.nodes_per_graph.mean()), 2) == pytest.approx(info.mean_nodes, abs=1e-9)
     assert round(float(ds.edges_per_graph.mean()), 2) == pytest.approx(info.mean_edges, abs=1e-9)
@@ -55,7 +55,7 @@ def test_builtin_statistics(name):
 @needs_raw
 def test_mutag_features_labels():
     t = table("MUTAG")
-    ds = GraphDataset.from_arrow(t)
+    ds = to_dataset(t)
     assert ds.num_features == 7
     assert np.all(ds.x.sum(axis=1) == 1.0)
     labels = np.asarray(t.column("node_labels").combine_chunks().flatten())
@@ -69,7 +69,7 @@ def test_mutag_features_labels():
 @needs_raw
 def test_mutag_edges_match_raw_file():
     """Independent per-graph check against the raw edge list (a slow, obvious implementation)."""
-    ds = GraphDataset.from_arrow(table("MUTAG"))
+    ds = to_dataset(table("MUTAG"))
     a = np.loadtxt(RAW / "MUTAG" / "MUTAG_A.txt", delimiter=",", dtype=np.int64) - 1
     gi = np.loadtxt(RAW / "MUTAG" / "MUTAG_graph_indicator.txt", dtype=np.int64) - 1
     for g in (0, 1, 100, 187):
@@ -82,10 +82,10 @@ def test_mutag_edges_match_raw_file():
 
 @needs_raw
 def test_proteins_node_attributes_after_one_hot():
-    plain = GraphDataset.from_arrow(table("PROTEINS"))
+    plain = to_dataset(table("PROTEINS"))
     t = read_tu(RAW / "PROTEINS", node_attributes=True)
     validate_graph_table(t)
-    ds = GraphDataset.from_arrow(t)
+    ds = to_dataset(t)
     assert plain.num_features == 3 and ds.num_features == 3 + 1
     assert np.array_equal(ds.x[:, :3], plain.x)
     attrs = np.loadtxt(RAW / "PROTEINS" / "PROTEINS_node_attributes.txt", dtype=np.float64)
@@ -100,7 +100,7 @@ def test_ogb_encoding(name):
 
     assert tuple(get_atom_feature_dims()) == ATOM_FEATURE_DIMS
     t = table(name)
-    ds = GraphDataset.from_arrow(t)
+    ds = to_dataset(t)
     assert ds.num_features == sum(get_atom_feature_dims())
     assert np.all(ds.x.sum(axis=1) == 9.0)
     codes = np.asarray(t.column("atom_features").combine_chunks().flatten().flatten()).reshape(-1, 9)
@@ -130,7 +130,7 @@ def test_checksums_verify():
 
 def _write_tu(t: pa.Table, folder: Path, name: str, gz_edges: bool) -> None:
     """Write a TU-read table back in the TU layout (1-based global ids, CRLF line ends)."""
-    ds = GraphDataset.from_arrow(t)
+    ds = to_dataset(t)
     folder.mkdir()
     offset = np.repeat(ds.node_ptr[:-1], np.diff(ds.edge_ptr))
     edges = "".join(f"{s},{d}\r\n" for s, d in zip(ds.src + offset + 1, ds.dst + offset + 1)).encode()
@@ -201,7 +201,7 @@ def test_moses_is_built_in_with_a_flagged_label_standin():
 
     smi = one.column("smiles").to_pylist()
     assert all(y[i] == float(Crippen.MolLogP(Chem.MolFromSmiles(smi[i])) >= 2.75) for i in range(0, 1500, 97))
-    ds = GraphDataset.from_arrow(one)
+    ds = to_dataset(one)
     assert ds.num_features == sum(ATOM_FEATURE_DIMS) and len(ds.features) < 60  # dictionary-encoded atoms
     # the same molecules through the user path (a SMILES CSV, no stand-in): same graphs, no labels
     assert not any(v is not None for v in read_smiles_csv(RAW / "MOSES" / "train.csv.gz", limit=20)
@@ -224,7 +224,7 @@ def test_smiles_csv_without_labels(tmp_path):
     path.write_text("id,smiles\n" + "".join(f"m{i},{s}\n" for i, s in enumerate(SMILES)))
     t = read_smiles_csv(path)
     validate_graph_table(t, path)
-    ds = GraphDataset.from_arrow(t)
+    ds = to_dataset(t)
     assert ds.nodes_per_graph.tolist() == [3, 7, 11, 2, 1]
     assert ds.edges_per_graph.tolist() == [2, 7, 11, 0, 0]
     assert ds.num_features == sum(ATOM_FEATURE_DIMS)
@@ -281,7 +281,7 @@ def test_parquet_round_trip(tmp_path, name):
     back = read_graph_parquet(path)
     assert back.equals(t)
     assert graph_table_metadata(back) == graph_table_metadata(t)
-    assert np.array_equal(GraphDataset.from_arrow(back).x, GraphDataset.from_arrow(t).x)
+    assert np.array_equal(to_dataset(back).x, to_dataset(t).x)
 
 
 # --------------------------------------------------------------------------- registry

@@ -100,24 +100,3 @@ def test_round_trip(tmp_path):
                                 tmp_path / "labels.csv", allowed_labels=[0, 1])
     assert out.column("graph_id").to_pylist() == sorted(ids[cs.medoids].tolist())
     assert np.array_equal(out.column("label").to_numpy(), y[np.sort(cs.medoids)])
-
-
-@pytest.mark.pipeline
-def test_moses_standin_labels_say_they_are_a_standin(tmp_path):
-    """MOSES has no labels: the benchmark stand-in joins the flagged logP stand-in, and labels.json says so."""
-    import json
-    from pathlib import Path
-
-    import pyarrow.parquet as pq
-
-    from flows.labels import labels_import_flow
-    from tmdlib.datasets import load_builtin, write_graph_parquet
-
-    raw = Path(__file__).resolve().parents[1] / "data" / "raw"
-    store = tmp_path / "MOSES.parquet"
-    write_graph_parquet(load_builtin("MOSES", raw, limit=30), store)
-    pq.write_table(pa.table({"graph_id": pa.array([3, 7, 11], pa.int64())}), tmp_path / "req.parquet")
-    out = labels_import_flow(str(store), str(tmp_path / "req.parquet"), "benchmark-standin", str(tmp_path / "lab"))
-    meta = json.loads((tmp_path / "lab" / "labels.json").read_text())
-    assert meta["benchmark_mode"] and out["labelled"] == 3
-    assert meta["dataset_labels"].startswith("STAND-IN LABEL, NOT A MEASUREMENT")

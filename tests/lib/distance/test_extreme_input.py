@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, examples
+from helpers import ROOT, examples
 
 ISOLATED = "np.zeros((2, 0), dtype=np.int64)"
 

@@ -3,18 +3,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import DATA, ROOT
 from tmdlib.graph import Graph, GraphDataset
 from tmdlib.distance.engine import tmd, tmd_block, tmd_matrix, tmd_pairs
 from tmdlib.distance.treenorm import tree_norm
 from tmdlib.distance.weights import resolve_weights
 
-ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = Path(__file__).resolve().parent / "data" / "mutag_tmd_reference.json"
+REFERENCE = DATA / "mutag_tmd_reference.json"
 SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "mutag_tmd_reference.json"
 RTOL = 1e-6
 

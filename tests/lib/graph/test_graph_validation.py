@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import examples
+from helpers import examples
 from tmdlib import Graph, GraphDataset, GraphValidationError
 
 TRI = ([0, 0, 1, 1, 2, 2], [1, 2, 0, 2, 0, 1])

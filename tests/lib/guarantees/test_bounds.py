@@ -1,14 +1,14 @@
-"""Loss guarantees as numbers (tmdlib.guarantees.bounds), Lemma 3.2 on real data, and the train / evaluate flows."""
+"""Loss guarantees as numbers (tmdlib.guarantees.bounds), Lemma 3.2 on real data, evaluate on a sample, bad inputs.  The
+train / evaluate flows and the CLI commands: pipeline/test_bounds_flows.py."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import RAW
+from helpers import make_inputs
 from tmdlib.guarantees import bounds
 
 torch.set_num_threads(1)
@@ -191,111 +191,13 @@ def test_lemma_3_2_trained_model_and_corollary(mutag40):
 
 
 # ------------------------------------------------------------------------- flows (train, evaluate)
-def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float = 0.2, labels_nan: bool = False,
-                with_nodes: bool = False) -> dict:
-    """A small MUTAG pipeline state: graph store, selection.json, labels.csv/json, matrix.npy[, nodes.parquet]."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    from tmdlib import GraphDataset
-    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
-    from tmdlib.datasets import read_tu, write_graph_parquet
-    from tmdlib.distance.engine import tmd_matrix
-
-    tmp.mkdir(parents=True, exist_ok=True)
-    table = read_tu(RAW / "MUTAG", "MUTAG").slice(0, n_train + n_test)
-    ds = GraphDataset.from_arrow(table)
-    if labels_nan:  # a store without labels: training must not need them
-        idx = table.schema.get_field_index("y")
-        table = table.set_column(idx, table.schema.field("y"), pa.nulls(len(table), pa.float64()))
-        assert pc.all(pc.is_null(table.column("y"))).as_py()
-    store = tmp / "MUTAG.parquet"
-    write_graph_parquet(table, store)
-    D = tmd_matrix(ds, depth=4, weights="pascal")
-    np.save(tmp / "matrix.npy", D)
-    rng = np.random.default_rng(0)
-    perm = rng.permutation(len(ds))
-    train, test = np.sort(perm[:n_train]), np.sort(perm[n_train:])
-    cr = kmedoids_coreset(D[np.ix_(train, train)], budget_to_k(n_train, fraction=fraction), seed=0)
-    gid = ds.graph_ids
-    med = gid[train[cr.medoids]]
-    sel = {"train_ids": gid[train].tolist(), "test_ids": gid[test].tolist(), "method": "tmd", "fraction": fraction,
-           "k": int(cr.k), "seed": 0, "medoids": med.tolist(), "tau": cr.tau.astype(float).tolist(),
-           "epsilon": float(cr.epsilon)}
-    (tmp / "selection.json").write_text(json.dumps(sel))
-    (tmp / "labels.csv").write_text("graph_id,y\n" + "".join(f"{int(g)},{float(ds.y[g])!r}\n" for g in med))
-    (tmp / "labels.json").write_text(json.dumps({"source": "benchmark-standin"}))
-    out = {"graphs": str(store), "selection": str(tmp / "selection.json"), "labels": str(tmp / "labels.csv"),
-           "matrix": str(tmp / "matrix.npy"), "ds": ds, "sel": sel, "D": D, "train": train}
-    if with_nodes:
-        from tmdlib.select.nodes import subsample_nodes
-
-        res = subsample_nodes(ds, fraction=0.5, method="tmd", depth=4)
-        local = np.arange(ds.num_nodes) - np.repeat(ds.node_ptr[:-1], ds.nodes_per_graph)
-        lists = [local[res.mask & (ds.graph_of_node == g)].astype(np.int32).tolist() for g in range(len(ds))]
-        pq.write_table(pa.table({"graph_id": pa.array(gid, pa.int64()), "nodes": pa.array(lists, pa.list_(pa.int32())),
-                                 "epsilon": pa.array(res.epsilon)}), tmp / "nodes.parquet")
-        out["nodes"] = str(tmp / "nodes.parquet")
-    return out
-
-
-def test_train_and_evaluate_flows(tmp_path):
-    from flows.evaluate import evaluate_flow
-    from flows.train import train_flow
-
-    inp = make_inputs(tmp_path / "in", with_nodes=True)
-    out = tmp_path / "out"
-    info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-                      epochs=4, hidden=16, log_mlflow=False)
-    saved = json.loads((out / "train.json").read_text())
-    assert saved["labels_source"] == "benchmark-standin" and saved["labels_used"] == len(inp["sel"]["medoids"])
-    assert len(saved["losses"]) == 4 and saved["device"] == "cpu"
-    assert saved["lipschitz"]["valid"] and len(saved["lipschitz"]["per_layer"]) == 4
-    assert saved["lipschitz"]["c"] == pytest.approx(float(np.prod(saved["lipschitz"]["per_layer"])))
-    assert saved["config"]["batch_size"] == 16 and saved["model"]["hidden"] == 16
-    assert info["model_sha256"] == saved["model_sha256"]
-
-    m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
-                      str(out / "metrics.json"), str(out / "bound_vs_gap.png"), matrix=inp["matrix"],
-                      fractions="0.1,0.5", sweep_epochs=3, log_mlflow=False)
-    saved = json.loads((out / "metrics.json").read_text())
-    assert saved["labels_for_evaluation"] == "dataset (benchmark mode)"
-    assert saved["test"]["metric"] == "accuracy" and 0.0 <= saved["test"]["coreset_model"] <= 1.0
-    b = saved["bound"]
-    assert b["epsilon"] == pytest.approx(inp["sel"]["epsilon"]) == pytest.approx(b["epsilon_matrix"])  # old format
-    assert b["tau_matches_tmd_assignment"] and b["lemma_applies"] and b["valid"]
-    assert b["c_epsilon"] == pytest.approx(b["c"] * b["epsilon"])
-    assert b["erm_bound"] == pytest.approx(2 * max(b["c"], b["c_full_model"]) * b["epsilon"])
-    assert b["excess_loss"] == pytest.approx(b["coreset_model_train_loss"] - b["full_model_train_loss"])
-    assert b["lemma_holds"] and b["gap_observed"] <= b["c_epsilon"]
-    assert [p["fraction"] for p in saved["sweep"]] == [0.1, 0.5]
-    assert all(p["gap_observed"] <= p["c_epsilon"] for p in saved["sweep"])
-    assert (out / "bound_vs_gap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert m["bound"]["c"] == b["c"]
-    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary files left
-
-    # node-subsampled training and Corollary 4.1
-    train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "mn.pt"), str(out / "tn.json"),
-               nodes=inp["nodes"], epochs=3, hidden=16, log_mlflow=False)
-    tn = json.loads((out / "tn.json").read_text())
-    assert tn["node_subsampling"] and tn["node_epsilon_mean"] > 0
-    mn = evaluate_flow(inp["graphs"], inp["selection"], str(out / "mn.pt"), str(out / "tn.json"),
-                       str(out / "mn.json"), str(out / "mn.png"), nodes=inp["nodes"], log_mlflow=False)
-    nd = mn["nodes"]
-    assert nd["bound"] == pytest.approx(nd["c"] * nd["epsilon_mean"])
-    assert nd["per_graph_violations"] == 0 and nd["lemma_holds"] and nd["gap_observed"] <= nd["bound"]
-    assert mn["bound"]["erm_bound_with_nodes"] > mn["bound"]["erm_bound"]
-    assert mn["sweep"] == [] and mn["bound"]["tau_matches_tmd_assignment"] is None
-
-
 def test_evaluate_on_a_sample_of_a_large_pool(tmp_path):
     """--sample: the coreset is scored exactly, the full training loss is a sample estimate with its standard
     error, the reference model is marked as trained on the sample, and the numbers are those of the sample."""
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
-    from tasks.evaluate import bounds_losses
     from tasks.train import load_model
+    from tmdlib.torch.gin import bce_losses as bounds_losses
     from tmdlib.guarantees import bounds
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
@@ -328,32 +230,8 @@ def test_evaluate_on_a_sample_of_a_large_pool(tmp_path):
     assert b["coreset_model_train_loss_stderr"] == pytest.approx(L[pick].std(ddof=1) / np.sqrt(40), rel=1e-4)
 
 
-def test_training_reads_only_the_label_file(tmp_path):
-    """The store has no labels at all: training works from labels.csv; a missing label is an error."""
-    from flows.train import train_flow
-    from tmdlib import InputError
-
-    inp = make_inputs(tmp_path / "in", n_train=20, n_test=5, labels_nan=True)
-    out = tmp_path / "out"
-    info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "t.json"),
-                      epochs=2, hidden=8, log_mlflow=False)
-    assert info["labels_used"] == len(inp["sel"]["medoids"])
-    lines = Path(inp["labels"]).read_text().splitlines()
-    Path(inp["labels"]).write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(InputError, match="no label"):
-        train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "m2.pt"), str(out / "t2.json"),
-                   epochs=1, hidden=8, log_mlflow=False)
-    assert not (out / "m2.pt").exists()
-    # evaluation is a benchmark measurement: without dataset labels it stops with a clear message
-    from flows.evaluate import evaluate_flow
-
-    with pytest.raises(InputError, match="benchmark measurement"):
-        evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "t.json"),
-                      str(out / "m.json"), str(out / "p.png"), log_mlflow=False)
-
-
 def test_bad_selection_and_labels(tmp_path):
-    from tasks.train import read_labels, read_selection
+    from tasks.io import read_labels, read_selection
     from tmdlib import InputError
 
     p = tmp_path / "sel.json"
@@ -372,7 +250,7 @@ def test_bad_selection_and_labels(tmp_path):
     with pytest.raises(InputError, match=r"labels.csv:3: .*binary"):
         read_labels(str(lab))
     lab.write_text("graph_id,y\n1,1\n1,0\n")
-    with pytest.raises(InputError, match="twice"):
+    with pytest.raises(InputError, match="duplicate graph_id 1 on lines 2, 3"):
         read_labels(str(lab))
     lab.write_text("graph_id,y\n1,1\n2,0\n")
     labels, meta = read_labels(str(lab))
@@ -389,29 +267,3 @@ def test_small_parsers():
         with pytest.raises(InputError):
             parse_fractions(bad)
     assert metric_for("ogbg-molbace") == "rocauc" and metric_for("MUTAG") == "accuracy"
-
-
-def test_commands_are_typer_compatible(tmp_path):
-    """train_command / evaluate_command register on a Typer app; bad input exits 2 with one error line."""
-    import typer
-    from typer.testing import CliRunner
-
-    from flows.evaluate import evaluate_command
-    from flows.train import train_command
-
-    app = typer.Typer()
-    app.command("train")(train_command)
-    app.command("evaluate")(evaluate_command)
-    runner = CliRunner()
-    help_text = runner.invoke(app, ["train", "--help"]).output
-    assert "--selection" in help_text and "--torch-threads" in help_text
-    assert "--fractions" in runner.invoke(app, ["evaluate", "--help"]).output
-    (tmp_path / "sel.json").write_text("[]")
-    res = runner.invoke(app, ["train", "--graphs", str(tmp_path / "missing.parquet"), "--selection",
-                              str(tmp_path / "sel.json"), "--labels", str(tmp_path / "l.csv"), "--model-out",
-                              str(tmp_path / "m.pt"), "--info-out", str(tmp_path / "t.json"), "--no-mlflow"])
-    assert res.exit_code == 2 and "error:" in res.output
-    res = runner.invoke(app, ["train", "--graphs", "g", "--selection", "s", "--labels", "l", "--model-out", "m",
-                              "--info-out", "t", "--epochs", "-1", "--no-mlflow"])
-    assert res.exit_code == 2 and "--epochs" in res.output
-    assert not (tmp_path / "m.pt").exists()

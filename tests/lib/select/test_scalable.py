@@ -1,20 +1,13 @@
-"""The scalable TMD coreset: lower bounds, the exact certificate, parts, resume, Dask, bad input."""
+"""The scalable TMD coreset: lower bounds, the exact certificate, parts, pair budgets, the engine choice.  Through the CLI
+(bad input, resume): pipeline/test_scalable_flows.py; on Dask workers: servers/test_scalable_servers.py."""
 from __future__ import annotations
-
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import RAW, ROOT, examples, free_port, run_cli, stop_process
+from helpers import RAW, examples
 
 import tmdlib
 from tmdlib.datasets import load_builtin
@@ -26,7 +19,7 @@ from tmdlib.select.scalable import PairCache, part_budgets, partition, refine_km
 
 @pytest.fixture(scope="module")
 def mutag_ds():
-    return tmdlib.GraphDataset.from_arrow(load_builtin("MUTAG", RAW))
+    return tmdlib.datasets.to_dataset(load_builtin("MUTAG", RAW))
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +41,7 @@ def test_lower_bound_never_exceeds_tmd_on_all_mutag_pairs(mutag_ds, mutag_D):
 
 
 def test_lower_bound_on_molecules_with_wide_one_hot_features():
-    ds = tmdlib.GraphDataset.from_arrow(load_builtin("ogbg-molbace", RAW)).take(np.arange(60))
+    ds = tmdlib.datasets.to_dataset(load_builtin("ogbg-molbace", RAW)).take(np.arange(60))
     D = tmdlib.tmd_matrix(ds)
     lb = LowerBound.of(ds).matrix()
     assert np.all(lb <= D * (1 + 1e-12) + 1e-9)
@@ -153,7 +146,7 @@ def test_pair_budget_is_respected_and_the_certificate_stays_exact(mutag_ds, muta
     out = refine_kmedoids(lb, cache, 19, seed=0, max_pairs=600)
     # the search stops once the budget is spent; the last nearest-medoid round may overrun a little
     assert cache.computed <= 600 + n
-    assert np.allclose(out["distance"], mutag_D[np.arange(n), out["assignment"]])
+    assert np.allclose(out.distance, mutag_D[np.arange(n), out.assignment])
 
 
 def test_engine_choice():
@@ -166,160 +159,3 @@ def test_engine_choice():
 
 
 # ---------------------------------------------------------------------------------------------- pipeline
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    res = run_cli("ingest", "MUTAG", "--raw-root", str(RAW), "--out", "data/graphs/MUTAG.parquet", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    return ws
-
-
-@pytest.mark.pipeline
-def test_cli_select_engines_write_the_certificate(tmp_path):
-    ws = _ws(tmp_path)
-    res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    assert "scalable engine" in res.stdout and "exact pairs computed" in res.stdout
-    sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
-    for key in ("train_ids", "medoids", "assignment", "distance", "tau", "epsilon", "epsilon_mean",
-                "pairs_computed", "engine"):
-        assert key in sel, key
-    assert len(sel["assignment"]) == len(sel["distance"]) == len(sel["train_ids"]) == sel["n_train"]
-    assert sel["epsilon"] == pytest.approx(sum(sel["distance"]))
-    assert set(sel["assignment"]) == set(sel["medoids"]) and sum(sel["tau"]) == sel["n_train"]
-    # the certificate's distances are the exact TMDs of the graphs to their medoids
-    ds = tmdlib.GraphDataset.from_arrow(load_builtin("MUTAG", RAW))
-    d = tmdlib.tmd_pairs(ds, sel["train_ids"], sel["assignment"])
-    assert np.allclose(d, sel["distance"], rtol=1e-9)
-    # auto without a matrix: the matrix is cheap here, so the exact engine runs (no tmd stage needed)
-    res = run_cli("select", "MUTAG", "--fraction", "0.1", "--out", "exact.json", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    ex = json.loads((ws / "exact.json").read_text())
-    assert ex["engine"] == "exact" and ex["epsilon"] <= sel["epsilon"] * (1 + 1e-12)
-
-
-@pytest.mark.pipeline
-@pytest.mark.parametrize("args, message", [
-    (["--engine", "fast"], "--engine must be one of exact, scalable, auto"),
-    (["--engine", "scalable", "--matrix", "m.npy"], "the scalable engine never reads a TMD matrix"),
-])
-def test_cli_bad_engine_input_is_one_clear_error(tmp_path, args, message):
-    ws = _ws(tmp_path)
-    res = run_cli("select", "MUTAG", "--fraction", "0.1", *args, cwd=ws)
-    assert res.returncode == 2 and message in res.stderr
-    assert res.stderr.strip().count("\n") == 0 or res.stderr.count("error:") == 1
-    assert not (ws / "data/selection").exists()
-
-
-@pytest.mark.pipeline
-def test_too_large_for_the_engine_memory_is_refused_up_front(tmp_path):
-    ws = _ws(tmp_path)
-    env = {"TMDSUB_MAX_MEMORY": "100000"}  # 100 kB: neither a 150 x 150 matrix nor the bounds fit
-    for engine in ("exact", "scalable"):
-        res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", engine, cwd=ws, env=env)
-        assert res.returncode == 2 and "memory" in res.stderr, res.stderr
-    assert not (ws / "data/selection").exists()
-
-
-@pytest.mark.pipeline
-def test_tmd_stage_skips_the_matrix_under_the_scalable_engine(tmp_path):
-    ws = _ws(tmp_path)
-    res = run_cli("tmd-matrix", "MUTAG", "--out-dir", "data/tmd/MUTAG", "--engine", "scalable", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    meta = json.loads((ws / "data/tmd/MUTAG/meta.json").read_text())
-    assert meta["matrix"] is False and not (ws / "data/tmd/MUTAG/matrix.npy").exists()
-    # the select stage, given the (absent) matrix path as dvc.yaml gives it, runs the scalable engine
-    res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "auto", "--matrix", "data/tmd/MUTAG/matrix.npy",
-                  "--part-size", "200", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    assert json.loads((ws / "data/selection/MUTAG/selection.json").read_text())["engine"] in ("exact", "scalable")
-    # ... and so does `select.engine: scalable` (the pipeline's MOSES setting): the absent matrix is no matrix
-    res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", "--matrix",
-                  "data/tmd/MUTAG/matrix.npy", "--out", "s.json", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    assert json.loads((ws / "s.json").read_text())["engine"] == "scalable"
-
-
-def _kill_when(proc, ready, timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        if ready():
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return True
-        time.sleep(0.05)
-    proc.wait()
-    return False
-
-
-@pytest.mark.pipeline
-@pytest.mark.parametrize("part_size, folder", [(10_000, "pairs"), (40, "parts")])
-def test_killed_scalable_selection_resumes_to_the_same_result(tmp_path, part_size, folder):
-    """SIGKILL mid-run (one part: exact pairs persisted; several parts: finished parts cached); the rerun
-    reuses them and writes the same selection as an uninterrupted run."""
-    ws = _ws(tmp_path)
-    base = ["select", "MUTAG", "--fraction", "0.2", "--engine", "scalable", "--part-size", str(part_size),
-            "--runner", "threads", "--workers", "1"]
-    res = run_cli(*base, "--cache-dir", "clean-cache", "--out", "clean.json", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    exe = Path(sys.executable).with_name("tmdsub")
-    env = {**os.environ, "TMDSUB_PAIR_FLUSH": "50"}
-    proc = subprocess.Popen([str(exe), *base, "--cache-dir", "cache", "--out", "sel.json"], cwd=ws, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    killed = _kill_when(proc, lambda: any((ws / "cache" / folder).glob("*.npz")) if (ws / "cache" / folder).exists()
-                        else False)
-    assert killed, "the run finished before anything was cached: nothing to resume"
-    assert not (ws / "sel.json").exists()
-    res = run_cli(*base, "--cache-dir", "cache", "--out", "sel.json", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    a, b = json.loads((ws / "clean.json").read_text()), json.loads((ws / "sel.json").read_text())
-    for key in ("medoids", "assignment", "distance", "tau", "epsilon"):
-        assert a[key] == b[key], key
-    assert "earlier run" in res.stderr or "cached" in res.stderr
-
-
-@pytest.mark.pipeline
-@pytest.mark.server
-def test_scalable_parts_and_matrix_blocks_on_dask_workers_in_another_directory(tmp_path):
-    """Workers share no directory with the client: graphs travel with the tasks, results come back."""
-    ws = _ws(tmp_path)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    bindir = Path(sys.executable).parent
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    logs = open(tmp_path / "dask.log", "w")
-    procs = []
-    try:
-        procs.append(subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                       "--no-dashboard"], cwd=elsewhere, stdout=logs, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
-        for _ in range(2):
-            procs.append(subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1", "--host",
-                                           "127.0.0.1", "--no-dashboard"], cwd=elsewhere, stdout=logs,
-                                          stderr=subprocess.STDOUT, start_new_session=True))
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=120)
-        # relative paths, resolved only in the client's workspace
-        res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", "--part-size", "50",
-                      "--dask-address", address, "--cache-dir", "cache-dask", "--out", "dask.json", cwd=ws)
-        assert res.returncode == 0, res.stderr
-        res2 = run_cli("tmd-matrix", "MUTAG", "--out-dir", "tmd-dask", "--cache-dir", "blocks-dask",
-                       "--block-size", "64", "--dask-address", address, cwd=ws)
-        assert res2.returncode == 0, res2.stderr
-    finally:
-        for p in reversed(procs):
-            stop_process(p)
-        logs.close()
-    res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", "--part-size", "50",
-                  "--runner", "threads", "--workers", "1", "--cache-dir", "cache-local", "--out", "local.json", cwd=ws)
-    assert res.returncode == 0, res.stderr
-    a, b = json.loads((ws / "dask.json").read_text()), json.loads((ws / "local.json").read_text())
-    assert a["medoids"] == b["medoids"] and a["distance"] == b["distance"]
-    assert len(list((ws / "cache-dask" / "parts").glob("*.npz"))) == 4  # the client wrote every part
-    ds = tmdlib.GraphDataset.from_arrow(load_builtin("MUTAG", RAW))
-    assert np.allclose(np.load(ws / "tmd-dask" / "matrix.npy"), tmdlib.tmd_matrix(ds), rtol=1e-12)
-    assert not list(elsewhere.rglob("*.npy"))  # workers wrote nothing of their own

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import RAW, run_cli
+from helpers import RAW, run_cli
 from tmdlib.errors import InputError
 
 N = 24
@@ -116,15 +116,33 @@ def test_select_refuses_a_matrix_of_another_depth_or_weights(two_stores, tmp_pat
     assert problem in str(info.value)
 
 
-def test_select_accepts_an_old_meta_without_the_hash_and_a_bare_matrix(two_stores, tmp_path):
-    """meta.json written before the field (existing dvc.lock outputs): no store check; no meta.json: no check."""
+def test_select_accepts_an_old_meta_without_the_hash_and_a_bare_matrix_only_when_trusted(two_stores, tmp_path):
+    """meta.json written before the field (existing dvc.lock outputs): no store check; no meta.json at all: refused,
+    unless the user vouches for the matrix (--trust-matrix)."""
     from flows.select import select_flow
 
     old = _matrix_copy(two_stores, tmp_path, lambda m: m.pop("store_content_sha256"))
     sel = select_flow(two_stores["B"], str(tmp_path / "sel.json"), fraction=0.25, matrix=old, restarts=1)
     assert sel["k"] == json.loads(Path(two_stores["selection"]).read_text())["k"]
     Path(old).with_name("meta.json").unlink()
-    select_flow(two_stores["B"], str(tmp_path / "sel2.json"), fraction=0.25, matrix=old, restarts=1)
+    with pytest.raises(InputError, match="no meta.json beside this TMD matrix.*--trust-matrix") as err:
+        select_flow(two_stores["B"], str(tmp_path / "sel2.json"), fraction=0.25, matrix=old, restarts=1)
+    assert err.value.path == old and not (tmp_path / "sel2.json").exists()
+    select_flow(two_stores["B"], str(tmp_path / "sel2.json"), fraction=0.25, matrix=old, restarts=1, trust_matrix=True)
+
+
+def test_select_refuses_a_matrix_that_is_not_the_one_its_meta_describes(two_stores, tmp_path):
+    """MUTAG's matrix with rows and columns reversed, beside a copy of the real meta.json: the digest differs."""
+    import numpy as np
+
+    from flows.select import select_flow
+
+    path = _matrix_copy(two_stores, tmp_path, lambda m: None)
+    D = np.load(path)
+    np.save(path, np.ascontiguousarray(D[::-1, ::-1]))
+    with pytest.raises(InputError, match="matrix sha256 .* is not the .* its meta.json records") as err:
+        select_flow(two_stores["A"], str(tmp_path / "sel.json"), fraction=0.25, matrix=path, restarts=1)
+    assert err.value.path == path and not (tmp_path / "sel.json").exists()
 
 
 def _refused_selection(err: pytest.ExceptionInfo, selection: str) -> None:

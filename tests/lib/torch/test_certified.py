@@ -7,12 +7,9 @@
 * the certified bound is never below the observed gap on the training set: c·ε bounds the
   label-consistent gap (Lemma 3.2 as stated: the loss a function of the graph), and c·ε plus the
   label term bounds the gap with the real labels; the split is exact;
-* the pipeline switch: ``train_flow(lipschitz_budget=...)`` / ``tmdsub train --lipschitz-budget`` and
-  ``evaluate_flow`` report the certified c.
+* the pipeline switch (``train_flow(lipschitz_budget=...)``, ``evaluate_flow``): pipeline/test_certified_flows.py.
 """
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
@@ -183,64 +180,3 @@ def test_train_from_config_routes(setting):
     assert stability_constant(plain, None)["c"] == pytest.approx(lipschitz_bound(plain)["c"])
     with pytest.raises(ValueError, match="bias"):
         train_certified(data, TrainConfig(hidden=8, epochs=1, bias=True, device="cpu"), 0.5)
-
-
-# ------------------------------------------------------------------------------------ the pipeline
-def test_flows_in_certified_mode(tmp_path, monkeypatch):
-    from flows.evaluate import evaluate_flow
-    from flows.train import resolve_config, train_flow
-    from test_bounds import make_inputs
-    from tmdlib import InputError
-
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    inp = make_inputs(tmp_path / "in")
-    out = tmp_path / "out"
-    assert "lipschitz_budget" not in resolve_config("MUTAG", 1, 8, 3, None, 0.01, 0, "cpu", "add", 1.0, False, "0")
-    with pytest.raises(InputError, match="lipschitz-budget"):
-        resolve_config("MUTAG", 1, 8, 3, None, 0.01, 0, "cpu", "add", 1.0, False, "-2")
-    with pytest.raises(InputError, match="no-bias"):
-        resolve_config("MUTAG", 1, 8, 3, None, 0.01, 0, "cpu", "add", 1.0, True, "0.5")
-    info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-                      epochs=4, hidden=16, lipschitz_budget="0.5", log_mlflow=True)
-    saved = json.loads((out / "train.json").read_text())
-    assert saved["certified"] and saved["config"]["lipschitz_budget"] == 0.5
-    lip = saved["lipschitz"]
-    assert lip["c"] == saved["c_certified"] == pytest.approx(0.5 ** 7)
-    assert lip["constraint_ok"] and lip["c_measured"] <= lip["c"] and max(lip["spectral_norms"]) <= 0.5
-
-    from mlflow import MlflowClient
-
-    run = MlflowClient().get_run(info["mlflow"]["run_id"])
-    assert run.data.params["certified"] == "True" and run.data.params["train.lipschitz_budget"] == "0.5"
-    assert run.data.metrics["c_certified"] == pytest.approx(0.5 ** 7)
-    assert run.data.metrics["constraint_ok"] == 1.0
-
-    m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
-                      str(out / "metrics.json"), str(out / "bound_vs_gap.png"), matrix=inp["matrix"],
-                      fractions="0.5", sweep_epochs=2, full_epochs=2, log_mlflow=False)
-    b = m["bound"]
-    assert m["certified"] and b["certified"] and b["constraint_ok"]
-    assert b["c"] == pytest.approx(0.5 ** 7) and b["c_class"] == pytest.approx(0.5 ** 7)  # same class for both
-    assert b["c_epsilon"] == pytest.approx(0.5 ** 7 * b["epsilon"])
-    assert b["lemma_holds_label_consistent"] and b["bound_with_labels_holds"]
-    assert b["gap_observed"] <= b["bound_with_labels"]
-    assert m["sweep"][0]["certified"] and m["sweep"][0]["c"] == pytest.approx(0.5 ** 7)
-
-    # the CLI switch: --lipschitz-budget 0 / none is the ordinary GIN, a bad value exits 2
-    from typer.testing import CliRunner
-
-    from flows.cli import app
-
-    args = ["train", "--graphs", inp["graphs"], "--selection", inp["selection"], "--labels", inp["labels"],
-            "--model-out", str(out / "m2.pt"), "--info-out", str(out / "t2.json"), "--epochs", "1", "--hidden", "8",
-            "--no-mlflow"]
-    r = CliRunner().invoke(app, args + ["--lipschitz-budget", "0.25"])
-    assert r.exit_code == 0, r.output
-    t2 = json.loads((out / "t2.json").read_text())
-    assert t2["certified"] and t2["lipschitz"]["c"] == pytest.approx(0.25 ** 7) and "certified" in r.output
-    r = CliRunner().invoke(app, args + ["--lipschitz-budget", "none"])  # "0" parses the same (resolve_config above)
-    assert r.exit_code == 0, r.output
-    t2 = json.loads((out / "t2.json").read_text())
-    assert not t2["certified"] and "lipschitz_budget" not in t2["config"] and t2["c_certified"] is None
-    r = CliRunner().invoke(app, args + ["--lipschitz-budget", "-1"])
-    assert r.exit_code == 2 and "lipschitz-budget" in r.output

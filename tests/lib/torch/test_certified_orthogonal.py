@@ -194,7 +194,7 @@ def test_flows_in_orthogonal_mode(tmp_path):
 
     from flows.cli import app
     from flows.evaluate import evaluate_flow
-    from test_bounds import make_inputs
+    from helpers import make_inputs
 
     inp = make_inputs(tmp_path / "in")
     out = tmp_path / "out"
@@ -228,7 +228,7 @@ def test_lipschitz_target_sets_the_certificate(tmp_path):
 
     from flows.cli import app
     from flows.train import target_budget
-    from test_bounds import make_inputs
+    from helpers import make_inputs
     from tmdlib import InputError
     from tmdlib.torch.certified import certified_constant
 
@@ -244,7 +244,7 @@ def test_lipschitz_target_sets_the_certificate(tmp_path):
         target_budget(0.25, None, "sel.json", 3, 1.0, "pascal", "orthogonal")
 
     inp = make_inputs(tmp_path / "in")
-    from tasks.train import read_selection
+    from tasks.io import read_selection
 
     eps = read_selection(inp["selection"])["epsilon_mean"]
     out = tmp_path / "out"

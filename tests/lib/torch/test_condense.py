@@ -330,7 +330,7 @@ def test_reports_show_condensation_rows_beside_the_papers():
 
     assert paper_method("doscond", "with") == "doscond" and paper_method("kidd", "without") == "kidd-nolabel"
     assert paper_method("tmd", "without") == "tmd"
-    from conftest import ROOT
+    from helpers import ROOT
     paper = read_paper(str(ROOT / "reports" / "paper_results.csv"))
     mutag = paper[("MUTAG", "graph", "gin")]
     assert {"tmd", "doscond", "kidd", "doscond-nolabel", "kidd-nolabel"} <= set(mutag)

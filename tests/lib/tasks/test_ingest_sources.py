@@ -1,0 +1,94 @@
+"""The ingest stage's source settings, in-process (no Prefect run): per-dataset columns from ``params.yaml``
+(``ingest.sources``), the default ``y`` / ``label`` / ``split`` columns of a CSV, and appended batches that keep
+the dataset's task."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tmdlib.datasets import read_smiles_csv, table_labels, table_task
+from tmdlib.errors import InputError
+
+
+def _params(tmp_path: Path, sources: dict) -> str:
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({"base": {"task": "auto"}, "ingest": {"features": "onehot", "sources": sources}}))
+    return str(path)
+
+
+def test_source_options_precedence(tmp_path):
+    from flows.ingest import source_options
+
+    params = _params(tmp_path, {"KI": {"label_columns": "pKi", "split_column": None, "smiles_column": "SMILES",
+                                       "keep_columns": ["cliff"], "task": "regression"}})
+    got = source_options("KI", params, task="auto")
+    assert got == {"smiles_column": "SMILES", "label_column": ["pKi"], "split_column": "", "keep_columns": ["cliff"],
+                   "task": "regression"}
+    # the command line wins for columns; a dataset's own task wins over --task (base.task, every dataset's default)
+    got = source_options("KI", params, label_columns=["a,b", "c"], split_column="set", task="binary")
+    assert (got["label_column"], got["split_column"], got["task"]) == (["a", "b", "c"], "set", "regression")
+    assert source_options("OTHER", params, task="multitask") == {
+        "smiles_column": "smiles", "label_column": None, "split_column": None, "keep_columns": None,
+        "task": "multitask"}
+    assert source_options("OTHER", None)["task"] == "auto"
+
+
+@pytest.mark.parametrize("sources,problem", [
+    ({"KI": {"label_column": "y"}}, "ingest.sources.KI: unknown key 'label_column'"),
+    ({"KI": {"label_columns": [1]}}, "ingest.sources.KI.label_columns must be a column name or a list"),
+    ({"KI": {"smiles_column": ""}}, "ingest.sources.KI.smiles_column must be a non-empty string"),
+    ({"KI": ["y"]}, "ingest.sources.KI must be a mapping"),
+    ({"KI": {"task": "ranking"}}, "ingest.sources.KI.task must be auto or one of"),
+])
+def test_bad_source_settings_name_the_file_and_key(tmp_path, sources, problem):
+    from flows.ingest import source_options
+
+    params = _params(tmp_path, sources)
+    with pytest.raises(InputError) as err:
+        source_options("KI", params)
+    assert str(err.value).startswith(params) and problem in str(err.value)
+
+
+def test_default_csv_columns(tmp_path):
+    from tasks.ingest import csv_columns
+
+    path = tmp_path / "m.csv"
+    path.write_text("SMILES,Label,Split,cliff\nCCO,1,train,0\n")
+    assert csv_columns(str(path), None, None) == (("Label",), "Split", ())
+    assert csv_columns(str(path), [], "") == ((), None, ())
+    assert csv_columns(str(path), ["cliff"], None, ["x"], optional=True) == (("cliff",), "Split", ())
+    both = tmp_path / "both.csv"
+    both.write_text("smiles,y,label\nCCO,1,0\n")
+    with pytest.raises(InputError, match="both 'y' and 'label' columns could be the label"):
+        csv_columns(str(both), None, None)
+    assert csv_columns(str(both), ["y"], None) == (("y",), None, ())  # named: no ambiguity
+
+
+def test_appended_batches_keep_the_dataset_task(tmp_path):
+    from tasks.ingest import append_batches, batch_sources
+
+    (tmp_path / "base.csv").write_text("smiles,y,split\nCCO,1.5,train\nCCN,-0.5,test\n")
+    base = read_smiles_csv(tmp_path / "base.csv", label_column="y", split_column="split")
+    append = tmp_path / "append"
+    append.mkdir()
+    (append / "b1.csv").write_text("smiles,y\nCCC,1\nCCCl,0\n")  # 0/1 on its own, regression in the dataset
+    table = append_batches.fn(base, batch_sources(str(append)))
+    assert table_task(table).type == "regression" and table.num_rows == 4
+    assert np.array_equal(table_labels(table)[:, 0], [1.5, -0.5, 1.0, 0.0])
+    assert table.column("split").to_pylist() == ["train", "test", None, None]
+    (append / "b2.csv").write_text("smiles,y\nCO,2\nCS,oops\n")
+    with pytest.raises(InputError) as err:
+        append_batches.fn(base, batch_sources(str(append)))
+    assert "b2.csv:3: label 'oops' is not a number" in str(err.value)
+
+    (append / "b2.csv").unlink()
+    (tmp_path / "bin.csv").write_text("smiles,y\nCCO,1\nCCN,0\n")
+    binary = read_smiles_csv(tmp_path / "bin.csv", label_column="y")
+    (append / "b3.csv").write_text("smiles,y\nCO,1\nCS,0.5\n")
+    with pytest.raises(InputError) as err:
+        append_batches.fn(binary, batch_sources(str(append)))
+    assert "b1.csv" not in str(err.value) and "b3.csv" in str(err.value)
+    assert "line 3: label 0.5 is not a binary label" in str(err.value)
