@@ -51,10 +51,10 @@ def _key(p: dict) -> str:
 
 def load_dataset(name: str):
     """A built-in dataset (TU or OGB) from the shipped raw files."""
-    from tmdlib import GraphDataset
+    from tmdlib.datasets import to_dataset
     from tmdlib.datasets import load_builtin
 
-    return GraphDataset.from_arrow(load_builtin(name, ROOT / "data" / "raw"))
+    return to_dataset(load_builtin(name, ROOT / "data" / "raw"))
 
 
 def _metric(p: dict) -> float:
@@ -399,7 +399,7 @@ def plot_dataset(name: str, rows: list[dict], points: list[dict], out: Path) -> 
 
 
 def log_mlflow(rows: list[dict], args) -> None:
-    from tasks.train import log_run
+    from tasks.tracking import log_run
 
     for r in rows:
         params = {"dataset": r["dataset"], "lipschitz_budget": r["budget"], "certified": r["budget_value"] is not None,

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tmdlib import Graph, GraphDataset  # noqa: E402
+from tmdlib.datasets import to_dataset  # noqa: E402
 from tmdlib.datasets.tu import read_tu  # noqa: E402
 from tmdlib.select.nodes import select_nodes, subsample_nodes  # noqa: E402
 
@@ -55,7 +56,7 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.datasets:
         t = time.perf_counter()
-        ds = GraphDataset.from_arrow(read_tu(Path(args.raw) / name, name))
+        ds = to_dataset(read_tu(Path(args.raw) / name, name))
         load = time.perf_counter() - t
         work = float(args.depth * (ds.nodes_per_graph.astype(float) * ds.edges_per_graph).sum())
         print(f"<!-- {name}: loaded in {load:.2f} s; sum_g L|V_g||E_g| = {work:.3g} -->")

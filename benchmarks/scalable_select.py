@@ -42,15 +42,14 @@ def peak_rss_gb() -> tuple[float, float]:
             resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20)
 
 
-def _solve(spec: dict) -> dict:
+def _solve(spec):
     from tmdlib.select.scalable import solve_part
 
-    return solve_part(**spec)
+    return solve_part(spec)
 
 
 def load_pool(args):
-    from tmdlib import GraphDataset
-    from tmdlib.datasets import load_builtin, read_graph_parquet
+    from tmdlib.datasets import load_builtin, read_graph_parquet, to_dataset
     from tmdlib.select.split import train_test_split
 
     t0 = time.perf_counter()
@@ -64,7 +63,7 @@ def load_pool(args):
         table = load_builtin(args.dataset, ROOT / "data" / "raw")
     if args.limit:
         table = table.slice(0, args.limit)
-    ds = GraphDataset.from_arrow(table)
+    ds = to_dataset(table)
     train, _ = train_test_split(len(ds), args.test_fraction, args.seed)
     pool = ds.take(train)
     print(f"{args.dataset}: {len(ds)} graphs, train pool {len(pool)} ({time.perf_counter() - t0:.1f} s to load), "
@@ -115,9 +114,7 @@ def main() -> None:
 
             def map_parts(specs, _ex=pool_ex, _done=done):
                 out = []
-                for spec in specs:
-                    spec["num_threads"] = 1
-                for r in _ex.map(_solve, specs):
+                for r in _ex.map(_solve, specs):  # the specs carry num_threads=1 (several parts)
                     out.append(r)
                     _done["n"] += 1
                     if _done["n"] % max(1, len(specs) // 20) == 0:

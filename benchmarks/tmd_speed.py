@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from tmdlib import GraphDataset  # noqa: E402
 import tmdlib.distance.engine as T  # noqa: E402
 from tmdlib.distance.assign import assign_rect, rect_work  # noqa: E402
-from tmdlib.datasets import read_tu  # noqa: E402
+from tmdlib.datasets import read_tu, to_dataset  # noqa: E402
 from tmdlib.distance.weights import resolve_weights  # noqa: E402
 
 RAW = ROOT / "data" / "raw"
@@ -53,7 +53,7 @@ DEPTH, WEIGHTS = 4, "pascal"
 
 def load(name: str) -> GraphDataset:
     """A TU dataset as a GraphDataset (one-hot node labels)."""
-    return GraphDataset.from_arrow(read_tu(RAW / name, name))
+    return to_dataset(read_tu(RAW / name, name))
 
 
 # ----------------------------------------------------------------------------- reference style
@@ -213,11 +213,11 @@ def full_matrix_child(name: str, threads: int | None) -> dict:
     code = f"""
         import json, resource, time
         import numpy as np
-        from tmdlib import GraphDataset
+        from tmdlib.datasets import to_dataset
         from tmdlib.datasets import read_tu
         from tmdlib.distance.engine import tmd_matrix, warmup
         warmup()
-        ds = GraphDataset.from_arrow(read_tu({str(RAW / name)!r}, {name!r}))
+        ds = to_dataset(read_tu({str(RAW / name)!r}, {name!r}))
         t, c = time.perf_counter(), time.process_time()
         d = tmd_matrix(ds, {DEPTH}, {WEIGHTS!r}, num_threads={threads!r})
         wall, cpu = time.perf_counter() - t, time.process_time() - c

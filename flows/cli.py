@@ -56,36 +56,56 @@ def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
         raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
 
 
+def _select_methods() -> tuple[str, ...]:
+    from tmdlib.select import method_names
+
+    return method_names()
+
+
+def _node_methods() -> tuple[str, ...]:
+    from tmdlib.select.nodes import NODE_METHODS
+
+    return NODE_METHODS
+
+
 @app.command()
 def ingest(
-    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES)."),
+    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES, the 30 MoleculeACE sets ACE-<set> such as ACE-CHEMBL204_Ki), or a dataset in the raw root (<NAME>/ TU folder, <NAME>.csv, <NAME>.parquet)."),
     tu_dir: Optional[Path] = typer.Option(None, "--tu-dir", help="A folder in the TU raw layout (NAME_A.txt, ...)."),
-    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A CSV with a SMILES column (and optional label column)."),
+    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A CSV with a SMILES column (and optional label and split columns)."),
     parquet: Optional[Path] = typer.Option(None, "--parquet", help="A Parquet file already in the graph-store schema."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name for user data (letters, digits, _ . -)."),
     raw_root: Path = typer.Option(DATA / "raw", "--raw-root", help="Folder with the shipped raw datasets."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output Parquet (default data/graphs/<NAME>.parquet)."),
     features: str = typer.Option("onehot", "--features", help="TU node features: 'onehot' (one-hot of node labels, PyG's default) or 'onehot+attributes' (append the node attributes)."),
-    smiles_column: str = typer.Option("smiles", help="SMILES CSV: the SMILES column (case-insensitive when no column has exactly this name)."),
-    label_column: Optional[str] = typer.Option(None, help="SMILES CSV: the label column, if any."),
+    smiles_column: Optional[str] = typer.Option(None, "--smiles-column", help="SMILES CSV: the SMILES column (default smiles; case-insensitive when no column has exactly this name)."),
+    label_column: Optional[list[str]] = typer.Option(None, "--label-column", help="SMILES CSV: the label column(s); repeat it or give a comma list for several targets (default: a column named y or label, if any)."),
+    split_column: Optional[str] = typer.Option(None, "--split-column", help="SMILES CSV: the column holding each molecule's split, train / test / valid(ation) (default: a column named split, if any; '' = none)."),
+    keep_column: Optional[list[str]] = typer.Option(None, "--keep-column", help="SMILES CSV: further numeric column(s) kept in the store (repeat or comma list), e.g. cliff_mol."),
+    task: str = typer.Option("auto", "--task", help="auto (from the labels: 0/1 -> binary or multitask, a few integers -> multiclass, else regression) | binary | multiclass | multitask | regression."),
+    params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: per-dataset source settings under ingest.sources.<NAME> (label_columns, split_column, smiles_column, keep_columns, task) used where no option is given."),
     append_dir: Optional[Path] = typer.Option(None, "--append-dir", help="Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended in name order after the dataset."),
     workers: int = typer.Option(1, "--workers", min=1, help="SMILES: processes converting molecules (MOSES: 2 on 2 cores)."),
     limit: int = typer.Option(0, "--limit", min=0, help="SMILES: only the first N molecules (a smaller pool; 0 = all)."),
 ) -> None:
-    """Ingest a dataset into the Parquet graph store (one row per graph)."""
-    from flows.ingest import ingest_flow, resolve_source
+    """Ingest a dataset into the Parquet graph store (one row per graph), with its task type."""
+    from flows.ingest import ingest_flow, resolve_source, source_options
 
     _choice("--features", features, ("onehot", "onehot+attributes"))
+    _choice("--task", task, ("auto", "binary", "multiclass", "multitask", "regression"))
     kind, path, ds_name, folder = resolve_source(
         dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
+    options = source_options(ds_name, str(params) if params else None, smiles_column=smiles_column,
+                             label_columns=label_column, split_column=split_column, keep_columns=keep_column,
+                             task=task)
     summary = ingest_flow(kind, path, ds_name, str(out or DATA / "graphs" / f"{ds_name}.parquet"),
                           raw_root=str(raw_root), checksum_folder=folder,
-                          node_attributes=features == "onehot+attributes", smiles_column=smiles_column,
-                          label_column=label_column, append_dir=str(append_dir) if append_dir else None,
-                          workers=workers, limit=limit or None)
+                          node_attributes=features == "onehot+attributes",
+                          append_dir=str(append_dir) if append_dir else None,
+                          workers=workers, limit=limit or None, **options)
     batches = f" ({len(summary['batches'])} appended batches)" if summary["batches"] else ""
     typer.echo(f"{ds_name}: {summary['graphs']} graphs{batches}, {summary['mean_nodes']:.2f} nodes and "
-               f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}")
+               f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}; task: {summary['task']}")
 
 
 @app.command()
@@ -143,7 +163,7 @@ def tmd_matrix(
 @app.command()
 def select(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    method: str = typer.Option("tmd", "--method", help="tmd | random | feature | wl."),
+    method: str = typer.Option("tmd", "--method", help=f"{' | '.join(_select_methods())} (molecules only: the chemists' pickers maxmin ... scaffold)."),
     fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
     count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs."),
     seed: int = typer.Option(0, "--seed"),
@@ -163,8 +183,9 @@ def select(
     runner: str = typer.Option("local", "--runner", help="Scalable engine, several parts: local (processes) | threads | dask."),
     workers: int = typer.Option(2, "--workers", min=1, help="Parallel parts (local/threads/dask local cluster)."),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS", help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
+    trust_matrix: bool = typer.Option(False, "--trust-matrix", help="Use a TMD matrix that has no meta.json beside it, unchecked (by default it is refused)."),
 ) -> None:
-    """Pick the graphs worth labelling (k-medoids coreset on TMD, or a baseline), with the exact certificate."""
+    """Pick the graphs worth labelling (a TMD coreset, a baseline or a chemists' picker), with the exact certificate."""
     from tmdlib.errors import InputError
     from flows.select import select_flow
     from flows.tmd import make_task_runner
@@ -172,7 +193,7 @@ def select(
     store, w = _store(dataset, graphs), _weights(depth, weights)
     if (fraction is None) == (count is None):
         raise InputError(None, "give exactly one of --fraction and --count")
-    _choice("--method", method, ("tmd", "random", "feature", "wl"))
+    _choice("--method", method, _select_methods())
     _choice("--engine", engine, ("exact", "scalable", "auto"))
     _choice("--backend", backend, ("fasterpam", "sklearn-extra", "sklearn-extra-alternate"))
     if dask_address:
@@ -183,8 +204,6 @@ def select(
 
         if matrix_path(str(matrix)) is None:  # the tmd stage took the scalable engine: it wrote meta.json, no matrix
             matrix = None
-    if matrix is not None and engine == "scalable":
-        raise InputError(str(matrix), "the scalable engine never reads a TMD matrix; drop --matrix or use --engine exact")
     mat = matrix or DATA / "tmd" / dataset / "matrix.npy"
     use_matrix = matrix is not None or (engine != "scalable" and mat.exists())
     target = out or DATA / "selection" / dataset / "selection.json"
@@ -192,7 +211,7 @@ def select(
     sel = flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
                test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
                backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
-               cache_dir=str(cache_dir), part_size=part_size, max_pairs=max_pairs or None)
+               cache_dir=str(cache_dir), part_size=part_size, max_pairs=max_pairs or None, trust_matrix=trust_matrix)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "
@@ -203,7 +222,7 @@ def select(
 @app.command()
 def nodes(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    method: str = typer.Option("tmd", "--method", help="tmd | random | rw | kcore."),
+    method: str = typer.Option("tmd", "--method", help=f"{' | '.join(_node_methods())}."),
     fraction: float = typer.Option(..., "--fraction", help="Nodes kept per graph, ceil(fraction * |V|)."),
     seed: int = typer.Option(0, "--seed"),
     depth: int = typer.Option(4, "--depth"),
@@ -217,7 +236,7 @@ def nodes(
     from flows.select import nodes_flow
 
     store, w = _store(dataset, graphs), _weights(depth, weights)
-    _choice("--method", method, ("tmd", "random", "rw", "kcore"))
+    _choice("--method", method, _node_methods())
     _choice("--bfs-mode", bfs_mode, ("fill", "paper"))
     if not 0.0 < fraction <= 1.0:
         raise InputError(None, f"--fraction must be in (0, 1], got {fraction}")

@@ -4,13 +4,17 @@ Run as ``tmdsub ingest ...`` (or ``python -m flows ingest ...``).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from prefect import flow
 
 from tmdlib import InputError
 from tmdlib import datasets as tds
-from tasks.ingest import append_batches, batch_sources, read_source, verify_checksums, write_graph_store
+from tmdlib.datasets.registry import known_datasets_text
+from tmdlib.datasets.task import table_task, with_task
+from tasks.ingest import (append_batches, batch_sources, csv_columns, read_source, source_settings,
+                          verify_checksums, write_graph_store)
 
 
 def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smiles_csv: str | None,
@@ -40,33 +44,92 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
     root = Path(raw_root)
     if (root / dataset).is_dir():
         return "tu", str(root / dataset), dataset, None
-    for suffix, kind in ((".parquet", "parquet"), (".csv", "smiles")):
+    for suffix, kind in ((".parquet", "parquet"), (".csv", "smiles"), (".csv.gz", "smiles")):
         if (root / f"{dataset}{suffix}").is_file():
             return kind, str(root / f"{dataset}{suffix}"), dataset, None
-    raise InputError(None, f"unknown dataset {dataset!r}: not built in ({', '.join(tds.DATASETS)}) and no "
-                           f"{root / dataset}/ (TU layout), {dataset}.parquet or {dataset}.csv (SMILES) in {root}")
+    raise InputError(None, f"unknown dataset {dataset!r}: not built in ({known_datasets_text()}) and no "
+                           f"{root / dataset}/ (TU layout), {dataset}.parquet or {dataset}.csv[.gz] (SMILES) in {root}")
+
+
+def _names(values: list[str] | None) -> list[str] | None:
+    """Repeated and/or comma-separated column names (``--label-column a,b --label-column c``) as one list."""
+    if values is None:
+        return None
+    return [n.strip() for v in values for n in v.split(",") if n.strip()]
+
+
+def source_options(name: str, params: str | None = None, *, smiles_column: str | None = None,
+                   label_columns: list[str] | None = None, split_column: str | None = None,
+                   keep_columns: list[str] | None = None, task: str | None = None) -> dict:
+    """The reading options of one dataset: the command line's, else ``params.yaml``'s ``ingest.sources.<NAME>``,
+    else the defaults (``smiles``; labels / split found by name; the task inferred).
+
+    The task is the exception: ``--task`` carries ``base.task`` in the pipeline, the default of every dataset,
+    so a dataset's own ``ingest.sources.<NAME>.task`` wins over it."""
+    from tmdlib.datasets.task import TASK_TYPES
+
+    own = source_settings(params, name)
+    task = task or "auto"
+    if task != "auto" and task not in TASK_TYPES:
+        raise InputError(None, f"--task must be auto or one of {', '.join(TASK_TYPES)}; got {task!r}")
+    if own.get("task"):
+        task = own["task"]
+        if task != "auto" and task not in TASK_TYPES:
+            raise InputError(params, f"ingest.sources.{name}.task must be auto or one of {', '.join(TASK_TYPES)}; "
+                                     f"got {task!r}")
+    labels = _names(label_columns)
+    keep = _names(keep_columns)
+    return {
+        "smiles_column": smiles_column or own.get("smiles_column", "smiles"),
+        "label_column": labels if labels is not None else own.get("label_columns"),
+        "split_column": split_column if split_column is not None else own.get("split_column"),
+        "keep_columns": keep if keep is not None else own.get("keep_columns"),
+        "task": task,
+    }
 
 
 @flow(name="ingest", log_prints=True)
 def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None = None,
                 checksum_folder: str | None = None, node_attributes: bool = False,
-                smiles_column: str = "smiles", label_column: str | None = None,
-                append_dir: str | None = None, workers: int = 1, limit: int | None = None) -> dict:
+                smiles_column: str = "smiles", label_column: str | list[str] | None = None,
+                append_dir: str | None = None, workers: int = 1, limit: int | None = None,
+                split_column: str | None = None, keep_columns: list[str] | None = None,
+                task: str | None = None) -> dict:
     """Verify (built-in data), read, append the batches of ``append_dir``, validate and atomically write.
 
     ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),
-    appended in name order after the base source; old graphs keep their ids and features.
+    appended in name order after the base source; old graphs keep their ids, features and task.
     A SMILES source is converted by ``workers`` processes (``limit``: its first molecules only); a built-in
     unlabelled pool (MOSES) gets its flagged benchmark label stand-in.
+
+    The task (``task``: auto or a type) is decided from the labels (:mod:`tmdlib.datasets.task`); a built-in
+    dataset brings its own (and its label / split / kept columns) unless another is asked for.  A user's CSV
+    without named label columns (``label_column`` None) uses its ``y`` or ``label`` column if it has one, and
+    its ``split`` column when ``split_column`` is None (``""``: none).
     """
     if checksum_folder is not None and raw_root is not None:
         verify_checksums(raw_root, checksum_folder)
-    info = tds.DATASETS.get(name)
-    standin = info.standin if info is not None and checksum_folder is not None else None
-    table = read_source(kind, path, name, node_attributes, smiles_column, label_column, standin=standin,
-                        workers=workers, limit=limit)
+    info = tds.DATASETS.get(name) if checksum_folder is not None else None
+    standin = info.standin if info is not None else None
+    labels = [label_column] if isinstance(label_column, str) else label_column
+    if info is not None and info.kind == "smiles":
+        labels = list(info.label_columns) if labels is None else labels
+        split_column = (info.split_column or "") if split_column is None else split_column
+        keep_columns = list(info.keep_columns) if keep_columns is None else keep_columns
+    builtin_task = task in (None, "", "auto") and info is not None
+    if builtin_task:
+        task = info.task
+    options = {}
+    if kind == "smiles":
+        found, split, keep = csv_columns(path, labels, split_column, keep_columns)
+        options = {"label_column": list(found) or None, "split_column": split, "keep_columns": keep}
+    table = read_source(kind, path, name, node_attributes, smiles_column, standin=standin, workers=workers,
+                        limit=limit, task=task, **options)
+    if builtin_task:  # the registry's task, not one the user asked for
+        table = with_task(table, replace(table_task(table), source="builtin"))
     batches = batch_sources(append_dir)
-    if batches:
-        table = append_batches(table, batches, node_attributes, smiles_column, label_column)
+    if batches:  # named columns as for the base; a batch's own y / label / split columns otherwise
+        table = append_batches(table, batches, node_attributes, smiles_column, labels,
+                               split_column=split_column, keep_columns=keep_columns)
     summary = write_graph_store(table, out)
     return {**summary, "batches": [b[0] for b in batches]}

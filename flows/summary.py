@@ -56,7 +56,9 @@ def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
     def num(v, fmt):
         return "n/a" if v is None else format(v, fmt)
 
-    return verdict, [f"  {path}: test {test.get('metric')} {num(test.get('coreset_model'), '.3f')} "
+    task = (m.get("task") or {}).get("type")
+    label = f"{task} " if task and task != "binary" else ""
+    return verdict, [f"  {path}: {label}test {test.get('metric')} {num(test.get('coreset_model'), '.3f')} "
                      f"(full-data model {num(test.get('full_model'), '.3f')}); eps {num(bound.get('epsilon'), '.4g')}, "
                      f"c*eps {num(bound.get('c_epsilon'), '.4g')}, observed gap {num(bound.get('gap_observed'), '.4g')}"]
 
@@ -84,10 +86,54 @@ def summary_text(root: str = ".") -> str:
     runs = latest_runs()
     lines.append(f"MLflow ({redact_uri(tracking_uri())}):")
     lines += [f"  {r['run_id']}  {r['name'] or r['stage']:22s} {r['status']}" for r in runs] or ["  (no runs yet)"]
+    models = registered_models()
     lines += [f"  registered model {m['name']}: latest v{m['latest']}, champion "
               f"{'v' + m['champion'] if m['champion'] else '(none yet: the scheduled retraining sets it)'}"
-              for m in registered_models()]
+              for m in models]
+    lines += ui_links(models)
     return "\n".join(lines)
+
+
+#: Where ``mlflow ui`` serves by default (``MLFLOW_UI_URL`` overrides; a tracking server is its own UI).
+DEFAULT_UI = "http://127.0.0.1:5000"
+
+
+def ui_url() -> str:
+    """The MLflow UI's base URL: ``MLFLOW_UI_URL``, the tracking server when the tracking URI is one (http/https,
+    credentials removed), else :data:`DEFAULT_UI` (``mlflow ui --backend-store-uri sqlite:///mlflow.db``)."""
+    import os
+    from urllib.parse import urlsplit, urlunsplit
+
+    from tasks.tracking import tracking_uri
+
+    if os.environ.get("MLFLOW_UI_URL"):
+        return os.environ["MLFLOW_UI_URL"].rstrip("/")
+    uri = tracking_uri()
+    if uri.startswith(("http://", "https://")):
+        parts = urlsplit(uri)
+        host = parts.hostname or ""
+        netloc = host + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    return DEFAULT_UI
+
+
+def ui_links(models: list[dict], experiment: str = "tmdsub") -> list[str]:
+    """Full URLs of the runs page and of each registered model: what to open in the MLflow UI.
+
+    The runs page (``#/experiments/<id>/runs``) rather than the UI's home or the experiment's own link: MLflow 3's
+    sidebar keeps a GenAI / model-training toggle in the browser's localStorage that starts on GenAI, so those open
+    on the GenAI overview in a fresh browser (mlflow/mlflow#24498); the runs page always shows the runs.
+    """
+    from mlflow import MlflowClient
+
+    from tasks.tracking import tracking_uri
+
+    exp = MlflowClient(tracking_uri=tracking_uri()).get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    base = ui_url()
+    return ([f"  MLflow runs: {base}/#/experiments/{exp.experiment_id}/runs"]
+            + [f"  registered model: {base}/#/models/{m['name']}" for m in models])
 
 
 def registered_models(prefix: str = "tmdsub-") -> list[dict]:

@@ -18,8 +18,9 @@ from prefect import flow, get_run_logger
 from tasks import io
 from tasks.graphs import STORE_HASH_KEY, load_graph_store, read_id_pairs, store_content_hash
 from tasks.tmd import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits,
-                       chunk_index, compute_block, graph_hashes, merge_blocks, plan_chunks, read_block, record_chunks,
-                       tmd_pairs, write_pairs_csv)
+                       chunk_index, compute_block, merge_blocks, plan_chunks, read_block, record_chunks, tmd_pairs,
+                       write_pairs_csv)
+from tmdlib.datasets.identity import graph_hashes
 from tmdlib.distance.fingerprint import engine_fingerprint
 from tmdlib.distance.weights import resolve_weights
 

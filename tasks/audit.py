@@ -18,7 +18,7 @@ from tmdlib import InputError
 from tmdlib.reporting import audit
 
 from . import io
-from .train import read_json
+from .io import read_json
 
 REPORT_MD, REPORT_HTML, COUNTS_PNG, BOUND_PNG = "report.md", "report.html", "counts.png", "bound_vs_gap.png"
 DOCUMENTS = {"tmd_meta": "TMD meta file", "manifest": "label manifest", "labels_meta": "labels metadata",
@@ -157,6 +157,25 @@ def label_facts(manifest: dict, labels_meta: dict, requested_rows: int, pool: in
             "warning": labels_meta.get("warning")}
 
 
+def same_store(docs: dict, sel: dict, data: dict, paths: dict) -> list:
+    """Every artifact that records the graph store's content hash names this store; else one :class:`InputError`
+    naming the artifact and both hashes.  Returns the check rows ``[(what, ok, detail)]``."""
+    from .graphs import STORE_HASH_KEY
+
+    have = data["content_sha256"]
+    rows = []
+    named = [("selection", sel, paths["selection"])] + [(DOCUMENTS[k], docs[k], paths[k]) for k in DOCUMENTS]
+    for what, doc, path in named:
+        want = (doc or {}).get(STORE_HASH_KEY)
+        if want is None:
+            continue  # written before the field existed
+        if want != have:
+            raise InputError(path, f"the {what} was made for another graph store: it records content sha256 {want}, "
+                                   f"the store {paths['graphs']} has {have}")
+        rows.append((f"{what} names this graph store (content sha256)", True, have[:16] + "..."))
+    return rows
+
+
 def consistency_checks(docs: dict, data: dict, paths: dict, requested_rows: int) -> list:
     """``[(what, ok, detail)]``: the files of the run describe the same dataset and selection."""
     man, meta = docs["manifest"], docs["tmd_meta"]
@@ -186,7 +205,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
     named by ``train.json`` must exist in the tracking store.
     """
     from .tracking import dvc_lock_hashes, git_info, lock_entries
-    from .train import read_selection
+    from .io import read_selection
 
     docs = read_documents(paths)
     sel = read_selection(paths["selection"])
@@ -211,7 +230,8 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
         "node_bound": docs["metrics_nodes"].get("nodes") or {},
         "labels": label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
         "manifest": _scalars(docs["manifest"]),
-        "checks": consistency_checks(docs, data, paths, rows),
+        "checks": same_store(docs, sel, data, paths) + consistency_checks(docs, data, paths, rows),
+        "task": docs["metrics"].get("task"), "reference": docs["metrics"].get("reference"),
         "params": read_params(paths["params"]), "inputs": md5,
         "lock": {k: v for k, v in lock_entries(dataset, lock).items() if not k.startswith("audit@")} or None,
     }

@@ -1,8 +1,11 @@
 """Tasks of the scalable TMD coreset: parts on workers, and the caches that make a killed run resume.
 
-* :func:`solve_part_task` -- one part of :func:`tmdlib.select.scalable.scalable_coreset` as a Prefect
-  task.  Its spec carries the part's graphs (compact arrays) and it returns arrays: a worker needs no
-  file of the client's, so local processes and a Dask cluster on other machines run it alike.
+* :func:`part_mapper` -- the pipeline's ``map_parts`` for
+  :func:`tmdlib.select.scalable.scalable_coreset` (and ``tmd_coreset(..., engine="scalable")``): one part
+  solved here with its exact pairs persisted, several parts fanned out as Prefect tasks and cached.
+* :func:`solve_part_task` -- one part (:class:`tmdlib.select.scalable.PartSpec`) as a Prefect task.  The
+  spec carries the part's graphs (compact arrays) and the task returns arrays: a worker needs no file of
+  the client's, so local processes and a Dask cluster on other machines run it alike.
 * :class:`PartCache` -- finished parts, one ``.npz`` each under ``<cache>/parts/``, named by a hash of the
   part's graph contents, its budget, the selection parameters and the engine's fingerprint.  Written by
   the client as results arrive; a rerun skips every finished part.
@@ -22,17 +25,15 @@ import numpy as np
 from prefect import task
 
 from tmdlib import GraphDataset
+from tmdlib.select.scalable import PartResult, PartSpec, solve_part
 
 from . import io
 
 
 @task(name="coreset-part", retries=1, retry_delay_seconds=1, persist_result=False)
-def solve_part_task(spec: dict) -> dict:
+def solve_part_task(spec: PartSpec) -> PartResult:
     """:func:`tmdlib.select.scalable.solve_part` of one part (runs wherever the task runner puts it)."""
-    from tmdlib.select.scalable import solve_part
-
-    out = solve_part(**spec)
-    return {k: out[k] for k in ("medoids", "assignment", "distance", "pairs_computed", "rounds", "swaps")}
+    return solve_part(spec)
 
 
 def _digest(*parts) -> str:
@@ -44,7 +45,17 @@ def _digest(*parts) -> str:
 
 
 class PartCache:
-    """Finished parts of a scalable selection, keyed by content (see the module docstring)."""
+    """Finished parts of a scalable selection, keyed by content (see the module docstring).
+
+    Parameters
+    ----------
+    cache_dir : str or Path
+        Parts go to ``<cache_dir>/parts/``.
+    hashes : list of str
+        Content hash of each graph of the pool (:func:`part_hashes`).
+    params : dict
+        The selection parameters every part shares (depth, resolved weights, seed, part size).
+    """
 
     def __init__(self, cache_dir: str | Path, hashes: list[str], params: dict):
         from tmdlib.distance.fingerprint import engine_fingerprint
@@ -54,11 +65,20 @@ class PartCache:
         self.base = _digest("coreset-part-1", engine_fingerprint(), sorted(params.items()))
         io.remove_stale_temps(self.dir) if self.dir.exists() else None
 
-    def path(self, part: np.ndarray, spec: dict) -> Path:
-        masks = [spec.get(m) for m in ("candidates", "fixed")]
-        key = _digest(self.base, spec["k"], spec.get("max_pairs"), *(self.hashes[i] for i in part.tolist()),
+    def path(self, spec: PartSpec) -> Path:
+        """The file of a part: hash of its graphs' contents, its budget and its masks."""
+        masks = (spec.candidates, spec.fixed)
+        key = _digest(self.base, spec.k, spec.max_pairs, *(self.hashes[i] for i in spec.positions.tolist()),
                       *(b"" if m is None else np.packbits(np.asarray(m, bool)).tobytes() for m in masks))
         return self.dir / f"{key}.npz"
+
+    def result(self, path: Path) -> PartResult | None:
+        """The part stored at ``path``, or ``None`` (absent or unreadable: solve it again)."""
+        arrays = self.load(path) if path.exists() else None
+        try:
+            return None if arrays is None else PartResult.from_arrays(arrays)
+        except KeyError:
+            return None
 
     @staticmethod
     def load(path: Path) -> dict | None:
@@ -162,23 +182,26 @@ class Progress:
         print(f"{self.what}: {head}{', ' if head else ''}elapsed {el:7.1f}s {note}", file=sys.stderr, flush=True)
 
 
-def run_parts(specs: list[dict], parts: list[np.ndarray], cache: PartCache, submit=None) -> list[dict]:
+def run_parts(specs: list[PartSpec], cache: PartCache, submit=None) -> list[PartResult]:
     """Results of every part: cached ones read, the others run (``submit`` = a task's ``.submit``) and saved.
 
     Parameters
     ----------
-    specs : list of dict
-        :func:`tmdlib.select.scalable.solve_part` arguments, one per part (``ds`` = the part's graphs).
-    parts : list of ndarray
-        Positions of each part's graphs in the pool (for the cache key).
+    specs : list of PartSpec
+        One per part (:func:`tmdlib.select.scalable.plan_parts`).
     cache : PartCache
     submit : callable, optional
         ``submit(spec) -> future`` (default: :func:`solve_part_task` ``.submit`` on the flow's runner).
+
+    Returns
+    -------
+    list of PartResult
+        Aligned with ``specs``.
     """
     from prefect.futures import as_completed
 
-    paths = [cache.path(p, s) for p, s in zip(parts, specs)]
-    results: list[dict | None] = [cache.load(p) if p.exists() else None for p in paths]
+    paths = [cache.path(s) for s in specs]
+    results: list[PartResult | None] = [cache.result(p) for p in paths]
     todo = [i for i, r in enumerate(results) if r is None]
     progress = Progress("coreset parts", len(specs), len(specs) - len(todo))
     if todo:
@@ -189,15 +212,102 @@ def run_parts(specs: list[dict], parts: list[np.ndarray], cache: PartCache, subm
     for fut in as_completed(list(futures)):
         i = futures[fut]
         res = fut.result()
-        cache.save(paths[i], res)
+        cache.save(paths[i], res.to_arrays())
         results[i] = res
-        pairs += int(res["pairs_computed"])
+        pairs += int(res.pairs_computed)
         progress.step(note=f"{pairs} exact pairs this run")
     return results  # type: ignore[return-value]
 
 
+def solve_here(spec: PartSpec, cache_dir: str | Path | None = None, hashes: list[str] | None = None,
+               threads: int | None = None) -> PartResult:
+    """One part solved in this process; with ``cache_dir`` its exact pairs persisted through :class:`PairStore`
+    as they come (a rerun replays the deterministic search from them).  Progress on stderr.
+
+    ``hashes``: content hashes of the part's graphs (default computed); ``threads``: numba threads of the
+    exact TMD (default ``spec.num_threads``).
+    """
+    from tmdlib.distance.engine import PairEngine
+    from tmdlib.distance.weights import resolve_weights
+
+    progress = Progress("coreset (one part)")
+    exact = PairEngine(spec.ds, spec.depth, spec.weights, num_threads=spec.num_threads if threads is None else threads)
+    store = None
+    if cache_dir:
+        store = PairStore(cache_dir, part_hashes(spec.ds) if hashes is None else hashes, spec.depth,
+                          resolve_weights(spec.depth, spec.weights))
+        exact = store.wrap(exact)
+        if store.loaded:
+            progress.show(f"({store.loaded} exact pairs from an earlier run)")
+    try:
+        return solve_part(spec, exact=exact, progress=progress.show)
+    finally:
+        if store is not None:
+            store.flush()
+
+
+def part_mapper(cache_dir: str | Path | None, pool: GraphDataset, depth: int, weights, seed: int, part_size: int,
+                threads: int | None = None, submit=None):
+    """The pipeline's ``map_parts`` for :func:`tmdlib.select.scalable.scalable_coreset`, resumable via ``cache_dir``.
+
+    * One part (pools up to ``part_size`` graphs): :func:`solve_here` -- solved in this process, exact
+      pairs persisted as they come (:class:`PairStore`).
+    * Several parts: one :func:`solve_part_task` each on the running flow's task runner (processes, or a
+      Dask cluster), finished parts cached (:class:`PartCache`, :func:`run_parts`); plain submits when
+      there is no ``cache_dir``.
+
+    Progress with an ETA on stderr.
+
+    Parameters
+    ----------
+    cache_dir : str or Path, optional
+    pool : GraphDataset
+        The pool being selected from (its graphs' content hashes key the caches; computed only if needed).
+    depth, weights, seed, part_size
+        The selection's parameters (the caches' keys): the specs handed to ``map_parts`` must have the same.
+    threads : int, optional
+        numba threads of the exact TMD of a part solved here.
+    submit : callable, optional
+        ``submit(spec) -> future`` (default :func:`solve_part_task` ``.submit``).
+
+    Returns
+    -------
+    callable
+        ``map_parts(specs) -> list of PartResult``, aligned with ``specs``.
+    """
+    from tmdlib.distance.weights import resolve_weights
+
+    weights = resolve_weights(depth, weights)
+    params = {"depth": depth, "weights": weights.tolist(), "seed": seed, "part_size": part_size}
+    hashes: list[str] = []
+
+    def pool_hashes() -> list[str]:
+        if not hashes:
+            hashes.extend(part_hashes(pool))
+        return hashes
+
+    def map_parts(specs: list[PartSpec]) -> list[PartResult]:
+        for s in specs:  # a part solved with other parameters must not be stored under these keys
+            if (s.depth, s.seed) != (depth, seed) or not np.array_equal(resolve_weights(s.depth, s.weights), weights):
+                raise ValueError(f"part planned with depth={s.depth}, seed={s.seed}, weights={s.weights!r}; this "
+                                 f"mapper was made for depth={depth}, seed={seed}, weights={weights.tolist()}")
+        if len(specs) == 1:
+            spec = specs[0]
+            return [solve_here(spec, cache_dir, [pool_hashes()[i] for i in spec.positions.tolist()] if cache_dir
+                               else None, threads)]
+        if cache_dir:
+            return run_parts(specs, PartCache(cache_dir, pool_hashes(), params), submit)
+        from prefect.futures import wait
+
+        futs = [(submit or solve_part_task.submit)(s) for s in specs]
+        wait(futs)
+        return [f.result() for f in futs]
+
+    return map_parts
+
+
 def part_hashes(ds: GraphDataset) -> list[str]:
     """Content hash of each graph (the TMD stage's block hashes)."""
-    from .tmd import graph_hashes
+    from tmdlib.datasets.identity import graph_hashes
 
     return graph_hashes(ds)

@@ -1,4 +1,4 @@
-"""Evaluation tasks: per-graph losses, the bound-vs-gap measurements of one coreset, the sweep plot.
+"""Evaluation tasks: the measurement (:func:`tmdlib.torch.measure.measure`), metrics.json, the plot, the MLflow run.
 
 Evaluation needs labels of every training and test graph, which a labelling workflow does not have:
 it is a benchmark measurement and reads the dataset's own ``y`` (recorded as
@@ -11,10 +11,13 @@ from pathlib import Path
 
 import numpy as np
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from tmdlib import InputError
 
 from . import io
+
+BENCHMARK_EVAL = "dataset (benchmark mode)"
 
 
 def parse_fractions(text: str | None) -> list[float]:
@@ -36,113 +39,103 @@ def parse_fractions(text: str | None) -> list[float]:
     return sorted(set(out))
 
 
-def losses_of(model, data: list, y: np.ndarray) -> np.ndarray:
-    """Per-graph BCE-with-logits losses of ``model`` on ``data`` (aligned labels ``y``)."""
-    from tmdlib.torch.gin import bce_losses, predict_logits
-
-    return bce_losses(predict_logits(model, data), y)
-
-
-def score_on(model, data: list, y: np.ndarray, metric: str) -> float | None:
-    """Test accuracy / ROC-AUC (None when there are no labelled test graphs or it is undefined)."""
-    from tmdlib.torch.gin import evaluate, predict_logits
-
-    if not data:
-        return None
-    v = evaluate(predict_logits(model, data), y, metric)
-    return None if not np.isfinite(v) else float(v)
+def tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list, dict]:
+    """(depth, weights, problems, meta) of the TMD the bound is stated with; the matrix's meta.json wins."""
+    problems, meta = [], {}
+    depth, w = layers + 1, weights
+    if tmd_meta:
+        meta = io.read_json(tmd_meta, "TMD meta file")
+        depth = int(meta.get("depth", depth))
+        w = meta.get("weights", w)
+    if depth != layers + 1:
+        problems.append(f"TMD depth {depth} != GIN layers + 1 = {layers + 1}")
+    return depth, w, problems, meta
 
 
-def bound_point(model, train_data: list, y_train: np.ndarray, subset: np.ndarray, tau: np.ndarray,
-                epsilon: float | None, reference_loss: float, c_reference: float, weights="pascal",
-                lipschitz_budget=None, assignment: np.ndarray | None = None, sample: np.ndarray | None = None,
-                n_train: int | None = None, lipschitz_mode: str = "ball") -> dict:
-    """Lemma 3.2 and Corollary 3.3 numbers for one model trained on one coreset.
+@task(name="measure", persist_result=False, cache_policy=NO_CACHE)
+def measure_task(ds, model, head, cfg: dict, **kwargs) -> dict:
+    """:func:`tmdlib.torch.measure.measure` (the guarantees of one trained coreset model)."""
+    from tmdlib.torch.measure import measure
 
-    Parameters
-    ----------
-    model : GIN
-        Trained on the coreset ``subset`` (positions into ``train_data``) with weights ``tau``.
-    epsilon : float or None
-        :math:`f_{\\mathrm{TMD}}(\\mathcal I; X)`.
-    reference_loss, c_reference : float
-        Mean training loss and stability constant of the model trained on all of ``train_data``.
-    lipschitz_budget : float, list or None
-        Certified mode (:mod:`tmdlib.torch.certified`): ``c`` is the certified constant of the budget (the
-        product of the actual spectral norms is reported as ``c_measured``).
-    assignment : array_like, optional
-        Position (into ``train_data``) of each graph's medoid: adds the label-aware split of the gap
-        (:func:`tmdlib.torch.certified.label_aware_gap`).
-    sample, n_train : optional
-        ``train_data`` holds the coreset graphs and a uniform sample (positions ``sample``) of a training set
-        of ``n_train`` graphs: the full loss is the sample's estimate (:func:`tmdlib.guarantees.bounds.coreset_gap`).
-    """
-    from tmdlib.guarantees import bounds
-    from tmdlib.torch.certified import label_aware_gap, stability_constant
-    from tmdlib.torch.gin import predict_logits
+    return measure(ds, model, head, cfg, **kwargs)
 
-    lip = stability_constant(model, lipschitz_budget, M=1.0, weights=weights, mode=lipschitz_mode or "ball")
-    z = predict_logits(model, train_data)
-    L = bounds_losses(z, y_train)
-    gap = bounds.coreset_gap(L, subset, tau, sample=sample, n=n_train)
-    c_class = max(lip["c"], c_reference)
-    out = {"c": lip["c"], "per_layer": lip["per_layer"], "kappa": lip["kappa"], "valid": lip["valid"],
-           "conditions": lip["conditions"], "epsilon": epsilon, "weighted_loss": gap["weighted"],
-           "coreset_model_train_loss": gap["full"], "gap_signed": gap["signed"], "gap_observed": gap["gap"],
-           "tau_sum": gap["tau_sum"], "n_train": gap["n"], "full_model_train_loss": reference_loss,
-           "excess_loss": bounds.excess_loss(gap["full"], reference_loss), "c_class": c_class,
-           "certified": lip["certified"], "c_certified": lip["c_certified"], "c_measured": lip["c_measured"],
-           "lipschitz_budget": lip["lipschitz_budget"]}
-    if sample is not None:
-        out.update(sampled=gap["sampled"], coreset_model_train_loss_stderr=gap["full_stderr"])
-    if lip["certified"]:
-        out["constraint_ok"] = lip["constraint_ok"]
-    if epsilon is not None:
-        out["c_epsilon"] = bounds.lemma_bound(lip["c"], epsilon)
-        out["erm_bound"] = bounds.erm_bound(c_class, epsilon)
-        out["lemma_holds"] = bool(gap["gap"] <= out["c_epsilon"] * (1 + 1e-9) + 1e-12)
-        out["corollary_holds"] = bool(out["excess_loss"] <= out["erm_bound"] * (1 + 1e-9) + 1e-12)
-        if assignment is not None and sample is None:
-            la = label_aware_gap(z, y_train, subset, tau, assignment, lip["c"], epsilon)
-            out.update({k: la[k] for k in ("gap_label_consistent", "label_term", "label_mismatch_fraction",
-                                           "label_term_bound", "bound_with_labels", "lemma_holds_label_consistent",
-                                           "bound_with_labels_holds")})
+
+def metrics_document(m: dict, name: str, sel: dict, info: dict, checks: dict, problems: list, depth: int, weights,
+                     tau_source: str, plan: dict | None, sample: int, seed: int, n_train: int, device: str,
+                     seconds: float) -> dict:
+    """``metrics.json``: the measurement ``m`` with what it was made from (selection, labels, TMD setting)."""
+    cfg = info["config"]
+    budget = cfg.get("lipschitz_budget")
+    main = dict(m["bound"])
+    main.update({"fraction": sel.get("fraction"), "k": int(len(sel["medoids"])),
+                 "epsilon_source": "selection" if sel["epsilon_mean"] is not None else (
+                     "matrix" if checks.get("epsilon") is not None else None),
+                 "epsilon_matrix": checks.get("epsilon"), "tau_matches_tmd_assignment": checks.get("tau_match"),
+                 "bound_weights": tau_source, "depth": depth, "weights": weights})
+    # Lemma 3.2 is proven for tau = nearest-medoid cluster sizes (checked when the matrix is given)
+    main["lemma_applies"] = bool(abs(float(main["tau_sum"]) - n_train) < 1e-6 and checks.get("tau_match") is not False)
+    if problems:
+        main["valid"] = False
+        main["conditions"] = list(main["conditions"]) + list(problems)
+    sample_info = None
+    if plan is not None:
+        sample_info = {"train_sample": int(sample), "n_train": n_train, "test_sample": int(m["test"]["n"]),
+                       "seed": seed, "note": "full training loss estimated on a uniform sample (full_stderr); the "
+                                             "full-data reference model is trained on that sample; no matrix check, "
+                                             "no sweep"}
+    test = dict(m["test"])
+    test["full_model_trained_on"] = ("all training graphs" if plan is None else
+                                     f"a uniform sample of {len(plan['sample_idx'])} of {n_train} training graphs")
+    return {"dataset": name, "task": m["task"]["task"], "store_content_sha256": sel.get("store_content_sha256"),
+            "method": sel.get("method"), "fraction": sel.get("fraction"),
+            "k": int(len(sel["medoids"])), "n_train": n_train, "n_test": int(test["n"]), "seed": seed,
+            "sample": sample_info, "labels_for_evaluation": BENCHMARK_EVAL,
+            "labels_for_training": info.get("labels_source", "unknown"),
+            "labels_for_reference_and_sweep_training": BENCHMARK_EVAL, "test": test,
+            "certified": budget is not None, "lipschitz_budget": budget,
+            "lipschitz_mode": cfg.get("lipschitz_mode", "ball") if budget is not None else None,
+            "bound": main, "reference": m["reference"], "nodes": m["nodes"], "sweep": m["sweep"],
+            "sweep_note": m["sweep_note"], "epochs": m["epochs"], "task_head": m["task"], "device": device,
+            "seconds": round(seconds, 2)}
+
+
+def log_evaluation(metrics: dict, info: dict, graphs: str, ds, selection: str, sel: dict, model: str,
+                   train_info: str, matrix: str | None, nodes: str | None, metrics_out: str, plot_out: str,
+                   name: str, fractions: list, sweep_epochs: int, seed: int, device: str, torch_threads: int,
+                   experiment: str, sample: int) -> dict:
+    """The evaluate run in MLflow (params, flat metrics, the sweep as steps, datasets, the model as an input) and
+    the test metric on the registered model version; returns the run's ``{"run_id", ...}``."""
+    from .registry import tag_evaluation
+    from .tracking import graph_store_dataset, log_datasets, log_run, selection_dataset, start_run
+
+    main, metric = metrics["bound"], metrics["test"]["metric"]
+    params = {"dataset": name, "task": metrics["task"]["type"], "selection.method": sel.get("method"),
+              "selection.fraction": sel.get("fraction"), "selection.k": metrics["k"],
+              "fractions": ",".join(map(str, fractions)), "sweep_epochs": sweep_epochs,
+              "full_epochs": metrics["epochs"]["full_model"], "seed": seed, "device": device,
+              "torch_threads": torch_threads, "tmd.depth": main["depth"], "tmd.weights": str(main["weights"]),
+              "node_subsampling": bool(nodes), "certified": metrics["certified"],
+              "lipschitz_budget": metrics["lipschitz_budget"], "sample": sample}
+    test = {k: v for k, v in metrics["test"].items() if k not in ("metric", "coreset_metrics", "full_metrics")}
+    flat = {"test": {**test, **{f"coreset.{k}": v for k, v in metrics["test"]["coreset_metrics"].items()}},
+            "bound": {k: v for k, v in main.items() if k not in ("per_layer", "fraction", "k")},
+            "nodes": metrics["nodes"] or {}, f"test_{metric}": metrics["test"]["coreset_model"],
+            "reference": {"degenerate": metrics["reference"]["degenerate"], "epochs": metrics["reference"]["epochs"]}}
+    sweep = metrics["sweep"]
+    steps = {f"sweep.{key}": [p.get(key) if p.get(key) is not None else float("nan") for p in sweep]
+             for key in ("fraction", "epsilon", "c_epsilon", "gap_observed", "erm_bound", "excess_loss")}
+    inputs = [p for p in (graphs, selection, model, train_info, matrix, nodes) if p]
+    run = start_run("evaluate", params, inputs, experiment, f"{'evaluate_nodes' if nodes else 'evaluate'}@{name}",
+                    {"labels_for_evaluation": BENCHMARK_EVAL, "labels_for_training": metrics["labels_for_training"],
+                     "task": metrics["task"]["type"]})
+    logged = (info.get("mlflow") or {}).get("model") or {}
+    log_datasets(run["run_id"], [graph_store_dataset(graphs, ds, name), selection_dataset(selection, sel, name)],
+                 "evaluation", model_ids=[logged["model_id"]] if logged.get("model_id") else None)
+    out = log_run("evaluate", params, flat, inputs, [metrics_out, plot_out], experiment=experiment,
+                  step_metrics=steps if sweep else None, run=run)
+    # the registered model version of train.json gets its test metric (the scheduled run's champion rule)
+    tag_evaluation(logged, metric, metrics["test"]["coreset_model"], run["run_id"])
     return out
-
-
-def bounds_losses(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per-graph BCE-with-logits losses from logits (``tmdlib.torch.gin.bce_losses``)."""
-    from tmdlib.torch.gin import bce_losses
-
-    return bce_losses(logits, y)
-
-
-@task(name="sweep-point", persist_result=False)
-def sweep_point(ds, train_pos: np.ndarray, y_train: np.ndarray, D_train: np.ndarray, fraction: float, seed: int,
-                cfg: dict, train_data: list, reference_loss: float, c_reference: float, test_data: list,
-                y_test: np.ndarray, metric: str, weights="pascal") -> dict:
-    """k-medoids coreset of ``fraction`` of the training graphs, a τ-weighted model on it, its bound numbers.
-
-    Labels of the coreset come from the dataset (benchmark mode): the sweep explores budgets nobody
-    labelled.
-    """
-    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
-    from tmdlib.torch.certified import train_from_config
-    from tmdlib.torch.pyg import dataset_to_pyg
-
-    n = D_train.shape[0]
-    k = budget_to_k(n, fraction=fraction)
-    cr = kmedoids_coreset(D_train, k, seed=seed)
-    tau = cr.tau.astype(float)
-    data = dataset_to_pyg(ds, positions=train_pos[cr.medoids], y=y_train[cr.medoids], weights=tau)
-    res = train_from_config(data, cfg, in_dim=ds.num_features)
-    point = bound_point(res.model, train_data, y_train, cr.medoids, tau, float(cr.epsilon), reference_loss,
-                        c_reference, weights, lipschitz_budget=cfg.get("lipschitz_budget"),
-                        lipschitz_mode=cfg.get("lipschitz_mode", "ball"),
-                        assignment=cr.assignment)
-    point.update({"fraction": float(fraction), "k": int(k), "test": score_on(res.model, test_data, y_test, metric),
-                  "final_weighted_loss": res.losses[-1] if res.losses else None})
-    return point
 
 
 def plot_bound_vs_gap(rows: list[dict], out: str, title: str, main: dict | None = None) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 from prefect import task
 
 from tmdlib import GraphDataset, InputError
+from tmdlib.datasets import to_dataset
 from tmdlib.experiment.grid import DEPTH, WEIGHTS
 from tmdlib.experiment.results import read_results, row_key, rows_to_csv
 
@@ -38,7 +39,7 @@ def load_dataset(name: str, raw_root: str) -> GraphDataset:
     """A built-in dataset read from its shipped raw files (``tmdlib.datasets.load_builtin``)."""
     from tmdlib.datasets import load_builtin
 
-    return GraphDataset.from_arrow(load_builtin(name, raw_root))
+    return to_dataset(load_builtin(name, raw_root))
 
 
 def dataset_key(ds: GraphDataset) -> str:

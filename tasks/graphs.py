@@ -7,6 +7,7 @@ import numpy as np
 from prefect import task
 
 from tmdlib import GraphDataset, InputError
+from tmdlib.datasets import to_dataset
 
 
 @task(name="load-graph-store", persist_result=False)
@@ -16,7 +17,7 @@ def load_graph_store(path: str) -> GraphDataset:
 
     if not Path(path).exists():
         raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
-    return GraphDataset.from_arrow(read_graph_parquet(path))
+    return to_dataset(read_graph_parquet(path))
 
 
 def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +93,55 @@ def store_segments(path: str, n: int) -> list[int]:
     return [n - sum(batches)] + batches
 
 
+def store_smiles(path: str, positions: np.ndarray, method: str | None = None) -> list[str] | None:
+    """SMILES of the graphs at ``positions`` of a store (its ``smiles`` column), or None when the store has none
+    or ``method`` does not need them (:func:`tmdlib.select.get_method`); only that column is read."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.select import get_method
+
+    if method is not None and "smiles" not in get_method(method).needs:
+        return None
+    if "smiles" not in pq.read_schema(path).names:
+        return None
+    col = pq.read_table(path, columns=["smiles"]).column("smiles").to_pylist()
+    return [col[int(p)] or "" for p in positions]
+
+
+def store_split(path: str, sizes: list[int], test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train / test positions: the store's own ``split`` column where it has one
+    (:func:`tmdlib.select.split.split_with_column`), else the seeded split per ingested batch."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.select.split import batched_train_test_split, split_with_column
+
+    if "split" not in pq.read_schema(path).names:
+        return batched_train_test_split(sizes, test_fraction, seed)
+    try:
+        return split_with_column(pq.read_table(path, columns=["split"]).column("split").to_pylist(), sizes,
+                                 test_fraction, seed)
+    except ValueError as err:
+        raise InputError(path, f"column 'split': {err}") from None
+
+
+def store_task(path: str):
+    """The dataset's task (:class:`tmdlib.datasets.task.TaskSpec`) from the store's schema metadata only
+    (binary for stores written before task types)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.task import task_of_metadata
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowException) as err:
+        raise InputError(path, f"not a readable graph store: {err}") from None
+    try:
+        return task_of_metadata({k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"tmdlib.")})
+    except InputError as err:
+        raise InputError(path, err.problem) from None
+
+
 def store_graph_ids(path: str) -> np.ndarray:
     """The ``graph_id`` column of a Parquet file (graph store, label requests); nothing else is read."""
     import pyarrow.parquet as pq
@@ -104,17 +154,15 @@ STORE_HASH_KEY = "store_content_sha256"  # the field of the TMD matrix's meta.js
 
 
 def store_content_hash(ds: GraphDataset, hashes: list[str] | None = None) -> str:
-    """The graph store's content hash: :func:`tmdlib.reporting.audit.content_hash` of its graph ids and per-graph
-    hashes (:func:`tasks.tmd.graph_hashes`, given as ``hashes`` when already computed).
+    """The graph store's content hash (:func:`tmdlib.datasets.identity.store_content_hash`: its graph ids and
+    per-graph hashes, ``hashes`` when already computed).
 
     Independent of the Parquet encoding; what the audit report and the MLflow dataset digest show, and what
     the TMD matrix's ``meta.json`` and ``selection.json`` record (:data:`STORE_HASH_KEY`).
     """
-    from tmdlib.reporting.audit import content_hash
+    from tmdlib.datasets.identity import store_content_hash as _hash
 
-    from .tmd import graph_hashes
-
-    return content_hash(ds.graph_ids, graph_hashes(ds) if hashes is None else hashes)
+    return _hash(ds, hashes)
 
 
 def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: str) -> None:
@@ -149,25 +197,34 @@ def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: s
                                f"the store it was made from with --graphs)")
 
 
-def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights) -> dict | None:
-    """Refuse a TMD matrix whose ``meta.json`` (beside it) names another store, depth or weights.
+def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights, trust: bool = False) -> dict | None:
+    """Refuse a TMD matrix that is not the one its ``meta.json`` (beside it) describes, or that was made for another
+    store, depth or weights.
 
-    ``weights`` are compared after :func:`tmdlib.distance.weights.resolve_weights` (the per-level weights,
-    length ``depth - 1``).  A matrix without ``meta.json`` is accepted unchecked (nothing to compare), as is
-    the store hash of a ``meta.json`` written before it was recorded.  Returns the meta (or None).
+    Checks the matrix file's sha256 against ``matrix_sha256`` (a matrix edited, reordered or swapped after the tmd
+    stage is refused), the store's content hash, the depth and the weights (after
+    :func:`tmdlib.distance.weights.resolve_weights`).  A matrix without ``meta.json`` is refused unless ``trust``
+    (``--trust-matrix``: the user vouches for it; it is then used unchecked).  Returns the meta (None when trusted
+    without one).
 
     Raises
     ------
     InputError
-        Naming the matrix and every mismatch, in one line.
+        Naming the matrix and every mismatch (both hashes where they differ), in one line.
     """
     import json
 
     from tmdlib.distance.weights import resolve_weights
 
+    from .io import sha256_file
+
     meta_path = Path(matrix).with_name("meta.json")
     if not meta_path.is_file():
-        return None
+        if trust:
+            return None
+        raise InputError(matrix, f"no {meta_path.name} beside this TMD matrix, so nothing says which graph store, "
+                                 "depth and weights it was computed for; recompute it with `tmdsub tmd-matrix`, or "
+                                 "pass --trust-matrix to use it unchecked")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
@@ -175,6 +232,12 @@ def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights)
     if not isinstance(meta, dict):
         raise InputError(meta_path, "not a TMD meta file (expected a JSON object)")
     problems = []
+    recorded = meta.get("matrix_sha256")
+    if recorded is not None and Path(matrix).is_file():
+        actual = sha256_file(matrix)
+        if actual != recorded:
+            problems.append(f"matrix sha256 {actual[:16]}... is not the {recorded[:16]}... its meta.json records (the "
+                            "file changed after the tmd stage wrote it)")
     want = meta.get(STORE_HASH_KEY)
     if want is not None:
         have = store_hash() if callable(store_hash) else store_hash

@@ -9,6 +9,7 @@ from prefect import task
 
 from tmdlib import InputError
 from tmdlib import datasets as tds
+from tmdlib.datasets.task import TaskSpec, store_task, table_task
 
 from . import io
 
@@ -28,22 +29,106 @@ def _print_progress(name: str, total: int | None):
     return report
 
 
+#: Per-dataset source settings in params.yaml (``ingest.sources.<NAME>``) and their types.
+SOURCE_KEYS = {"smiles_column": str, "label_columns": list, "split_column": str, "keep_columns": list, "task": str}
+
+
+def source_settings(params_path: str | None, name: str) -> dict:
+    """The settings of one dataset's source in ``params.yaml`` (``ingest.sources.<NAME>``), checked.
+
+    ``label_columns`` / ``keep_columns`` may be a list or one name; ``split_column`` may be null (no split
+    column, none looked for).  Returns only the keys given.
+
+    Raises
+    ------
+    InputError
+        An unreadable file, an unknown key or a value of the wrong type (naming the file and the key).
+    """
+    import yaml
+
+    if not params_path:
+        return {}
+    path = Path(params_path)
+    try:
+        params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise InputError(path, f"cannot read the parameters: {err}") from None
+    sources = (params.get("ingest") or {}).get("sources") or {}
+    if not isinstance(sources, dict):
+        raise InputError(path, "ingest.sources must map dataset names to their settings")
+    raw = sources.get(name) or {}
+    where = f"ingest.sources.{name}"
+    if not isinstance(raw, dict):
+        raise InputError(path, f"{where} must be a mapping of {', '.join(SOURCE_KEYS)}")
+    out = {}
+    for key, value in raw.items():
+        if key not in SOURCE_KEYS:
+            raise InputError(path, f"{where}: unknown key {key!r}; known: {', '.join(SOURCE_KEYS)}")
+        if value is None and key == "split_column":
+            out[key] = ""  # no split column, none looked for
+            continue
+        if SOURCE_KEYS[key] is list:
+            value = [value] if isinstance(value, str) else value
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise InputError(path, f"{where}.{key} must be a column name or a list of them; got {value!r}")
+        elif not isinstance(value, str) or not value:
+            raise InputError(path, f"{where}.{key} must be a non-empty string; got {value!r}")
+        out[key] = value
+    return out
+
+
+def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column: str | None,
+                keep_columns: list[str] | tuple | None = None, *, optional: bool = False
+                ) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    """The label, split and kept columns a CSV is read with.
+
+    ``label_columns`` None: the CSV's ``y`` or ``label`` column if it has one (else unlabelled);
+    ``split_column`` None: its ``split`` column if any ("" = none).  ``optional`` (an appended batch): a named
+    split or kept column the file lacks is left out (null in the store) instead of refused.
+    """
+    from tmdlib.datasets.smiles import column_index, csv_header, default_csv_columns
+
+    header = csv_header(path)
+    found_labels, found_split = default_csv_columns(path, header, labels=label_columns is None)
+    labels = tuple(found_labels if label_columns is None else label_columns)
+    split = found_split if split_column is None else (split_column or None)
+    keep = tuple(keep_columns or ())
+    if optional:
+        def present(name):
+            try:
+                column_index(header, name, Path(path))
+                return True
+            except InputError:
+                return False
+        split = split if split and present(split) else None
+        keep = tuple(c for c in keep if present(c))
+    return labels, split, keep
+
+
 @task(name="read-source", persist_result=False)
 def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
-                smiles_column: str = "smiles", label_column: str | None = None, standin: str | None = None,
-                workers: int = 1, limit: int | None = None):
-    """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``)."""
+                smiles_column: str = "smiles", label_column=None, standin: str | None = None,
+                workers: int = 1, limit: int | None = None, *, split_column: str | None = None,
+                keep_columns=(), task=None):
+    """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``) with its task.
+
+    ``label_column`` is one column or a list (SMILES); ``task`` is auto / a type / an existing dataset's
+    :class:`~tmdlib.datasets.task.TaskSpec`.
+    """
     if kind == "tu":
-        return tds.read_tu(path, name=name, node_attributes=node_attributes)
+        return tds.read_tu(path, name=name, node_attributes=node_attributes,
+                           task=None if isinstance(task, TaskSpec) else task)
     if kind == "ogb":
-        return tds.read_ogb(path, name=name)
+        return tds.read_ogb(path, name=name, task=task)
     if kind == "smiles":
         info = tds.DATASETS.get(name)
         total = min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit
-        return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column, standin=standin,
-                                   workers=workers, limit=limit, progress=_print_progress(name, total))
+        return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column or None,
+                                   split_column=split_column or None, keep_columns=keep_columns or (), task=task,
+                                   standin=standin, workers=workers, limit=limit,
+                                   progress=_print_progress(name, total))
     if kind == "parquet":
-        return tds.read_graph_parquet(path)
+        return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
 
 
@@ -79,24 +164,39 @@ def batch_sources(append_dir: str | None) -> list[tuple[str, str, str]]:
 
 
 def read_batch(path: str, node_attributes: bool = False, smiles_column: str = "smiles",
-               label_column: str | None = None):
-    """Read and validate one batch (any of the three kinds) on its own, as the intake of new data does."""
+               label_column=None, *, split_column: str | None = None, keep_columns=(), task=None):
+    """Read and validate one batch (any of the three kinds) on its own, as the intake of new data does.
+
+    A SMILES batch is read with the dataset's label columns (``label_column``; None: its own ``y`` or
+    ``label`` column, if any) and, when given, the dataset's task (a
+    :class:`~tmdlib.datasets.task.TaskSpec`: its labels must fit it, every offending line named); a named
+    split or kept column it lacks is left null.
+    """
     p = Path(path)
     kind = batch_kind(p)
+    options = {}
+    if kind == "smiles":  # TU batches: their classes are mapped to the dataset's when appended
+        named = [label_column] if isinstance(label_column, str) else label_column
+        labels, split, keep = csv_columns(str(p), named, split_column, keep_columns, optional=True)
+        options = {"label_column": list(labels), "split_column": split, "keep_columns": keep, "task": task}
     table = read_source.fn(kind, str(p), tu_name(p) if kind == "tu" else p.stem, node_attributes, smiles_column,
-                           label_column)
+                           **options)
     tds.validate_graph_table(table, p)
     return table
 
 
 @task(name="append-batches", persist_result=False)
 def append_batches(table, batches: list[tuple[str, str, str]], node_attributes: bool = False,
-                   smiles_column: str = "smiles", label_column: str | None = None):
-    """Append each batch's graphs after ``table`` (tmdlib.datasets.append_graph_table), in order."""
+                   smiles_column: str = "smiles", label_column=None, split_column: str | None = None,
+                   keep_columns=()):
+    """Append each batch's graphs after ``table`` (tmdlib.datasets.append_graph_table), in order; every batch
+    keeps the dataset's task (a batch whose labels do not fit it is refused, naming its file and line)."""
     from tmdlib.datasets.append import append_graph_table
 
+    spec = table_task(table)
     for name, _kind, path in batches:
-        batch = read_batch(path, node_attributes, smiles_column, label_column)
+        batch = read_batch(path, node_attributes, smiles_column, label_column, split_column=split_column,
+                           keep_columns=keep_columns, task=spec)
         table = append_graph_table(table, batch, name, path)
     return table
 
@@ -110,6 +210,7 @@ def write_graph_store(table, out: str) -> dict:
     n_edges = pc.list_value_length(table.column("edge_src")).to_numpy() // 2
     return {
         "path": str(Path(out)),
+        "task": table_task(table).describe(),
         "graphs": int(table.num_rows),
         "mean_nodes": float(n_nodes.mean()) if table.num_rows else 0.0,
         "mean_edges": float(n_edges.mean()) if table.num_rows else 0.0,

@@ -1,4 +1,10 @@
-"""Atomic artifact writes: a reader never sees a half-written file.
+"""Reading and writing the pipeline's artifacts.
+
+**Readers** (one :class:`~tmdlib.errors.InputError` naming the file, line and problem): small user CSVs
+(:func:`read_text_csv`), JSON objects, ``selection.json`` (:func:`read_selection`), ``labels.csv``
+(:func:`read_labels`, checked against the dataset's task), ``nodes.parquet`` (:func:`read_nodes`).
+
+**Atomic writes**: a reader never sees a half-written file.
 
 Every writer goes to a temporary file in a private folder next to the destination,
 flushes and fsyncs it, then ``os.replace``-s it onto the final name (atomic on POSIX)
@@ -11,16 +17,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
+from tmdlib.errors import InputError
 
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
-           "remove_stale_temps"]
+           "remove_stale_temps", "read_text_csv", "read_json", "read_selection", "read_labels", "read_nodes",
+           "positions", "dataset_name", "node_subsets_for"]
 
 
 @contextlib.contextmanager
@@ -176,3 +187,172 @@ def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what:
                                                                    strings_can_be_null=False))
     except pa.ArrowInvalid as err:
         raise InputError(path, f"not a readable CSV: {err}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# Artifact readers
+# ----------------------------------------------------------------------------------------------
+def dataset_name(graphs_path: str) -> str:
+    """Dataset name recorded in the graph store's schema metadata (``tmdlib.name``), else the file stem."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(graphs_path).metadata or {}
+    except Exception:  # noqa: BLE001 - the store itself is validated by load_graph_store
+        meta = {}
+    name = meta.get(b"tmdlib.name")
+    return name.decode() if name else Path(graphs_path).stem
+
+
+def read_json(path: str, what: str) -> dict:
+    """A JSON object from ``path`` (InputError naming the file otherwise)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(path, f"{what} not found")
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(path, f"not valid JSON: {err}") from None
+    if not isinstance(obj, dict):
+        raise InputError(path, f"{what} must be a JSON object")
+    return obj
+
+
+def _int_list(sel: dict, key: str, path: str) -> np.ndarray:
+    vals = sel.get(key)
+    if not isinstance(vals, list):
+        raise InputError(path, f"key {key!r} must be a list of graph ids")
+    out = []
+    for v in vals:
+        if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, float) and float(v).is_integer())):
+            raise InputError(path, f"key {key!r}: {v!r} is not an integer graph id")
+        out.append(int(v))
+    return np.asarray(out, dtype=np.int64)
+
+
+def read_selection(path: str) -> dict:
+    """Validated ``selection.json``: id arrays as int64, ``tau`` as float64, ``epsilon`` (the certificate's sum of
+    exact TMDs to the medoids) and ``epsilon_mean`` (= epsilon / n_train, the ε of Lemma 3.2) float or None,
+    and the certificate's ``assignment`` / ``distance`` (aligned with ``train_ids``) when present."""
+    sel = read_json(path, "selection file")
+    out = dict(sel)
+    for key in ("train_ids", "test_ids", "medoids"):
+        out[key] = _int_list(sel, key, path)
+    tau = sel.get("tau")
+    if not isinstance(tau, list) or len(tau) != len(out["medoids"]):
+        raise InputError(path, f"'tau' must be a list aligned with 'medoids' ({len(out['medoids'])} entries)")
+    try:
+        out["tau"] = np.asarray(tau, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(path, "'tau' must hold numbers") from None
+    if not np.all(np.isfinite(out["tau"])) or np.any(out["tau"] < 0):
+        raise InputError(path, "'tau' must hold finite numbers >= 0")
+    if out["medoids"].size == 0:
+        raise InputError(path, "no selected graphs ('medoids' is empty)")
+    if np.unique(out["medoids"]).size != out["medoids"].size:
+        raise InputError(path, "'medoids' has duplicate graph ids")
+    missing = np.setdiff1d(out["medoids"], out["train_ids"])
+    if missing.size:
+        raise InputError(path, f"selected graphs not in 'train_ids': {missing[:10].tolist()}")
+    if np.intersect1d(out["train_ids"], out["test_ids"]).size:
+        raise InputError(path, "'train_ids' and 'test_ids' overlap")
+    for key in ("epsilon", "epsilon_mean"):
+        eps = sel.get(key)
+        if eps is not None and not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps)):
+            raise InputError(path, f"{key!r} must be a number or null, got {eps!r}")
+        out[key] = None if eps is None else float(eps)
+    if "epsilon_mean" not in sel:  # selections written before the certificate: 'epsilon' held the mean
+        out["epsilon_mean"] = out["epsilon"]
+    if "assignment" in sel or "distance" in sel:
+        out["assignment"] = _int_list(sel, "assignment", path)
+        dist = sel.get("distance")
+        if not isinstance(dist, list) or len(dist) != len(out["train_ids"]) or out["assignment"].size != len(dist):
+            raise InputError(path, "'assignment' and 'distance' must be lists aligned with 'train_ids'")
+        try:
+            out["distance"] = np.asarray(dist, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(path, "'distance' must hold numbers") from None
+        if not np.all(np.isfinite(out["distance"])) or np.any(out["distance"] < 0):
+            raise InputError(path, "'distance' must hold finite numbers >= 0")
+        stray = np.setdiff1d(out["assignment"], out["medoids"])
+        if stray.size:
+            raise InputError(path, f"'assignment' names graphs that are not medoids: {stray[:10].tolist()}")
+    return out
+
+
+def positions(ids: np.ndarray, graph_ids: np.ndarray, path: str, what: str) -> np.ndarray:
+    """Positions in the graph store of ``ids`` (InputError listing unknown ids)."""
+    lookup = {int(g): k for k, g in enumerate(graph_ids)}
+    unknown = [int(g) for g in ids if int(g) not in lookup]
+    if unknown:
+        raise InputError(path, f"{what}: graph ids not in the graph store: {unknown[:10]}")
+    return np.asarray([lookup[int(g)] for g in ids], dtype=np.int64)
+
+
+def read_labels(csv_path: str, meta_path: str | None = None, task=None) -> tuple[dict, dict]:
+    """``({graph_id: label}, labels.json)`` from ``labels.csv`` (``graph_id,y``, or ``graph_id`` and one column
+    per target), every value checked against the dataset's ``task`` (binary when None: 0 or 1).
+
+    A label is a float (one target) or a float array of shape ``(T,)`` (NaN = not measured), in the values users
+    write (multi-class: the class values).  ``meta_path`` defaults to ``labels.json`` next to the CSV; missing →
+    ``{"source": "unknown"}``.
+    """
+    from tmdlib.datasets.labels import label_columns, validate_label_import
+    from tmdlib.datasets.task import BINARY
+
+    task = task or BINARY
+    cols = ["y"] if task.num_targets == 1 else label_columns(task)
+    table = read_text_csv(csv_path, ("graph_id", *cols), what="labels file")
+    ids = [_parse_int(g) for g in table.column("graph_id").to_pylist()]
+    if any(g is None for g in ids):
+        row = [g is None for g in ids].index(True)
+        raise InputError(csv_path, f"graph_id {table.column('graph_id')[row].as_py()!r} is not an integer",
+                         line=row + 2)
+    checked = validate_label_import(table, [], [g for g in ids if -2 ** 63 <= g < 2 ** 63], csv_path, task=task,
+                                    label_column="y")
+    Y = np.column_stack([np.asarray(checked.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
+                         for c in checked.column_names[1:]])
+    gids = checked.column("graph_id").to_pylist()
+    labels = {int(g): (float(row[0]) if task.num_targets == 1 else row) for g, row in zip(gids, Y)}
+    mp = Path(meta_path) if meta_path else Path(csv_path).with_suffix(".json")
+    meta = read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
+    return labels, meta
+
+
+def _parse_int(v) -> int | None:
+    try:
+        f = float(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+    return int(f) if math.isfinite(f) and f.is_integer() else None
+
+
+def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
+    """``{graph_id: (kept local node ids, epsilon)}`` from ``nodes.parquet``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(path, "node-subsampling file not found")
+    try:
+        table = pq.read_table(p, columns=["graph_id", "nodes", "epsilon"])
+    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
+        raise InputError(path, f"not a readable nodes Parquet (graph_id, nodes, epsilon): {err}") from None
+    out = {}
+    gids = table.column("graph_id").to_pylist()
+    nodes = table.column("nodes").to_pylist()
+    eps = table.column("epsilon").to_pylist()
+    for row, (g, s, e) in enumerate(zip(gids, nodes, eps)):
+        if g is None or s is None or e is None or not math.isfinite(e) or e < -1e-9:
+            raise InputError(path, "null graph_id/nodes or a missing/negative epsilon", line=row + 1)
+        out[int(g)] = (np.asarray(s, dtype=np.int64), max(float(e), 0.0))
+    return out
+
+
+def node_subsets_for(nodes: dict, ids: np.ndarray, path: str) -> tuple[list, np.ndarray]:
+    """Aligned node subsets and ε_i of graph ``ids`` (InputError if a graph has no row)."""
+    missing = [int(g) for g in ids if int(g) not in nodes]
+    if missing:
+        raise InputError(path, f"no node subset for selected graph ids {missing[:10]}")
+    return [nodes[int(g)][0] for g in ids], np.asarray([nodes[int(g)][1] for g in ids], dtype=np.float64)

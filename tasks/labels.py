@@ -17,47 +17,69 @@ STANDIN = "benchmark-standin"
 LEDGER_HEADER = "graph_id,label,source"
 
 
-def read_ledger(path: str | None, known: np.ndarray) -> pa.Table:
-    """The label ledger (``graph_id,label[,source]``: every label paid for so far), validated.
+def _matrix(table: pa.Table) -> np.ndarray:
+    """Label columns of a validated label table as a float matrix ``(m, T)`` (null = NaN)."""
+    cols = [c for c in table.column_names if c not in ("graph_id", "source")]
+    if not cols:
+        return np.zeros((table.num_rows, 1))
+    return np.column_stack([np.asarray(table.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
+                            for c in cols])
+
+
+def read_ledger(path: str | None, known: np.ndarray, task=None) -> pa.Table:
+    """The label ledger (``graph_id,label[,source]``, or one column per target: every label paid for so far),
+    validated against the dataset's task.
 
     The ledger lives at ``data/labelled/<DATASET>.csv`` and only grows (``tmdsub labels commit``);
-    a missing file is an empty ledger.  Returns :data:`tmdlib.datasets.labels.LABEL_SCHEMA` rows.
+    a missing file is an empty ledger.  Returns :func:`tmdlib.datasets.labels.labels_schema` rows.
     """
-    from tmdlib.datasets.labels import LABEL_SCHEMA, validate_label_import
+    from tmdlib.datasets.labels import label_columns, labels_schema, validate_label_import
 
     if not path or not Path(path).exists():
-        return LABEL_SCHEMA.empty_table()
-    raw = io.read_text_csv(path, ("graph_id", "label"), what="label ledger")
-    return validate_label_import(raw, [], known, path)
+        return labels_schema(task).empty_table()
+    raw = io.read_text_csv(path, ("graph_id", *label_columns(task)), what="label ledger")
+    return validate_label_import(raw, [], known, path, task=task)
 
 
 def merge_labels(ledger: pa.Table, new_ids: np.ndarray, new_y: np.ndarray, path: str | None) -> tuple:
-    """``(graph_ids, y)`` of the ledger plus new labels; a graph labelled twice differently is an error."""
-    old = dict(zip(ledger.column("graph_id").to_pylist(), ledger.column("label").to_pylist()))
-    clash = [(int(g), old[int(g)], float(v)) for g, v in zip(new_ids, new_y) if int(g) in old and old[int(g)] != float(v)]
+    """``(graph_ids, Y (m, T))`` of the ledger plus new labels; a graph labelled twice differently is an error
+    (missing values are equal to each other)."""
+    Y_new = np.asarray(new_y, dtype=np.float64).reshape(len(new_ids), -1)
+    old = {int(g): row for g, row in zip(ledger.column("graph_id").to_pylist(), _matrix(ledger))}
+    clash = [(int(g), old[int(g)], row) for g, row in zip(new_ids, Y_new)
+             if int(g) in old and not np.array_equal(old[int(g)], row, equal_nan=True)]
     if clash:
-        shown = ", ".join(f"graph {g}: ledger {a!r}, new {b!r}" for g, a, b in clash[:20])
+        fmt = lambda r: repr(float(r[0])) if r.size == 1 else repr([float(v) for v in r])  # noqa: E731
+        shown = ", ".join(f"graph {g}: ledger {fmt(a)}, new {fmt(b)}" for g, a, b in clash[:20])
         raise InputError(path, f"{len(clash)} graph(s) already in the label ledger with another label ({shown})")
-    merged = {**old, **{int(g): float(v) for g, v in zip(new_ids, new_y)}}
+    merged = {**old, **{int(g): row for g, row in zip(new_ids, Y_new)}}
     ids = np.array(sorted(merged), dtype=np.int64)
-    return ids, np.array([merged[int(g)] for g in ids], dtype=np.float64)
+    T = Y_new.shape[1] if len(Y_new) else (next(iter(merged.values())).size if merged else 1)
+    return ids, np.array([merged[int(g)] for g in ids], dtype=np.float64).reshape(len(ids), T)
+
+
+def _cell(v: float) -> str:
+    return "" if np.isnan(v) else repr(float(v))
 
 
 @task(name="commit-labels", persist_result=False)
-def commit_labels(ledger_path: str, labels_csv: str, known: np.ndarray) -> dict:
+def commit_labels(ledger_path: str, labels_csv: str, known: np.ndarray, task=None) -> dict:
     """Append to the ledger the labels of ``labels.csv`` it does not hold yet (atomic rewrite)."""
-    from .train import read_labels
+    from tmdlib.datasets.labels import label_columns
 
-    ledger = read_ledger(ledger_path, known)
-    labels, meta = read_labels(labels_csv)
+    from .io import read_labels
+
+    ledger = read_ledger(ledger_path, known, task)
+    labels, meta = read_labels(labels_csv, task=task)
     have = set(ledger.column("graph_id").to_pylist())
     new = {g: y for g, y in sorted(labels.items()) if g not in have}
     source = meta.get("source", "unknown") if not meta.get("sha256") else f"import:{meta['sha256'][:12]}"
     p = Path(ledger_path)
-    text = p.read_text() if p.exists() else LEDGER_HEADER + "\n"
+    header = ",".join(["graph_id", *label_columns(task), "source"])
+    text = p.read_text() if p.exists() else header + "\n"
     if text and not text.endswith("\n"):
         text += "\n"
-    text += "".join(f"{g},{y!r},{source}\n" for g, y in new.items())
+    text += "".join(f"{g},{','.join(_cell(v) for v in np.atleast_1d(y))},{source}\n" for g, y in new.items())
     if new:
         io.write_text(p, text)
     return {"ledger": str(p), "added": len(new), "total": len(have) + len(new)}
@@ -104,29 +126,37 @@ def read_label_file(path: str) -> pa.Table:
 
 
 @task(name="import-labels", persist_result=False)
-def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset_y: np.ndarray | None) -> tuple:
-    """Validated labels ``(graph_ids, y, meta)``; from a user file, or the flagged benchmark stand-in."""
+def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset_y: np.ndarray | None,
+                  task=None) -> tuple:
+    """Validated labels ``(graph_ids, Y (m, T), meta)`` in the values users write (multi-class: the class values);
+    from a user file (checked against the dataset's task: nothing is written on a bad value), or the flagged
+    benchmark stand-in."""
     from tmdlib.datasets.labels import validate_label_import
 
     if source == STANDIN:
         if dataset_y is None:
             raise InputError(None, "the dataset has no labels to stand in with")
         pos = np.searchsorted(known, requested)
-        y = dataset_y[pos]
+        y = np.asarray(dataset_y, dtype=np.float64)[pos]
+        if task is not None and task.type == "multiclass":  # the store holds class indices
+            y = np.asarray(task.classes)[y.astype(np.int64)]
         meta = {"source": STANDIN, "benchmark_mode": True,
                 "warning": "labels were NOT imported: the dataset's own labels were joined for the requested ids "
                            "only (benchmark stand-in for a labelling round)"}
         return np.asarray(requested), y, meta
-    table = validate_label_import(read_label_file(source), requested, known, source)
+    table = validate_label_import(read_label_file(source), requested, known, source, task=task)
     meta = {"source": "import", "benchmark_mode": False, "file": str(source), "sha256": io.sha256_file(source)}
-    return table.column("graph_id").to_numpy(), table.column("label").to_numpy().astype(float), meta
+    return table.column("graph_id").to_numpy(), _matrix(table), meta
 
 
 @task(name="write-labels", persist_result=False)
-def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict) -> str:
-    """labels.csv (graph_id,y) and labels.json atomically."""
+def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict, task=None) -> str:
+    """labels.csv (``graph_id,y``, or one column per target; empty = not measured) and labels.json atomically."""
     out = Path(out_dir)
-    lines = ["graph_id,y"] + [f"{int(g)},{float(v)!r}" for g, v in zip(graph_ids, y)]
+    Y = np.asarray(y, dtype=np.float64).reshape(len(graph_ids), -1)
+    head = ["y"] if task is None or task.num_targets == 1 else list(task.targets)
+    lines = [",".join(["graph_id", *head])] + [f"{int(g)},{','.join(_cell(v) for v in row)}"
+                                               for g, row in zip(graph_ids, Y)]
     io.write_text(out / "labels.csv", "\n".join(lines) + "\n")
     io.write_json(out / "labels.json", {**meta, "labelled": int(len(graph_ids))})
     return str(out)

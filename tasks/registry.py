@@ -53,14 +53,32 @@ def _fluent_run(run_id: str):
             os.environ["MLFLOW_TRACKING_URI"] = env
 
 
-def _signature():
+def _signature(out_dim: int = 1):
     import numpy as np
     from mlflow.models import ModelSignature
     from mlflow.types import Schema, TensorSpec
 
     return ModelSignature(
         inputs=Schema([TensorSpec(np.dtype("float32"), (-1, -1, -1))]),
-        outputs=Schema([TensorSpec(np.dtype("float32"), (-1, 1))]))
+        outputs=Schema([TensorSpec(np.dtype("float32"), (-1, int(out_dim)))]))
+
+
+def model_description(info: dict, stage: str, run_id: str, model_out: str, sha: str, in_dim: int) -> str:
+    """The registered model version's description: architecture, task, loss, c, input and output."""
+    cfg, lip = info["config"], info["lipschitz"]
+    head = info.get("task_head") or {}
+    task = (head.get("task") or {}).get("type", "binary")
+    dim = info["model"].get("out_dim", 1)
+    output = {"binary": "logits (B, 1)", "multiclass": f"class logits (B, {dim})",
+              "multitask": f"task logits (B, {dim})",
+              "regression": f"predictions in the targets' units (B, {dim})"}.get(task, f"(B, {dim})")
+    return (f"GIN ({cfg['layers']} layers, hidden {cfg['hidden']}, {cfg['pool']} readout"
+            f"{', certified budget ' + str(cfg['lipschitz_budget']) if lip['certified'] else ''}"
+            f"{' (orthogonal MaxMin)' if cfg.get('lipschitz_mode') == 'orthogonal' else ''}) for a {task} task, "
+            f"trained by {stage} (run {run_id}) on {info['k']} coreset graphs with the tau-weighted "
+            f"{head.get('loss', 'bce')} loss; labels: {info['labels_source']}; stability constant c = {lip['c']:.4g}. "
+            f"Input: float32 (B, n, 1 + d + n) dense batch (node mask, {in_dim} features, adjacency), output: {output} "
+            f"(tmdlib.torch.serving). Same weights as {model_out} (sha256 {sha}).")
 
 
 def _example(data: list, in_dim: int):
@@ -77,12 +95,13 @@ def _example(data: list, in_dim: int):
 
 
 def log_gin_model(run_id: str, model, data: list, dataset: str, description: str, register: bool = True,
-                  tags: dict | None = None) -> dict:
+                  tags: dict | None = None, head=None) -> dict:
     """Log ``model`` (a trained GIN) to run ``run_id`` as an MLflow PyTorch model; register it as
     ``tmdsub-<DATASET>`` when ``register``.
 
     The logged model is :class:`tmdlib.torch.serving.DenseBatchGIN` (input: float32 ``(B, n, 1 + d + n)``, one
-    graph per row: node mask, features, adjacency; output: logits ``(B, 1)``), with that signature and an input
+    graph per row: node mask, features, adjacency; output ``(B, D)``: logits, or for regression (``head``, a
+    :class:`tmdlib.torch.fit.TaskHead`) predictions in the targets' own units), with that signature and an input
     example made of training graphs from ``data``.
 
     Returns
@@ -97,12 +116,16 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     from tmdlib.torch.serving import DenseBatchGIN
 
     in_dim = int(model.config["in_dim"])
-    wrapped = DenseBatchGIN(model).eval()
+    scale = None
+    if head is not None and head.task.type == "regression":
+        scale = (head.standardizer.mean, head.standardizer.std)
+    wrapped = DenseBatchGIN(model, target_scale=scale).eval()
     name = registered_name(dataset) if register else None
     torch_version = torch.__version__.split("+")[0]
     with _fluent_run(run_id):
         info = mlflow.pytorch.log_model(
-            wrapped, name="gin", signature=_signature(), input_example=_example(data, in_dim),
+            wrapped, name="gin", signature=_signature(int(model.config["out_dim"])),
+            input_example=_example(data, in_dim),
             serialization_format="pt2", pip_requirements=[f"torch=={torch_version}"], registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})
     out = {"model_id": info.model_id, "model_uri": info.model_uri, "registered_model": name,
@@ -142,11 +165,14 @@ def _value(tags: dict) -> float | None:
 
 def champion_decision(metric: str | None, value: float | None, champion_version: str | None,
                       champion_metric: str | None, champion_value: float | None) -> tuple[bool, str]:
-    """Whether a new version takes the alias ``champion``, and why (test metrics are higher-is-better).
+    """Whether a new version takes the alias ``champion``, and why.
 
-    It does when it has a test value and there is no champion, the champion has no comparable value, or
-    ``value >= champion_value`` (not worse); it does not when it has no test value or is worse.
+    It does when it has a test value and there is no champion, the champion has no comparable value, or its
+    value is not worse (``>=`` for accuracy / ROC-AUC / R² / ρ / macro-F1, ``<=`` for the error metrics RMSE and MAE,
+    :func:`tmdlib.metrics.higher_is_better`); it does not when it has no test value or is worse.
     """
+    from tmdlib.metrics import higher_is_better
+
     if value is None:
         return False, "no test metric recorded for this version (the evaluate stage tags it)"
     if champion_version is None:
@@ -154,10 +180,12 @@ def champion_decision(metric: str | None, value: float | None, champion_version:
     if champion_value is None or champion_metric != metric:
         return True, (f"champion v{champion_version} has no comparable test {metric}; this version's is "
                       f"{value:.6g}")
-    if value >= champion_value:
-        return True, (f"test {metric} {value:.6g} >= {champion_value:.6g} of champion v{champion_version} "
+    up = higher_is_better(metric or "")
+    ge, lt = (">=", "<") if up else ("<=", ">")
+    if (value >= champion_value) if up else (value <= champion_value):
+        return True, (f"test {metric} {value:.6g} {ge} {champion_value:.6g} of champion v{champion_version} "
                       "(not worse)")
-    return False, f"test {metric} {value:.6g} < {champion_value:.6g} of champion v{champion_version} (worse)"
+    return False, f"test {metric} {value:.6g} {lt} {champion_value:.6g} of champion v{champion_version} (worse)"
 
 
 def consider_for_champion(name: str, version: str, when: str = "") -> dict:

@@ -43,8 +43,15 @@ def check_batch(path: Path, store: Path, read_options: dict) -> int:
 
     from .ingest import read_batch
 
+    options = dict(read_options)
+    if store.is_file():  # a batch is read as the dataset was: its task and its label columns
+        from .graphs import store_task
+
+        task = store_task(str(store))
+        options.setdefault("task", task)
+        options.setdefault("label_column", list(task.targets))
     try:
-        table = read_batch(str(path), **read_options)
+        table = read_batch(str(path), **options)
         if store.is_file():
             append_graph_table(read_graph_parquet(store), table, path.name, path)
     except InputError as err:
@@ -127,7 +134,7 @@ def record_run(record: dict, record_path: str, graph_stores: list[str], experime
     from mlflow import MlflowClient
 
     from .tracking import tracking_uri
-    from .train import log_run, start_run
+    from .tracking import log_run, start_run
 
     tags = {f"schedule.{k}": _tag(v) for k, v in record.items()}
     params = {"datasets": ",".join(record["datasets"]), "commit": record["commit"], "push": record["push"]}

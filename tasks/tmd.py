@@ -33,30 +33,6 @@ def write_pairs_csv(out: str, ids_i: np.ndarray, ids_j: np.ndarray, values: np.n
 # ----------------------------------------------------------------------------------------------
 # Sharded, resumable TMD matrix
 # ----------------------------------------------------------------------------------------------
-def graph_hashes(ds: GraphDataset) -> list[str]:
-    """sha256 of each graph's content, in dataset order.
-
-    Each hash covers a header with the shapes and dtypes -- ``n`` nodes, ``d`` features, ``m`` directed
-    edges, the dtypes of the feature and edge arrays -- then the feature rows and the edge lists, so two
-    graphs whose arrays happen to concatenate to the same bytes (say ``n x 3`` features against ``n x 1``
-    features plus edges) never share a hash.
-    """
-    import hashlib
-
-    out = []
-    d = ds.num_features
-    dtypes = f"x={ds.features.dtype.str} src={ds.src.dtype.str} dst={ds.dst.dtype.str}"
-    for g in range(len(ds)):
-        a, b = ds.node_ptr[g], ds.node_ptr[g + 1]
-        e0, e1 = ds.edge_ptr[g], ds.edge_ptr[g + 1]
-        h = hashlib.sha256(f"graph n={b - a} d={d} m={e1 - e0} {dtypes}\n".encode())
-        h.update(np.ascontiguousarray(ds.node_features(a, b)).tobytes())
-        h.update(ds.src[e0:e1].tobytes())
-        h.update(ds.dst[e0:e1].tobytes())
-        out.append(h.hexdigest())
-    return out
-
-
 def plan_blocks(n: int, block_size: int) -> list[tuple[int, int, int, int]]:
     """Upper-triangular blocks ``(r0, r1, c0, c1)`` (half-open) covering an ``n x n`` matrix."""
     starts = list(range(0, n, max(1, block_size)))

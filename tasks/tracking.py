@@ -4,15 +4,25 @@ Runs are tagged with the git sha, a dirty flag, the dvc.lock md5s of the stage i
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 DEFAULT_URI = "sqlite:///mlflow.db"
+
+
+def set_run_tag(run_id: str, key: str, value) -> None:
+    """Set one tag on a run (explicit client, :func:`tracking_uri`)."""
+    from mlflow import MlflowClient
+
+    MlflowClient(tracking_uri=tracking_uri()).set_tag(run_id, key, str(value))
 
 
 def tracking_uri() -> str:
@@ -190,11 +200,19 @@ def graph_store_dataset(path: str, ds, name: str):
 
 
 def labels_dataset(path: str, labels: dict, meta: dict, name: str):
-    """The label file as an MLflow dataset: digest = sha256 of its ``(graph_id, y)`` pairs in id order."""
-    pairs = sorted((int(g), float(y)) for g, y in labels.items())
+    """The label file as an MLflow dataset: digest = sha256 of its ``(graph_id, y)`` pairs in id order (``y`` a
+    number, or a list for several targets, missing as null)."""
+    def value(y):
+        if np.ndim(y) == 0:
+            return float(y)
+        return [None if np.isnan(v) else float(v) for v in np.asarray(y, dtype=np.float64)]
+
+    pairs = sorted((int(g), value(y)) for g, y in labels.items())
     sha = _canonical_sha256(pairs)
-    profile = {"labels": len(pairs), "positive": int(sum(y == 1.0 for _, y in pairs)),
-               "source": str(meta.get("source", "unknown")), "content_sha256": sha}
+    single = all(not isinstance(y, list) for _, y in pairs)
+    profile = {"labels": len(pairs), "source": str(meta.get("source", "unknown")), "content_sha256": sha}
+    if single:
+        profile["positive"] = int(sum(y == 1.0 for _, y in pairs))
     return _dataset(path, f"{name}-labels", sha, profile, [("graph_id", "long"), ("y", "double")])
 
 
@@ -218,3 +236,145 @@ def log_datasets(run_id: str, datasets: list, context: str, model_ids: list[str]
     inputs = [DatasetInput(d._to_mlflow_entity(), [InputTag(MLFLOW_DATASET_CONTEXT, context)]) for d in datasets]
     models = [LoggedModelInput(m) for m in model_ids or []] or None
     MlflowClient(tracking_uri=tracking_uri()).log_inputs(run_id, datasets=inputs, models=models)
+
+
+# ----------------------------------------------------------------------------------------------
+# Runs (called from the flow process only)
+# ----------------------------------------------------------------------------------------------
+def flatten(d: dict, prefix: str = "") -> dict:
+    """Nested dict → ``{"a.b": number}`` of its finite numeric (and bool) leaves."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        elif isinstance(v, bool):
+            out[key] = float(v)
+        elif isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(float(v)):
+            out[key] = float(v)
+    return out
+
+
+def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub", run_name: str | None = None,
+              extra_tags: dict | None = None) -> dict:
+    """Create an MLflow run (status RUNNING) with an explicit :class:`mlflow.MlflowClient`.
+
+    The experiment is created if missing and tagged for MLflow's model-training view
+    (:func:`tasks.tracking.experiment_id`); the run is named ``run_name`` (the pipeline's ``<stage>@<DATASET>``).
+    Tags: :func:`tasks.tracking.run_tags` (git sha, dirty, dvc md5 of ``inputs``, params hash) plus
+    ``extra_tags``.
+
+    Returns
+    -------
+    dict
+        ``{"run_id", "tracking_uri" (redacted), "experiment_id"}``.
+    """
+    from mlflow import MlflowClient
+
+    
+    uri = tracking_uri()
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = experiment_id(client, experiment)
+    tags = {**run_tags(stage, params, inputs), **(extra_tags or {})}
+    run = client.create_run(exp_id, tags={k: str(v) for k, v in tags.items()}, run_name=run_name or stage)
+    return {"run_id": run.info.run_id, "tracking_uri": redact_uri(uri), "experiment_id": exp_id}
+
+
+@contextlib.contextmanager
+def open_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub",
+             extra_tags: dict | None = None, enabled: bool = True, run_name: str | None = None):
+    """A run created up front (:func:`start_run`; ``None`` unless ``enabled``) so the stage's outputs can name
+    its id and metrics can be logged while it works; finish it with ``log_run(..., run=run)``.  Marked FAILED if
+    the body raises."""
+    if not enabled:
+        yield None
+        return
+    run = start_run(stage, params, inputs, experiment, run_name=run_name, extra_tags=extra_tags)
+    try:
+        yield run
+    except BaseException:
+        from mlflow import MlflowClient
+
+        MlflowClient(tracking_uri=tracking_uri()).set_terminated(run["run_id"], "FAILED")
+        raise
+
+
+def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifacts: list[str],
+            experiment: str = "tmdsub", step_metrics: dict | None = None, run_name: str | None = None,
+            extra_tags: dict | None = None, run: dict | None = None) -> dict:
+    """Log one finished stage run with an explicit :class:`mlflow.MlflowClient` (no global MLflow state).
+
+    The run is ``run`` (from :func:`start_run`/:func:`open_run`), else a new one (:func:`start_run` with
+    ``stage``, ``inputs``, ``run_name``, ``extra_tags``).  ``step_metrics`` maps a name to a list of values
+    logged at steps 0, 1, ...
+
+    Returns
+    -------
+    dict
+        ``{"run_id", "tracking_uri", "experiment_id"}``.
+    """
+    import time
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    run = run or start_run(stage, params, inputs, experiment, run_name, extra_tags)
+    run_id = run["run_id"]
+    client = MlflowClient(tracking_uri=tracking_uri())
+    try:
+        now = int(time.time() * 1000)
+        plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
+        mlist = [Metric(k, v, now, 0) for k, v in sorted(flatten(metrics).items())]
+        for name, values in (step_metrics or {}).items():
+            mlist += [Metric(name, float(v), now, s) for s, v in enumerate(values) if math.isfinite(float(v))]
+        for i in range(0, len(plist), 100):
+            client.log_batch(run_id, params=plist[i:i + 100])
+        for i in range(0, len(mlist), 1000):
+            client.log_batch(run_id, metrics=mlist[i:i + 1000])
+        for a in artifacts:
+            if a and Path(a).is_file():
+                client.log_artifact(run_id, a)
+        client.set_terminated(run_id, "FINISHED")
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    return run
+
+
+
+class LiveMetric:
+    """``on_loss`` callback that logs ``key`` at step = epoch to a run while training goes.
+
+    Values are sent in batches at most every ``interval`` seconds, and always at step ``last_step`` (and on
+    :meth:`flush`), so a long training shows its curve as it goes without one request per epoch on a fast one.
+    """
+
+    def __init__(self, run_id: str, key: str = "train_loss", last_step: int | None = None, interval: float = 1.0):
+        import time
+
+        from mlflow import MlflowClient
+
+        self.run_id, self.key, self.last_step, self.interval = run_id, key, last_step, float(interval)
+        self.client = MlflowClient(tracking_uri=tracking_uri())
+        self.pending: list = []
+        self.sent = 0
+        self._clock = time.monotonic
+        self._last = self._clock()
+
+    def __call__(self, epoch: int, value: float) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        if math.isfinite(float(value)):
+            self.pending.append(Metric(self.key, float(value), int(time.time() * 1000), int(epoch)))
+        if epoch == self.last_step or self._clock() - self._last >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is pending."""
+        if self.pending:
+            self.client.log_batch(self.run_id, metrics=self.pending)
+            self.sent += len(self.pending)
+            self.pending = []
+        self._last = self._clock()

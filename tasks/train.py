@@ -1,16 +1,11 @@
-"""Training tasks: read the selection / labels / node subsets, build PyG data, train, save, log to MLflow.
+"""Training tasks: torch threads, the model file (``model.pt``, a state dict) and ``train.json``.
 
-Input formats (written by the select, nodes and labels stages):
-
-* ``selection.json``: ``train_ids``, ``test_ids``, ``medoids`` (graph ids), ``tau`` (aligned with
-  ``medoids``), ``epsilon`` (float or null), ``method``, ``fraction``, ``k``, ``seed``.
-* ``labels.csv``: ``graph_id,y`` for the labelled graphs only; ``labels.json``: ``{"source": ...}``.
-* ``nodes.parquet`` (optional): ``graph_id``, ``nodes`` (list<int32> kept local ids), ``epsilon``.
+The readers of the selection, labels and node subsets are in :mod:`tasks.io`; MLflow runs in
+:mod:`tasks.tracking`; the science (training any task type, the stability constant) in
+:mod:`tmdlib.torch.fit`.
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 from pathlib import Path
 
@@ -18,173 +13,10 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tmdlib import GraphDataset, InputError
+from tmdlib import InputError
 
 from . import io
 
-BENCHMARK_EVAL = "dataset (benchmark mode)"
-
-
-# ----------------------------------------------------------------------------------------------
-# Readers
-# ----------------------------------------------------------------------------------------------
-def dataset_name(graphs_path: str) -> str:
-    """Dataset name recorded in the graph store's schema metadata (``tmdlib.name``), else the file stem."""
-    import pyarrow.parquet as pq
-
-    try:
-        meta = pq.read_schema(graphs_path).metadata or {}
-    except Exception:  # noqa: BLE001 - the store itself is validated by load_graph_store
-        meta = {}
-    name = meta.get(b"tmdlib.name")
-    return name.decode() if name else Path(graphs_path).stem
-
-
-def read_json(path: str, what: str) -> dict:
-    """A JSON object from ``path`` (InputError naming the file otherwise)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, f"{what} not found")
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(path, f"not valid JSON: {err}") from None
-    if not isinstance(obj, dict):
-        raise InputError(path, f"{what} must be a JSON object")
-    return obj
-
-
-def _int_list(sel: dict, key: str, path: str) -> np.ndarray:
-    vals = sel.get(key)
-    if not isinstance(vals, list):
-        raise InputError(path, f"key {key!r} must be a list of graph ids")
-    out = []
-    for v in vals:
-        if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, float) and float(v).is_integer())):
-            raise InputError(path, f"key {key!r}: {v!r} is not an integer graph id")
-        out.append(int(v))
-    return np.asarray(out, dtype=np.int64)
-
-
-def read_selection(path: str) -> dict:
-    """Validated ``selection.json``: id arrays as int64, ``tau`` as float64, ``epsilon`` (the certificate's sum of
-    exact TMDs to the medoids) and ``epsilon_mean`` (= epsilon / n_train, the ε of Lemma 3.2) float or None,
-    and the certificate's ``assignment`` / ``distance`` (aligned with ``train_ids``) when present."""
-    sel = read_json(path, "selection file")
-    out = dict(sel)
-    for key in ("train_ids", "test_ids", "medoids"):
-        out[key] = _int_list(sel, key, path)
-    tau = sel.get("tau")
-    if not isinstance(tau, list) or len(tau) != len(out["medoids"]):
-        raise InputError(path, f"'tau' must be a list aligned with 'medoids' ({len(out['medoids'])} entries)")
-    try:
-        out["tau"] = np.asarray(tau, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(path, "'tau' must hold numbers") from None
-    if not np.all(np.isfinite(out["tau"])) or np.any(out["tau"] < 0):
-        raise InputError(path, "'tau' must hold finite numbers >= 0")
-    if out["medoids"].size == 0:
-        raise InputError(path, "no selected graphs ('medoids' is empty)")
-    if np.unique(out["medoids"]).size != out["medoids"].size:
-        raise InputError(path, "'medoids' has duplicate graph ids")
-    missing = np.setdiff1d(out["medoids"], out["train_ids"])
-    if missing.size:
-        raise InputError(path, f"selected graphs not in 'train_ids': {missing[:10].tolist()}")
-    if np.intersect1d(out["train_ids"], out["test_ids"]).size:
-        raise InputError(path, "'train_ids' and 'test_ids' overlap")
-    for key in ("epsilon", "epsilon_mean"):
-        eps = sel.get(key)
-        if eps is not None and not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps)):
-            raise InputError(path, f"{key!r} must be a number or null, got {eps!r}")
-        out[key] = None if eps is None else float(eps)
-    if "epsilon_mean" not in sel:  # selections written before the certificate: 'epsilon' held the mean
-        out["epsilon_mean"] = out["epsilon"]
-    if "assignment" in sel or "distance" in sel:
-        out["assignment"] = _int_list(sel, "assignment", path)
-        dist = sel.get("distance")
-        if not isinstance(dist, list) or len(dist) != len(out["train_ids"]) or out["assignment"].size != len(dist):
-            raise InputError(path, "'assignment' and 'distance' must be lists aligned with 'train_ids'")
-        try:
-            out["distance"] = np.asarray(dist, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(path, "'distance' must hold numbers") from None
-        if not np.all(np.isfinite(out["distance"])) or np.any(out["distance"] < 0):
-            raise InputError(path, "'distance' must hold finite numbers >= 0")
-        stray = np.setdiff1d(out["assignment"], out["medoids"])
-        if stray.size:
-            raise InputError(path, f"'assignment' names graphs that are not medoids: {stray[:10].tolist()}")
-    return out
-
-
-def positions(ids: np.ndarray, graph_ids: np.ndarray, path: str, what: str) -> np.ndarray:
-    """Positions in the graph store of ``ids`` (InputError listing unknown ids)."""
-    lookup = {int(g): k for k, g in enumerate(graph_ids)}
-    unknown = [int(g) for g in ids if int(g) not in lookup]
-    if unknown:
-        raise InputError(path, f"{what}: graph ids not in the graph store: {unknown[:10]}")
-    return np.asarray([lookup[int(g)] for g in ids], dtype=np.int64)
-
-
-def read_labels(csv_path: str, meta_path: str | None = None) -> tuple[dict, dict]:
-    """``({graph_id: y}, labels.json)`` from ``labels.csv`` (``graph_id,y``; y in {0, 1}).
-
-    ``meta_path`` defaults to ``labels.json`` next to the CSV; missing → ``{"source": "unknown"}``.
-    """
-    from .io import read_text_csv
-
-    table = read_text_csv(csv_path, ("graph_id", "y"), what="labels file")
-    labels: dict[int, float] = {}
-    for row, (g, y) in enumerate(zip(table.column("graph_id").to_pylist(), table.column("y").to_pylist())):
-        try:
-            gid = int(g)
-        except (TypeError, ValueError):
-            raise InputError(csv_path, f"graph_id {g!r} is not an integer", line=row + 2) from None
-        try:
-            val = float(y)
-        except (TypeError, ValueError):
-            raise InputError(csv_path, f"label {y!r} is not a number", line=row + 2) from None
-        if val not in (0.0, 1.0):
-            raise InputError(csv_path, f"label {y!r} is not a binary label (0 or 1)", line=row + 2)
-        if gid in labels:
-            raise InputError(csv_path, f"graph_id {gid} appears twice", line=row + 2)
-        labels[gid] = val
-    mp = Path(meta_path) if meta_path else Path(csv_path).with_suffix(".json")
-    meta = read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
-    return labels, meta
-
-
-def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
-    """``{graph_id: (kept local node ids, epsilon)}`` from ``nodes.parquet``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, "node-subsampling file not found")
-    try:
-        table = pq.read_table(p, columns=["graph_id", "nodes", "epsilon"])
-    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
-        raise InputError(path, f"not a readable nodes Parquet (graph_id, nodes, epsilon): {err}") from None
-    out = {}
-    gids = table.column("graph_id").to_pylist()
-    nodes = table.column("nodes").to_pylist()
-    eps = table.column("epsilon").to_pylist()
-    for row, (g, s, e) in enumerate(zip(gids, nodes, eps)):
-        if g is None or s is None or e is None or not math.isfinite(e) or e < -1e-9:
-            raise InputError(path, "null graph_id/nodes or a missing/negative epsilon", line=row + 1)
-        out[int(g)] = (np.asarray(s, dtype=np.int64), max(float(e), 0.0))
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# Data
-# ----------------------------------------------------------------------------------------------
-def node_subsets_for(nodes: dict, ids: np.ndarray, path: str) -> tuple[list, np.ndarray]:
-    """Aligned node subsets and ε_i of graph ``ids`` (InputError if a graph has no row)."""
-    missing = [int(g) for g in ids if int(g) not in nodes]
-    if missing:
-        raise InputError(path, f"no node subset for selected graph ids {missing[:10]}")
-    return [nodes[int(g)][0] for g in ids], np.asarray([nodes[int(g)][1] for g in ids], dtype=np.float64)
 
 
 def set_torch_threads(n: int) -> int:
@@ -201,6 +33,175 @@ def set_torch_threads(n: int) -> int:
     old = torch.get_num_threads()
     torch.set_num_threads(int(n))
     return old
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameters (checked before any file is read)
+# ----------------------------------------------------------------------------------------------
+def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, batch_size: int | None, lr: float,
+                   seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None,
+                   lipschitz_mode=None) -> dict:
+    """Training hyper-parameters with the paper's per-dataset defaults (B.2) filled in; checked.
+
+    ``lipschitz_budget`` (certified mode, :mod:`tmdlib.torch.certified`): a positive number (per weight matrix) or a
+    comma list of per-matrix budgets; ``None``, ``0``, ``"none"``, ``"null"`` → unconstrained.  It is added to
+    the config only when set, so unconstrained configs are unchanged.  ``lipschitz_mode`` (``"ball"``, the
+    default, or ``"orthogonal"``: MaxMin GIN with orthonormal matrices, the budget is c itself) is added only
+    when it is ``"orthogonal"`` and a budget is set.
+    """
+    from tmdlib.torch.certified import parse_budget, parse_mode
+    from tmdlib.torch.gin import default_hyperparameters
+
+    d = default_hyperparameters(dataset)
+    cfg = {"hidden": int(hidden or d["hidden"]), "layers": int(layers), "pool": pool, "eta": float(eta),
+           "bias": bool(bias), "lr": float(lr), "batch_size": int(batch_size or d["batch_size"]),
+           "epochs": int(epochs), "seed": int(seed), "device": device}
+    problems = [f"--{k.replace('_', '-')} must be >= 1" for k in ("hidden", "layers", "batch_size") if cfg[k] < 1]
+    if cfg["epochs"] < 0:
+        problems.append("--epochs must be >= 0")
+    if not cfg["lr"] > 0:
+        problems.append("--lr must be > 0")
+    if not cfg["eta"] > 0:
+        problems.append("--eta must be > 0")
+    if pool not in ("add", "mean"):
+        problems.append("--pool must be 'add' or 'mean'")
+    if device != "auto" and not (device == "cpu" or device.startswith("cuda")):
+        problems.append("--device must be auto, cpu or cuda[:N]")
+    try:
+        budget = parse_budget(lipschitz_budget)
+    except ValueError as err:
+        problems.append(f"--lipschitz-budget: {err}")
+        budget = None
+    try:
+        mode = parse_mode(lipschitz_mode)
+    except ValueError as err:
+        problems.append(f"--lipschitz-mode: {err}")
+        mode = "ball"
+    if budget is not None:
+        cfg["lipschitz_budget"] = budget
+        if mode == "orthogonal":
+            cfg["lipschitz_mode"] = mode
+            if isinstance(budget, list):
+                problems.append("--lipschitz-mode orthogonal takes one budget (the constant c), not a list")
+            if cfg["hidden"] % 2:
+                problems.append("--lipschitz-mode orthogonal needs an even --hidden (MaxMin pairs units)")
+        if isinstance(budget, list) and len(budget) != 2 * cfg["layers"] + 1 and mode == "ball":
+            problems.append(f"--lipschitz-budget: {len(budget)} per-matrix budgets for {2 * cfg['layers'] + 1} "
+                            "weight matrices (2 per GIN layer + readout)")
+        if cfg["bias"]:
+            problems.append("--lipschitz-budget needs --no-bias (phi(0) = 0 for the TMD stability bound)")
+        if pool != "add":
+            problems.append("--lipschitz-budget needs --pool add (sum readout for the TMD stability bound)")
+    if problems:
+        raise InputError(None, "; ".join(problems))
+    return cfg
+
+
+def parse_target(target) -> float | None:
+    """``--lipschitz-target`` as a positive float, or None when unset / 0; :class:`InputError` otherwise."""
+    if target is None or (isinstance(target, str) and target.strip().lower() in ("", "0", "none", "off")):
+        return None
+    try:
+        t = float(target)
+    except (TypeError, ValueError):
+        raise InputError(None, f"--lipschitz-target must be a number of nats (0 = off), got {target!r}") from None
+    if t == 0:
+        return None
+    if not (t > 0 and math.isfinite(t)):
+        raise InputError(None, f"--lipschitz-target must be a positive number of nats (0 = off), got {target!r}")
+    return t
+
+
+def target_budget(target, epsilon, selection: str, layers: int, eta: float, weights, mode) -> float | None:
+    """The budget that makes the certificate c·ε equal ``target`` nats for a selection with medoid objective ε.
+
+    ``None`` when ``target`` is unset / 0.  ``"orthogonal"`` mode: the budget is c = target/ε; ``"ball"``: the
+    per-matrix β with β^(2·layers+1)·κ = target/ε (:func:`tmdlib.torch.certified.budget_for_target`).  Raises
+    :class:`InputError` for a negative / non-numeric target or a selection without ε.
+    """
+    from tmdlib.torch.certified import budget_for_target, parse_mode
+
+    t = parse_target(target)
+    if t is None:
+        return None
+    if epsilon is None or not float(epsilon) > 0:
+        raise InputError(selection, "--lipschitz-target needs the selection's epsilon_mean (a TMD medoid objective); "
+                                    "this selection has none: set --lipschitz-budget instead")
+    c = t / float(epsilon)
+    return c if parse_mode(mode) == "orthogonal" else budget_for_target(layers, c, eta, weights)
+
+
+def check_loss_option(loss: str, huber_delta: float) -> None:
+    """``--loss`` / ``--huber-delta`` before any file is read (the task decides which losses fit, later)."""
+    from tmdlib.guarantees.losses import LOSSES
+
+    known = sorted({x for v in LOSSES.values() for x in v} | {"auto"})
+    if loss not in known:
+        raise InputError(None, f"--loss must be one of {', '.join(known)}; got {loss!r}")
+    if not (huber_delta > 0 and math.isfinite(huber_delta)):
+        raise InputError(None, f"--huber-delta must be a positive number, got {huber_delta!r}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------------------------
+def selection_labels(label_map: dict, med_ids, task, path: str) -> np.ndarray:
+    """Labels of the selected graphs as stored for training, ``(k,)`` or ``(k, T)`` (multi-class: class indices);
+    :class:`InputError` naming the file when a selected graph has no label."""
+    from tmdlib.datasets.task import validate_labels
+
+    missing = [int(g) for g in med_ids if int(g) not in label_map]
+    if missing:
+        raise InputError(path, f"{len(missing)} selected graphs have no label, e.g. graph ids {missing[:10]}")
+    y = np.asarray([label_map[int(g)] for g in med_ids], dtype=np.float64)
+    enc = validate_labels(y.reshape(len(y), -1), task, path=path, encoded=False)
+    return enc[:, 0] if task.num_targets == 1 else enc
+
+
+@task(name="fit-gin", persist_result=False, cache_policy=NO_CACHE)
+def fit_task(ds, positions, y, tau, cfg: dict, task, **kwargs):
+    """:func:`tmdlib.torch.fit.fit` (a GIN for the dataset's task on the labelled selection)."""
+    from tmdlib.torch.fit import fit
+
+    return fit(ds, positions, y, tau, cfg, task, **kwargs)
+
+
+def train_record(res, cfg: dict, sel: dict, meta: dict, weights: str, target, node_eps) -> tuple[dict, dict]:
+    """``(train.json fields, MLflow metrics)`` of a :class:`tmdlib.torch.fit.FitResult`."""
+    from tmdlib.torch.gin import model_config
+
+    lip, alive, tau = res.lipschitz, res.alive_units, sel["tau"]
+    info = {
+        "config": cfg, "model": model_config(res.model), "device": res.device, "losses": res.losses,
+        "final_loss": res.losses[-1] if res.losses else None, "train_seconds": round(res.seconds, 3),
+        "task": res.head.task.to_dict(), "task_head": res.head.to_dict(),
+        "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
+                      "loss": f"{res.head.loss} ({res.head.why})"},
+        "certified": lip["certified"], "c_certified": lip["c_certified"], "lipschitz_target": target,
+        "node_epsilon_mean": None if node_eps is None else float(np.dot(tau, node_eps) / tau.sum()),
+        # hidden units of each layer non-zero on some training node; a 0 = a collapsed (dead) network
+        "alive_units": alive, "collapsed": res.collapsed,
+    }
+    metrics = {"final_loss": info["final_loss"], "c": lip["c"], "collapsed": res.collapsed,
+               "alive_units_min": min(alive), "kappa": lip["kappa"], "bound_valid": lip["valid"],
+               "train_seconds": res.seconds, "certified": lip["certified"], "c_measured": lip["c_measured"],
+               **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
+                   **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
+                  if lip["certified"] else {}),
+               **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])}, "phi.readout": lip["readout"]}
+    if info["node_epsilon_mean"] is not None:
+        metrics["node_epsilon_mean"] = info["node_epsilon_mean"]
+    return info, metrics
+
+
+def collapse_warning(info: dict, lr: float) -> str | None:
+    """The warning printed when the trained GIN collapsed (a dead layer), else None."""
+    alive = info["alive_units"]
+    if not info["collapsed"]:
+        return None
+    return (f"WARNING: the trained GIN collapsed: layer {alive.index(0) + 1} has no unit that is non-zero on any "
+            f"training graph, so every graph gets the same output (alive units per layer: {alive}). Lower the "
+            f"learning rate (train.lr, now {lr}) and retrain.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -263,150 +264,3 @@ def write_model(model, model_out: str, info_out: str, info: dict) -> dict:
     return info
 
 
-# ----------------------------------------------------------------------------------------------
-# MLflow (called from the flow process only)
-# ----------------------------------------------------------------------------------------------
-def flatten(d: dict, prefix: str = "") -> dict:
-    """Nested dict → ``{"a.b": number}`` of its finite numeric (and bool) leaves."""
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, key + "."))
-        elif isinstance(v, bool):
-            out[key] = float(v)
-        elif isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(float(v)):
-            out[key] = float(v)
-    return out
-
-
-def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub", run_name: str | None = None,
-              extra_tags: dict | None = None) -> dict:
-    """Create an MLflow run (status RUNNING) with an explicit :class:`mlflow.MlflowClient`.
-
-    The experiment is created if missing and tagged for MLflow's model-training view
-    (:func:`tasks.tracking.experiment_id`); the run is named ``run_name`` (the pipeline's ``<stage>@<DATASET>``).
-    Tags: :func:`tasks.tracking.run_tags` (git sha, dirty, dvc md5 of ``inputs``, params hash) plus
-    ``extra_tags``.
-
-    Returns
-    -------
-    dict
-        ``{"run_id", "tracking_uri" (redacted), "experiment_id"}``.
-    """
-    from mlflow import MlflowClient
-
-    from .tracking import experiment_id, redact_uri, run_tags, tracking_uri
-
-    uri = tracking_uri()
-    client = MlflowClient(tracking_uri=uri)
-    exp_id = experiment_id(client, experiment)
-    tags = {**run_tags(stage, params, inputs), **(extra_tags or {})}
-    run = client.create_run(exp_id, tags={k: str(v) for k, v in tags.items()}, run_name=run_name or stage)
-    return {"run_id": run.info.run_id, "tracking_uri": redact_uri(uri), "experiment_id": exp_id}
-
-
-@contextlib.contextmanager
-def open_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub",
-             extra_tags: dict | None = None, enabled: bool = True, run_name: str | None = None):
-    """A run created up front (:func:`start_run`; ``None`` unless ``enabled``) so the stage's outputs can name
-    its id and metrics can be logged while it works; finish it with ``log_run(..., run=run)``.  Marked FAILED if
-    the body raises."""
-    if not enabled:
-        yield None
-        return
-    run = start_run(stage, params, inputs, experiment, run_name=run_name, extra_tags=extra_tags)
-    try:
-        yield run
-    except BaseException:
-        from mlflow import MlflowClient
-
-        from .tracking import tracking_uri
-
-        MlflowClient(tracking_uri=tracking_uri()).set_terminated(run["run_id"], "FAILED")
-        raise
-
-
-def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifacts: list[str],
-            experiment: str = "tmdsub", step_metrics: dict | None = None, run_name: str | None = None,
-            extra_tags: dict | None = None, run: dict | None = None) -> dict:
-    """Log one finished stage run with an explicit :class:`mlflow.MlflowClient` (no global MLflow state).
-
-    The run is ``run`` (from :func:`start_run`/:func:`open_run`), else a new one (:func:`start_run` with
-    ``stage``, ``inputs``, ``run_name``, ``extra_tags``).  ``step_metrics`` maps a name to a list of values
-    logged at steps 0, 1, ...
-
-    Returns
-    -------
-    dict
-        ``{"run_id", "tracking_uri", "experiment_id"}``.
-    """
-    import time
-
-    from mlflow import MlflowClient
-    from mlflow.entities import Metric, Param
-
-    from .tracking import tracking_uri
-
-    run = run or start_run(stage, params, inputs, experiment, run_name, extra_tags)
-    run_id = run["run_id"]
-    client = MlflowClient(tracking_uri=tracking_uri())
-    try:
-        now = int(time.time() * 1000)
-        plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
-        mlist = [Metric(k, v, now, 0) for k, v in sorted(flatten(metrics).items())]
-        for name, values in (step_metrics or {}).items():
-            mlist += [Metric(name, float(v), now, s) for s, v in enumerate(values) if math.isfinite(float(v))]
-        for i in range(0, len(plist), 100):
-            client.log_batch(run_id, params=plist[i:i + 100])
-        for i in range(0, len(mlist), 1000):
-            client.log_batch(run_id, metrics=mlist[i:i + 1000])
-        for a in artifacts:
-            if a and Path(a).is_file():
-                client.log_artifact(run_id, a)
-        client.set_terminated(run_id, "FINISHED")
-    except BaseException:
-        client.set_terminated(run_id, "FAILED")
-        raise
-    return run
-
-
-
-class LiveMetric:
-    """``on_loss`` callback that logs ``key`` at step = epoch to a run while training goes.
-
-    Values are sent in batches at most every ``interval`` seconds, and always at step ``last_step`` (and on
-    :meth:`flush`), so a long training shows its curve as it goes without one request per epoch on a fast one.
-    """
-
-    def __init__(self, run_id: str, key: str = "train_loss", last_step: int | None = None, interval: float = 1.0):
-        import time
-
-        from mlflow import MlflowClient
-
-        from .tracking import tracking_uri
-
-        self.run_id, self.key, self.last_step, self.interval = run_id, key, last_step, float(interval)
-        self.client = MlflowClient(tracking_uri=tracking_uri())
-        self.pending: list = []
-        self.sent = 0
-        self._clock = time.monotonic
-        self._last = self._clock()
-
-    def __call__(self, epoch: int, value: float) -> None:
-        import time
-
-        from mlflow.entities import Metric
-
-        if math.isfinite(float(value)):
-            self.pending.append(Metric(self.key, float(value), int(time.time() * 1000), int(epoch)))
-        if epoch == self.last_step or self._clock() - self._last >= self.interval:
-            self.flush()
-
-    def flush(self) -> None:
-        """Send what is pending."""
-        if self.pending:
-            self.client.log_batch(self.run_id, metrics=self.pending)
-            self.sent += len(self.pending)
-            self.pending = []
-        self._last = self._clock()

@@ -6,8 +6,9 @@ grouped by problem like POT's ``ot/``:
 =============================  =====================================================================
 :mod:`tmdlib.distance`         exact TMD (:func:`tmd`, :func:`tmd_block`, :func:`tmd_matrix`,
                                :func:`tmd_pairs`) and tree norms (:func:`tree_norm`, Algorithm 1)
-:mod:`tmdlib.select`           k-medoids coresets (:func:`kmedoids_coreset`), baselines, node
-                               subsampling (:func:`subsample_nodes`), the train/test split
+:mod:`tmdlib.select`           graph selection in one call (:func:`select_graphs`: TMD coresets,
+                               baselines, chemists' pickers, each with its certificate), node
+                               subsampling (:func:`select_nodes`, :func:`subsample_nodes`), the split
 :mod:`tmdlib.guarantees`       Lemma 3.2 / Corollaries 3.3 and 4.1: :math:`c\,\varepsilon`, :math:`2c\,\varepsilon`,
                                and :func:`bound_verdict` (informative or vacuous)
 :mod:`tmdlib.datasets`         readers (TU, OGB, SMILES, Parquet) into the graph-store table, labels I/O
@@ -32,8 +33,8 @@ from .distance import (DEFAULT_MEMORY_LIMIT, parse_weights, pascal_weights, reso
 from .errors import InputError
 from .graph import FEATURE_LIMIT, Graph, GraphDataset, GraphValidationError
 from .guarantees import bound_verdict, erm_bound, lemma_bound
-from .select import (CoresetResult, NodeSubsample, assign_to_medoids, budget_to_k, kmedoids_coreset,
-                     medoids_objective, select_nodes, subsample_nodes, train_test_split)
+from .select import (CoresetResult, NodeSubsample, Selection, assign_to_medoids, budget_to_k, kmedoids_coreset,
+                     medoids_objective, method_names, select_graphs, select_nodes, subsample_nodes, train_test_split)
 
 __all__ = [
     "CoresetResult",
@@ -44,6 +45,7 @@ __all__ = [
     "GraphValidationError",
     "InputError",
     "NodeSubsample",
+    "Selection",
     "assign_to_medoids",
     "bound_verdict",
     "budget_to_k",
@@ -51,9 +53,11 @@ __all__ = [
     "kmedoids_coreset",
     "lemma_bound",
     "medoids_objective",
+    "method_names",
     "parse_weights",
     "pascal_weights",
     "resolve_weights",
+    "select_graphs",
     "select_nodes",
     "subsample_nodes",
     "tmd",

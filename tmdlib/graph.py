@@ -309,8 +309,9 @@ class GraphDataset:
         Directed edges in *local* (per-graph, 0-based) node ids, both directions.
     graph_ids : ndarray of int64, shape (G,)
         Identifier of each graph (``graph_id`` column of the store).
-    y : ndarray of float64, shape (G,) or None
-        Graph labels, NaN where missing.  Algorithms that select data never read it.
+    y : ndarray of float64, shape (G,) or (G, T), or None
+        Graph labels, NaN where missing: one column, or ``T`` targets per graph (multi-task / multi-target
+        regression; :mod:`tmdlib.datasets.task`).  Algorithms that select data never read it.
     features : ndarray of float, shape (F, d), optional
         The feature table (dictionary-encoded form).
     feature_index : ndarray of int, shape (N,), optional
@@ -374,8 +375,8 @@ class GraphDataset:
                                   None if dense else index)
             if self.graph_ids.shape != (len(self),):
                 raise GraphValidationError(f"graph_ids must have shape ({len(self)},), got {self.graph_ids.shape}")
-            if self.y is not None and self.y.shape != (len(self),):
-                raise GraphValidationError(f"y must have shape ({len(self)},), got {self.y.shape}")
+            if self.y is not None and (self.y.ndim not in (1, 2) or self.y.shape[0] != len(self)):
+                raise GraphValidationError(f"y must have shape ({len(self)},) or ({len(self)}, T), got {self.y.shape}")
         if index.shape != (self.num_nodes,):
             raise GraphValidationError(f"{index.size} feature rows for {self.num_nodes} nodes")
         if not dense and index.size and (index.min() < 0 or index.max() >= table.shape[0]):
@@ -548,47 +549,6 @@ class GraphDataset:
             feature_index=np.concatenate([d.feature_index + s for d, s in zip(datasets, shift)]),
             validate=False,  # each dataset was checked when it was built
         )
-
-    @classmethod
-    def from_arrow(cls, table) -> "GraphDataset":
-        """Build from an Arrow table in the tmdsub graph-store schema, without densifying features.
-
-        Columns used: ``graph_id`` (int64), ``edge_src`` / ``edge_dst`` (list<int32>, local ids), ``y``
-        (nullable float), and the node features: either ``x_id`` (list<int32>, a row of the feature table
-        stored in the schema metadata, see :mod:`tmdlib.datasets.schema`) or the dense ``x``
-        (list<list<float32>>, the layout of schema version 1).  Offsets of the list columns become
-        ``node_ptr``/``edge_ptr`` directly.
-        """
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from .datasets.schema import feature_table_of
-
-        src_col, dst_col = table.column("edge_src").combine_chunks(), table.column("edge_dst").combine_chunks()
-        edge_ptr = np.asarray(src_col.offsets, dtype=np.int64)
-        edge_ptr = edge_ptr - edge_ptr[0]
-        y = None
-        if "y" in table.column_names:
-            y = pc.fill_null(table.column("y").cast(pa.float64()), float("nan")).to_numpy()
-        common = dict(edge_ptr=edge_ptr, src=np.asarray(src_col.flatten(), dtype=np.int64),
-                      dst=np.asarray(dst_col.flatten(), dtype=np.int64),
-                      graph_ids=table.column("graph_id").to_numpy(), y=y)
-        if "x_id" in table.column_names:
-            ids = table.column("x_id").combine_chunks()
-            node_ptr = np.asarray(ids.offsets, dtype=np.int64)
-            node_ptr = node_ptr - node_ptr[0]
-            return cls(node_ptr=node_ptr, features=feature_table_of(table),
-                       feature_index=np.asarray(ids.flatten(), dtype=np.int64), **common)
-        x_outer = table.column("x").combine_chunks()
-        node_ptr = np.asarray(x_outer.offsets, dtype=np.int64)
-        node_ptr = node_ptr - node_ptr[0]
-        rows = x_outer.flatten()
-        inner_off = np.asarray(rows.offsets, dtype=np.int64)
-        vals = np.asarray(rows.flatten(), dtype=np.float64)
-        n_nodes = len(rows)
-        d = int(inner_off[1] - inner_off[0]) if n_nodes else 0
-        x = vals.reshape(n_nodes, d) if n_nodes else np.zeros((0, max(d, 1)))
-        return cls(x=x, node_ptr=node_ptr, **common)
 
 
 def _restore_dataset(fields: dict) -> GraphDataset:

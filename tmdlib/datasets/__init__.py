@@ -1,34 +1,49 @@
 """Dataset readers and validators producing graph-store Arrow tables.
 
 One row per graph (see :mod:`tmdlib.datasets.schema`); turn a table into
-numpy arrays with :meth:`tmdlib.graph.GraphDataset.from_arrow`.
+numpy arrays with :func:`to_dataset`.  What the labels are: :mod:`tmdlib.datasets.task`
+(:class:`TaskSpec`); store identity: :mod:`tmdlib.datasets.identity`.
 
 Readers: :func:`read_tu` (TU text layout), :func:`read_ogb` (OGB raw layout),
 :func:`read_smiles_csv` (CSV of SMILES, needs ogb + rdkit),
 :func:`read_graph_parquet`.  Checks: :func:`validate_graph_table`,
-:func:`verify_sha256sums`, :func:`check_dataset_name`.
+:func:`verify_sha256sums`, :func:`check_dataset_name`.  Every reader decides the task
+type of its labels (:mod:`tmdlib.datasets.task`: :class:`TaskSpec`, stored in the schema metadata).
 """
+from .arrow import to_dataset
 from .checksums import sha256_file, verify_sha256sums
+from .identity import content_hash, graph_hashes, store_content_hash
 from .ogb import ATOM_FEATURE_DIMS, one_hot_atom_features, read_ogb
 from .parquet import read_graph_parquet, write_graph_parquet
-from .registry import (DATASETS, DatasetInfo, check_dataset_name, dataset_names, get_dataset_info,
+from .registry import (ACE_SETS, DATASETS, DatasetInfo, check_dataset_name, dataset_names, get_dataset_info,
                        load_builtin, metric_for)
 from .schema import (base_fields, build_graph_table, canonical_edges, graph_table_metadata, ogb_fields,
                      tu_fields, validate_graph_table)
-from .smiles import read_smiles_csv
+from .smiles import csv_header, default_csv_columns, read_smiles_csv
+from .task import (META_TASK, TASK_TYPES, TaskSpec, infer_task, store_task, table_labels, table_task,
+                   task_and_labels, task_of_metadata, validate_labels)
 from .tu import read_tu
 
 __all__ = [
+    "ACE_SETS",
     "ATOM_FEATURE_DIMS",
+    "TASK_TYPES",
+    "TaskSpec",
     "DATASETS",
     "DatasetInfo",
+    "META_TASK",
     "base_fields",
     "build_graph_table",
     "canonical_edges",
     "check_dataset_name",
+    "csv_header",
+    "default_csv_columns",
+    "content_hash",
     "dataset_names",
     "get_dataset_info",
+    "graph_hashes",
     "graph_table_metadata",
+    "infer_task",
     "load_builtin",
     "metric_for",
     "ogb_fields",
@@ -38,8 +53,16 @@ __all__ = [
     "read_smiles_csv",
     "read_tu",
     "sha256_file",
+    "store_task",
+    "table_labels",
+    "table_task",
+    "task_and_labels",
+    "task_of_metadata",
+    "store_content_hash",
+    "to_dataset",
     "tu_fields",
     "validate_graph_table",
+    "validate_labels",
     "verify_sha256sums",
     "write_graph_parquet",
 ]

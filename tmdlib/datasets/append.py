@@ -11,6 +11,10 @@ keeps its features (and its TMD values) when new graphs arrive:
   the one-hot width or the class set of old graphs would otherwise change.
 * Any other pair (molecules from SMILES/OGB, graph-store Parquet): the
   feature dimension must be the same.
+* Labels keep the base's task (:mod:`tmdlib.datasets.task`): a batch's labels
+  must fit it (multi-class: the base's classes, stored as the base's class
+  indices); rows that do not are named in one error.  A batch without labels
+  is a pool of unlabelled graphs.
 
 Appended graphs get ``graph_id`` values after the base's, so ids of old
 graphs never change.
@@ -26,6 +30,7 @@ import pyarrow as pa
 from ..errors import InputError
 from .schema import (META_FEATURE_TABLE, META_SCHEMA_VERSION, SCHEMA_VERSION, feature_column, graph_table_metadata,
                      node_feature_rows)
+from .task import label_array, source_labels, table_labels, table_task, validate_labels
 
 __all__ = ["append_graph_table", "META_BATCHES"]
 
@@ -111,6 +116,31 @@ def _column_like(batch: pa.Table, field: pa.Field, path) -> pa.Array:
                            f"(a batch must come from the same kind of source as the dataset)")
 
 
+def _fit_labels(base: pa.Table, batch: pa.Table, path) -> pa.Array:
+    """The batch's ``y`` as the base's task stores it, or one InputError naming every row that does not fit.
+
+    A batch with the base's task (one read with it, :func:`~tmdlib.datasets.smiles.read_smiles_csv`'s
+    ``task``) is only checked; another task's labels (a graph-store batch) are taken back to their
+    source values and checked against the base's task (multi-class: the base's classes).  A batch without
+    any label is a pool of unlabelled graphs: accepted as such whatever the task.
+    """
+    spec, own = table_task(base), table_task(batch)
+    y = table_labels(batch)
+    if y.shape[1] != spec.num_targets and np.isfinite(y).any():
+        raise InputError(path, f"{y.shape[1]} label column(s) ({', '.join(own.targets)}); the dataset's "
+                               f"{spec.describe()} task has {spec.num_targets}")
+    if not np.isfinite(y).any() and not np.isinf(y).any():
+        return label_array(np.full((batch.num_rows, spec.num_targets), np.nan))
+    if spec.num_targets > 1 and own.targets != spec.targets and own.num_targets == spec.num_targets:
+        raise InputError(path, f"label columns {', '.join(own.targets)} are not the dataset's "
+                               f"{', '.join(spec.targets)} (in this order)")
+    rows = np.arange(1, batch.num_rows + 1)
+    if own == spec:
+        return label_array(validate_labels(y, spec, path=path, lines=rows, encoded=True))
+    validate_labels(y, own, path=path, lines=rows, encoded=True)
+    return label_array(validate_labels(source_labels(y, own), spec, path=path, lines=rows, encoded=False))
+
+
 def append_graph_table(base: pa.Table, batch: pa.Table, batch_name: str,
                        path: str | os.PathLike | None = None) -> pa.Table:
     """Append the graphs of ``batch`` after those of ``base`` in the base's feature space.
@@ -159,6 +189,8 @@ def append_graph_table(base: pa.Table, batch: pa.Table, batch_name: str,
             col = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         elif field.name == "y" and tu:
             col = _map_tu_labels(base, batch, path)
+        elif field.name == "y":
+            col = _fit_labels(base, batch, path)
         else:
             col = _column_like(batch, field, path)
         columns.append(pa.concat_arrays([old, col.cast(field.type)]))

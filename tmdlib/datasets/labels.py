@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from ..errors import InputError
 
-__all__ = ["label_request_table", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA"]
+__all__ = ["label_request_table", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA",
+           "label_columns", "labels_schema"]
 
 #: Columns of :func:`label_request_table`.
 LABEL_REQUEST_SCHEMA = pa.schema([
@@ -32,6 +33,21 @@ LABEL_SCHEMA = pa.schema([
     pa.field("graph_id", pa.int64(), nullable=False),
     pa.field("label", pa.float64(), nullable=False),
 ])
+
+
+def label_columns(task=None) -> list[str]:
+    """The label column(s) of a label file for a task: ``label`` for one target, else the target names."""
+    if task is None or task.num_targets == 1:
+        return ["label"]
+    return list(task.targets)
+
+
+def labels_schema(task=None) -> pa.Schema:
+    """Schema of validated labels: ``graph_id`` and :func:`label_columns` (float64; null = missing)."""
+    if task is None or task.num_targets == 1:
+        return LABEL_SCHEMA
+    return pa.schema([pa.field("graph_id", pa.int64(), nullable=False)] +
+                     [pa.field(c, pa.float64(), nullable=True) for c in label_columns(task)])
 
 
 def label_request_table(graph_ids, medoids, tau, source_ids=None) -> pa.Table:
@@ -120,7 +136,7 @@ def _fmt_lines(lines: Sequence[int]) -> str:
 
 def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str | os.PathLike | None,
                           allowed_labels: Iterable[float] | None = None, id_column: str = "graph_id",
-                          label_column: str = "label", line_numbers=None) -> pa.Table:
+                          label_column: str = "label", line_numbers=None, task=None) -> pa.Table:
     """Validate an imported ``graph_id,label`` table; report every problem at once.
 
     Checks, each listing all offenders with their file lines (1-based, header = line 1,
@@ -151,11 +167,17 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
     id_column, label_column : str
     line_numbers : array_like of int, shape (rows,), optional
         File line of every row, when the reader skipped blank lines or comments.
+    task : TaskSpec, optional
+        The dataset's task (:mod:`tmdlib.datasets.task`): every value is checked against it (a binary task
+        takes 0 or 1 only, a multi-class task one of its classes), a task with several targets reads one column
+        per target (:func:`label_columns`; an empty cell = not measured, where the task allows it).  Without a
+        task any finite number is accepted (``allowed_labels`` narrows it).
 
     Returns
     -------
     pyarrow.Table
-        Schema :data:`LABEL_SCHEMA`, sorted by ``graph_id``.
+        Schema :func:`labels_schema` (:data:`LABEL_SCHEMA` for one target), sorted by ``graph_id``; values as in
+        the file (multi-class: the class values, not indices).
 
     Raises
     ------
@@ -163,7 +185,11 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
         ``InputError(path, problem)`` with one problem per line of the message; the
         list of ``(line or None, text)`` pairs is also in its ``offenders`` attribute.
     """
-    missing_cols = [c for c in (id_column, label_column) if c not in table.column_names]
+    lab_cols = [label_column] if task is None or task.num_targets == 1 else label_columns(task)
+    if task is not None and task.num_targets == 1 and label_column not in table.column_names \
+            and "y" in table.column_names:
+        lab_cols = ["y"]  # labels.csv / ledger files name their one column y
+    missing_cols = [c for c in [id_column] + lab_cols if c not in table.column_names]
     if missing_cols:
         err = InputError(path, f"missing column(s) {', '.join(missing_cols)}; found {table.column_names}", line=1)
         err.offenders = [(1, err.problem)]
@@ -172,30 +198,56 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
     lines = np.arange(2, nrows + 2) if line_numbers is None else np.asarray(line_numbers, dtype=np.int64)
     if lines.shape != (nrows,):
         raise ValueError(f"line_numbers must have one entry per row ({nrows})")
-    known = set(np.asarray(known_ids, dtype=np.int64).tolist())
+    known = {int(k) for k in known_ids}
     requested = np.asarray(requested_ids, dtype=np.int64).ravel()
     allowed = None if allowed_labels is None else {float(a) for a in allowed_labels}
     raw_ids = table.column(id_column).to_pylist()
-    raw_lab = table.column(label_column).to_pylist()
+    raw_labs = [table.column(c).to_pylist() for c in lab_cols]
+    gaps_ok = task is not None and task.allows_missing
 
     offenders: list[tuple[int | None, str]] = []
     ids, labs, seen = [], [], {}
     for r in range(nrows):
         ln = int(lines[r])
         gid = _parse_id(raw_ids[r])
-        lab = _parse_label(raw_lab[r])
         if gid is None:
             offenders.append((ln, f"graph_id {raw_ids[r]!r} is not an integer"))
+        elif not -2 ** 63 <= gid < 2 ** 63:
+            offenders.append((ln, f"graph_id {gid} is out of range (64-bit graph ids)"))
         elif gid not in known:
             offenders.append((ln, f"unknown graph_id {gid}"))
         else:
             seen.setdefault(gid, []).append(ln)
-        if lab is None:
-            offenders.append((ln, f"label {raw_lab[r]!r} is not a finite number"))
-        elif allowed is not None and lab not in allowed:
-            offenders.append((ln, f"label {raw_lab[r]!r} is not one of {sorted(allowed)}"))
+        row = []
+        for c, col in zip(lab_cols, raw_labs):
+            raw = col[r]
+            empty = raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "nan", "na", "none"))
+            lab = None if empty else _parse_label(raw)
+            what = "label" if len(lab_cols) == 1 else f"label {c}"
+            if empty and gaps_ok:
+                lab = math.nan
+            elif lab is None:
+                offenders.append((ln, f"{what} {raw!r} is not a finite number"
+                                      + (" (this task needs every label)" if empty and task is not None else "")))
+            elif allowed is not None and lab not in allowed:
+                offenders.append((ln, f"{what} {raw!r} is not one of {sorted(allowed)}"))
+            row.append(lab)
+        if task is not None and gaps_ok and row and all(v is not None and math.isnan(v) for v in row):
+            offenders.append((ln, "every label of the row is empty"))
         ids.append(gid)
-        labs.append(lab)
+        labs.append(row)
+    if task is not None and not offenders:
+        from .task import validate_labels
+
+        try:
+            validate_labels(np.asarray(labs, dtype=np.float64).reshape(nrows, len(lab_cols)), task, path=path,
+                            lines=lines, encoded=False)
+        except InputError as err:
+            for part in err.problem.splitlines()[1:]:
+                text = part.strip()
+                if text.startswith("line "):
+                    n, _, msg = text[5:].partition(": ")
+                    offenders.append((int(n), msg))
     for gid, lns in seen.items():
         if len(lns) > 1:
             offenders.append((lns[0], f"duplicate graph_id {gid} on {_fmt_lines(lns)}"))
@@ -205,12 +257,22 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
         offenders.append((None, f"no label for {len(absent)} requested graph_id(s): {shown}"))
     if offenders:
         offenders.sort(key=lambda o: (o[0] is None, o[0] or 0))
+        if len(offenders) == 1:  # one problem: one line, "file:line: problem"
+            err = InputError(path, offenders[0][1], line=offenders[0][0])
+            err.offenders = offenders
+            raise err
         body = "\n".join(f"  {'line ' + str(ln) if ln is not None else 'file'}: {msg}" for ln, msg in offenders)
         err = InputError(path, f"{len(offenders)} problem(s) in the label file:\n{body}")
         err.offenders = offenders
         raise err
     gid = np.asarray(ids, dtype=np.int64)
-    lab = np.asarray(labs, dtype=np.float64)
+    lab = np.asarray(labs, dtype=np.float64).reshape(nrows, len(lab_cols))
     order = np.argsort(gid, kind="stable")
-    return pa.table({"graph_id": pa.array(gid[order], pa.int64()), "label": pa.array(lab[order], pa.float64())},
-                    schema=LABEL_SCHEMA)
+    if task is None or task.num_targets == 1:
+        return pa.table({"graph_id": pa.array(gid[order], pa.int64()),
+                         "label": pa.array(lab[order, 0], pa.float64())}, schema=LABEL_SCHEMA)
+    cols = {"graph_id": pa.array(gid[order], pa.int64())}
+    for j, c in enumerate(label_columns(task)):
+        v = lab[order, j]
+        cols[c] = pa.array(v, pa.float64(), mask=np.isnan(v))
+    return pa.table(cols, schema=labels_schema(task))

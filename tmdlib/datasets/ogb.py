@@ -39,6 +39,7 @@ import pyarrow.csv as pacsv
 from ..errors import InputError
 from .schema import (META_FEATURES, META_LABEL_RULE, META_NAME, META_SOURCE, build_graph_table,
                      canonical_edges, nested_list_array, ogb_fields)
+from .task import task_and_labels, with_task
 from .tu import line_of_row, read_bytes, read_numeric_text
 
 __all__ = ["ATOM_FEATURE_DIMS", "ATOM_FEATURE_NAMES", "one_hot_atom_features", "read_ogb",
@@ -231,7 +232,7 @@ def read_csv_column(path: Path, column: str) -> list[str | None]:
     return table.column(column).to_pylist()
 
 
-def read_ogb(folder: str | os.PathLike, name: str | None = None) -> pa.Table:
+def read_ogb(folder: str | os.PathLike, name: str | None = None, task: str | None = None) -> pa.Table:
     """Read an OGB graph-property dataset (molecules) from its raw layout.
 
     Parameters
@@ -272,8 +273,16 @@ def read_ogb(folder: str | os.PathLike, name: str | None = None) -> pa.Table:
     codes = _atom_codes(raw / "node-feat.csv.gz", int(node_ptr[-1]))
     src, dst = _global_edges(raw / "edge.csv.gz", node_ptr, edges_per_graph)
     y = _labels(raw / "graph-label.csv.gz", g)
+    spec, y = _task(raw / "graph-label.csv.gz", y, task)
     mol = folder / "mapping" / "mol.csv.gz"
     smiles = read_csv_column(mol, "smiles")
     if len(smiles) != g:
         raise InputError(mol, f"has {len(smiles)} molecules, but raw/num-node-list.csv.gz has {g} graphs")
-    return molecule_table(codes, node_ptr, src, dst, y, smiles, name, "ogb")
+    table = molecule_table(codes, node_ptr, src, dst, y, smiles, name, "ogb")
+    return with_task(table, spec)
+
+
+def _task(path: Path, y: np.ndarray, task: str | None):
+    """Task spec and stored labels of OGB single-task labels (:func:`~tmdlib.datasets.task.task_and_labels`);
+    errors name the lines of ``path`` (one label per line, no header)."""
+    return task_and_labels(y, ("y",), task, path=path, lines=np.arange(1, y.size + 1))

@@ -17,7 +17,7 @@ import pyarrow as pa
 from ..errors import InputError
 
 __all__ = ["DatasetInfo", "DATASETS", "check_dataset_name", "get_dataset_info", "dataset_names",
-           "load_builtin"]
+           "load_builtin", "metric_for", "ACE_SETS", "known_datasets_text"]
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _MAX_NAME = 128
@@ -61,6 +61,14 @@ class DatasetInfo:
     standin : str, optional
         Unlabelled pools: the flagged benchmark label stand-in
         (:data:`tmdlib.datasets.smiles.STANDIN_RULES`) filled in at ingest.
+    task : {"binary", "multiclass", "multitask", "regression"}, default "binary"
+        The task type its labels are ingested as (:mod:`tmdlib.datasets.task`), checked at ingest.
+    label_columns : tuple of str
+        ``smiles`` kind: the label column(s) of the CSV (none: unlabelled, or the stand-in).
+    split_column : str, optional
+        ``smiles`` kind: the CSV's column holding the authors' split (stored as ``split``).
+    keep_columns : tuple of str
+        ``smiles`` kind: further numeric columns kept in the store (MoleculeACE's ``cliff_mol``).
     """
 
     name: str
@@ -72,6 +80,10 @@ class DatasetInfo:
     citation: str
     file: str | None = None
     standin: str | None = None
+    task: str = "binary"
+    label_columns: tuple = ()
+    split_column: str | None = None
+    keep_columns: tuple = ()
 
 
 def _tu(name, g, n, e, original):
@@ -80,6 +92,50 @@ def _tu(name, g, n, e, original):
 
 def _ogb(name, g, n, e):
     return DatasetInfo(name, "ogb", name.replace("-", "_"), g, n, e, _OGB)
+
+
+_ACE = ("Derek van Tilborg, Alisa Alenicheva, Francesca Grisoni. Exposing the Limitations of Molecular Machine "
+        "Learning with Activity Cliffs. J. Chem. Inf. Model. 62(23):5938-5951, 2022. doi:10.1021/acs.jcim.2c01073. "
+        "Bioactivities from ChEMBL.")
+#: MoleculeACE's 30 ChEMBL sets: file stem -> (molecules, mean atoms, mean bonds), measured by `tmdsub ingest`.
+ACE_SETS = {
+    "CHEMBL1862_Ki": (794, 26.97, 29.97),
+    "CHEMBL1871_Ki": (659, 33.02, 35.61),
+    "CHEMBL2034_Ki": (750, 31.65, 35.30),
+    "CHEMBL2047_EC50": (631, 33.21, 36.25),
+    "CHEMBL204_Ki": (2_754, 35.41, 38.07),
+    "CHEMBL2147_Ki": (1_456, 27.36, 30.53),
+    "CHEMBL214_Ki": (3_317, 29.48, 32.68),
+    "CHEMBL218_EC50": (1_031, 32.13, 35.32),
+    "CHEMBL219_Ki": (1_865, 27.88, 30.72),
+    "CHEMBL228_Ki": (1_704, 26.32, 29.04),
+    "CHEMBL231_Ki": (973, 28.90, 31.83),
+    "CHEMBL233_Ki": (3_142, 35.19, 39.33),
+    "CHEMBL234_Ki": (3_657, 30.03, 33.19),
+    "CHEMBL235_EC50": (2_349, 33.07, 35.75),
+    "CHEMBL236_Ki": (2_598, 37.95, 42.25),
+    "CHEMBL237_EC50": (955, 35.38, 39.78),
+    "CHEMBL237_Ki": (2_603, 34.84, 39.20),
+    "CHEMBL238_Ki": (1_052, 24.14, 26.45),
+    "CHEMBL239_EC50": (1_721, 31.99, 34.38),
+    "CHEMBL244_Ki": (3_097, 35.31, 38.51),
+    "CHEMBL262_Ki": (856, 25.56, 28.31),
+    "CHEMBL264_Ki": (2_862, 26.73, 29.43),
+    "CHEMBL2835_Ki": (615, 37.00, 41.08),
+    "CHEMBL287_Ki": (1_328, 24.43, 26.79),
+    "CHEMBL2971_Ki": (976, 32.89, 36.51),
+    "CHEMBL3979_EC50": (1_125, 33.26, 35.76),
+    "CHEMBL4005_Ki": (960, 31.39, 35.01),
+    "CHEMBL4203_Ki": (731, 24.39, 26.98),
+    "CHEMBL4616_EC50": (682, 38.79, 41.75),
+    "CHEMBL4792_Ki": (1_471, 31.05, 34.86),
+}
+
+
+def _ace(stem, g, n, e):
+    """A MoleculeACE set: regression on ``y`` (log-transformed Ki / EC50), the authors' split, the cliff flag."""
+    return DatasetInfo(f"ACE-{stem}", "smiles", "MoleculeACE", g, n, e, _ACE, file=f"{stem}.csv", task="regression",
+                       label_columns=("y",), split_column="split", keep_columns=("cliff_mol",))
 
 
 DATASETS = MappingProxyType({d.name: d for d in [
@@ -100,7 +156,8 @@ DATASETS = MappingProxyType({d.name: d for d in [
     _ogb("ogbg-molbace", 1513, 34.09, 36.86),
     _ogb("ogbg-molbbbp", 2039, 24.06, 25.95),
     DatasetInfo("MOSES", "smiles", "MOSES", 1_584_663, MOSES_MEAN_NODES, MOSES_MEAN_EDGES, _MOSES,
-                file="train.csv.gz", standin="logp"),
+                file="train.csv.gz", standin="logp"),  # the stand-in is 0/1 (logP >= 2.75): binary
+    *(_ace(stem, *stats) for stem, stats in ACE_SETS.items()),
 ]})
 
 
@@ -136,11 +193,21 @@ def dataset_names() -> list[str]:
     return list(DATASETS)
 
 
+def known_datasets_text() -> str:
+    """The built-in names for a message: each, with the 30 MoleculeACE sets as one ``ACE-<set>`` item."""
+    names = [n for n in DATASETS if not n.startswith("ACE-")]
+    return ", ".join(names) + f", ACE-<set> ({len(ACE_SETS)} MoleculeACE sets, e.g. ACE-CHEMBL204_Ki)"
+
+
 def metric_for(dataset: str) -> str:
-    """Test metric of a dataset: ``"rocauc"`` for OGB datasets (name starts with ``ogbg``), else ``"accuracy"``.
+    """Test metric of a dataset: ``"rmse"`` for a built-in regression set (MoleculeACE, as its authors report),
+    ``"rocauc"`` for OGB datasets (name starts with ``ogbg``), else ``"accuracy"``.
 
     As in the paper's Section 5 (following DosCond): ROC-AUC on the OGB molecule sets, accuracy on TU.
     """
+    info = DATASETS.get(dataset)
+    if info is not None and info.task == "regression":
+        return "rmse"
     return "rocauc" if dataset.lower().startswith("ogbg") else "accuracy"
 
 
@@ -157,7 +224,7 @@ def get_dataset_info(name: str) -> DatasetInfo:
     try:
         return DATASETS[name]
     except KeyError:
-        raise InputError(None, f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}") from None
+        raise InputError(None, f"unknown dataset {name!r}; known datasets: {known_datasets_text()}") from None
 
 
 def load_builtin(name: str, raw_root: str | os.PathLike, **kwargs) -> pa.Table:
@@ -165,15 +232,27 @@ def load_builtin(name: str, raw_root: str | os.PathLike, **kwargs) -> pa.Table:
 
     ``kwargs`` go to :func:`~tmdlib.datasets.tu.read_tu` (e.g.
     ``node_attributes=True``), :func:`~tmdlib.datasets.ogb.read_ogb` or
-    :func:`~tmdlib.datasets.smiles.read_smiles_csv` (e.g. ``workers=2``, ``limit=50_000``).
+    :func:`~tmdlib.datasets.smiles.read_smiles_csv` (e.g. ``workers=2``, ``limit=50_000``); ``task``
+    defaults to the dataset's own (:attr:`DatasetInfo.task`), a forced one must fit its labels.
     """
+    from dataclasses import replace
+
+    from .task import table_task, with_task
+
     info = get_dataset_info(name)
     folder = Path(raw_root) / info.folder
+    own = kwargs.get("task") in (None, "", "auto")
+    if own:
+        kwargs["task"] = info.task
     if info.kind == "smiles":
         from .smiles import read_smiles_csv
-        return read_smiles_csv(folder / info.file, smiles_column="smiles", standin=info.standin, **kwargs)
-    if info.kind == "tu":
+        table = read_smiles_csv(folder / info.file, smiles_column="smiles", label_column=info.label_columns or None,
+                                split_column=info.split_column, keep_columns=info.keep_columns,
+                                standin=info.standin, **kwargs)
+    elif info.kind == "tu":
         from .tu import read_tu
-        return read_tu(folder, name=info.folder, **kwargs)
-    from .ogb import read_ogb
-    return read_ogb(folder, name=info.name, **kwargs)
+        table = read_tu(folder, name=info.folder, **kwargs)
+    else:
+        from .ogb import read_ogb
+        table = read_ogb(folder, name=info.name, **kwargs)
+    return with_task(table, replace(table_task(table), source="builtin")) if own else table

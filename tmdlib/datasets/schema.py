@@ -319,8 +319,9 @@ def build_graph_table(
     src, dst : ndarray of int, shape (M,)
         Canonical directed edges in *global* node ids (output of
         :func:`canonical_edges`); no edge may join two graphs.
-    y : ndarray of float, shape (G,) or None
-        Graph labels; NaN becomes null.  ``None`` gives an all-null column.
+    y : ndarray of float, shape (G,) or (G, T), or None
+        Graph labels; NaN becomes null.  ``None`` gives an all-null column.  ``T`` targets per graph are
+        stored as ``list<double>`` of length ``T`` (:mod:`tmdlib.datasets.task`).
     extra : mapping of str to pyarrow.Array, optional
         Source-specific columns, each of length ``G``.
     extra_fields : list of pyarrow.Field, optional
@@ -347,7 +348,13 @@ def build_graph_table(
         y_arr = pa.nulls(g, pa.float64())
     else:
         y = np.asarray(y, dtype=np.float64)
-        y_arr = pa.array(y, type=pa.float64(), mask=np.isnan(y))
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim == 2:
+            values = pa.array(y.reshape(-1), type=pa.float64(), mask=np.isnan(y.reshape(-1)))
+            y_arr = pa.ListArray.from_arrays(pa.array(np.arange(g + 1, dtype=np.int32) * y.shape[1]), values)
+        else:
+            y_arr = pa.array(y, type=pa.float64(), mask=np.isnan(y))
     rows, index = _feature_rows(x, features, feature_index)
     feat_field, feat_col, feat_meta = feature_column(rows, index, node_ptr)
     columns = [
@@ -359,6 +366,8 @@ def build_graph_table(
         y_arr,
     ]
     fields = base_fields(feat_field.name == "x_id") + list(extra_fields or [])
+    if y_arr.type != pa.float64():
+        fields[5] = pa.field("y", y_arr.type, nullable=True)
     columns += [extra[f.name] for f in extra_fields or []]
     meta = {META_SCHEMA_VERSION: SCHEMA_VERSION, **(metadata or {}), **feat_meta}
     schema = pa.schema(fields, metadata={k.encode(): str(v).encode() for k, v in meta.items()})
@@ -386,7 +395,8 @@ def _check_columns(table: pa.Table, path) -> None:
         feat[0]: feat[1],
         "edge_src": ("list<int32>", lambda t: t == _EDGE_TYPE),
         "edge_dst": ("list<int32>", lambda t: t == _EDGE_TYPE),
-        "y": ("float64", lambda t: pa.types.is_float64(t)),
+        "y": ("float64 (or list<double>: T targets)", lambda t: pa.types.is_float64(t) or (
+            (pa.types.is_list(t) or pa.types.is_fixed_size_list(t)) and pa.types.is_float64(t.value_type))),
     }
     missing = [c for c in expected if c not in names]
     if missing:

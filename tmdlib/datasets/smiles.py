@@ -9,6 +9,12 @@ The CSV is streamed (plain or ``.gz``) in chunks of rows, so a pool of millions
 of molecules (MOSES: 1.58 M) never sits in memory as text, and chunks may be
 converted by several processes; atoms are kept as raw codes and dictionary-
 encoded at the end (:func:`tmdlib.datasets.ogb.distinct_atom_rows`).
+
+Labels come from one or several columns (several: ``y`` is ``list<double>``, one value per target); their task
+type is decided once all rows are read (:func:`tmdlib.datasets.task.task_and_labels`: inferred, or forced and
+checked, every offending line in one error).  A split column (train / test / valid) and further numeric columns
+(MoleculeACE's ``cliff_mol``) can be kept.  Without named columns the pipeline looks for ``y`` or ``label`` and
+``split`` (:func:`default_csv_columns`).
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -30,8 +36,10 @@ import pyarrow as pa
 from ..errors import InputError
 from .schema import META_LABEL_RULE
 from .ogb import molecule_table
+from .task import TaskSpec, task_and_labels, with_task
 
-__all__ = ["read_smiles_csv", "smiles_to_graph", "STANDIN_RULES", "standin_label"]
+__all__ = ["read_smiles_csv", "smiles_to_graph", "STANDIN_RULES", "standin_label", "csv_header",
+           "default_csv_columns", "DEFAULT_LABEL_COLUMNS", "DEFAULT_SPLIT_COLUMN", "SPLIT_VALUES"]
 
 
 @contextmanager
@@ -137,59 +145,155 @@ def _open_text(path: Path):
         raise InputError(path, f"cannot read file: {exc}") from None
 
 
-def _rows(path: Path, smiles_column: str, label_column: str | None) -> Iterator[tuple[int, str, str | None]]:
-    """Yield ``(line, smiles, label_text)`` for every data row of the CSV, streaming."""
+def csv_header(path: str | os.PathLike) -> list[str]:
+    """The column names of a CSV's header line (stripped; ``.gz`` allowed).
+
+    Raises
+    ------
+    InputError
+        Unreadable file, or no header line.
+    """
+    path = Path(path)
+    with _open_text(path) as fh:
+        try:
+            header = next(csv.reader(fh), None)
+        except (OSError, EOFError, zlib.error, csv.Error) as exc:
+            raise InputError(path, f"cannot read file: {exc}") from None
+    if header is None:
+        raise InputError(path, "empty CSV file (no header line)", line=1)
+    return [h.strip() for h in header]
+
+
+#: Column names a CSV's labels are found under when none is named (in this order), and its split column.
+DEFAULT_LABEL_COLUMNS = ("y", "label")
+DEFAULT_SPLIT_COLUMN = "split"
+
+
+def default_csv_columns(path: str | os.PathLike, header: list[str] | None = None, *, labels: bool = True
+                        ) -> tuple[tuple[str, ...], str | None]:
+    """The label and split columns a CSV gets when none is named: ``y`` or ``label``, and ``split``.
+
+    Matched as :func:`column_index` does (the exact name, else the one name equal ignoring case).
+
+    Parameters
+    ----------
+    path : path
+        The CSV (its header is read unless ``header`` is given).
+    header : list of str, optional
+        Its column names.
+    labels : bool, default True
+        Look for the label column (False: only the split column; ``()`` is returned for the labels).
+
+    Returns
+    -------
+    labels : tuple of str
+        ``(name,)`` of the label column found (its name as written in the header), or ``()`` (unlabelled).
+    split : str or None
+        The split column's name as written, or None.
+
+    Raises
+    ------
+    InputError
+        Both a ``y`` and a ``label`` column (name the one meant), or an unreadable header.
+    """
+    path = Path(path)
+    header = csv_header(path) if header is None else header
+
+    def find(name):
+        try:
+            return header[column_index(header, name, path)]
+        except InputError:
+            return None
+
+    found = [c for c in (find(n) for n in DEFAULT_LABEL_COLUMNS) if c is not None] if labels else []
+    if len(found) > 1:
+        raise InputError(path, f"both {found[0]!r} and {found[1]!r} columns could be the label: name the label "
+                               "column(s) (--label-column)", line=1)
+    return tuple(found), find(DEFAULT_SPLIT_COLUMN)
+
+
+#: Accepted values of a split column (lower-cased) and what they are stored as.
+SPLIT_VALUES = {"train": "train", "test": "test", "valid": "valid", "validation": "valid"}
+#: Columns of a molecule store that a kept source column may not replace.
+_RESERVED = ("graph_id", "num_nodes", "x", "x_id", "edge_src", "edge_dst", "y", "smiles", "atom_features", "split")
+
+
+def _rows(path: Path, cols: tuple[int, tuple[int, ...], int | None, tuple[int, ...]], width: int
+          ) -> Iterator[tuple[int, str, tuple, str | None, tuple]]:
+    """Yield ``(line, smiles, label_texts, split_text, kept_texts)`` for every data row of the CSV, streaming."""
+    i_s, i_l, i_split, i_keep = cols
     with _open_text(path) as fh:
         reader = csv.reader(fh)
         try:
-            header = next(reader, None)
-            if header is None:
+            if next(reader, None) is None:
                 raise InputError(path, "empty CSV file (no header line)", line=1)
-            header = [h.strip() for h in header]
-            i_s = column_index(header, smiles_column, path)
-            i_l = column_index(header, label_column, path) if label_column is not None else None
             for row in reader:
                 line = reader.line_num
                 if not row or all(not c.strip() for c in row):
                     continue
-                if len(row) != len(header):
-                    raise InputError(path, f"{len(row)} fields, header has {len(header)}", line=line)
-                yield line, row[i_s].strip(), None if i_l is None else row[i_l]
+                if len(row) != width:
+                    raise InputError(path, f"{len(row)} fields, header has {width}", line=line)
+                yield (line, row[i_s].strip(), tuple(row[i] for i in i_l),
+                       None if i_split is None else row[i_split], tuple(row[i] for i in i_keep))
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(path, f"cannot read file: {exc}") from None
 
 
-def _convert_chunk(rows: list[tuple[int, str, str | None]], labelled: bool, standin: str | None):
-    """Graphs of one chunk of rows: ``("ok", codes, src, dst, sizes, labels)`` with chunk-local atom ids,
-    or ``("error", line, message)`` (plain data, so that it crosses process boundaries)."""
-    codes, src, dst, sizes, labels = [], [], [], [], []
+def _number(text: str | None) -> float | str:
+    """A CSV cell as a float (empty / ``nan`` = NaN), or the reason it is not one."""
+    text = (text or "").strip()
+    if text == "" or text.lower() == "nan":
+        return math.nan
+    try:
+        value = float(text)
+    except ValueError:
+        return f"{text!r} is not a number"
+    return f"{text!r} is infinite" if math.isinf(value) else value
+
+
+def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | None, keep: tuple[str, ...] = ()):
+    """Graphs of one chunk of rows: ``("ok", codes, src, dst, sizes, labels (n, T), lines, splits, kept (n, K))``
+    with chunk-local atom ids, or ``("error", line, message)`` (plain data, so that it crosses process
+    boundaries).  ``labels`` and ``keep`` name the label and kept columns (for messages)."""
+    codes, src, dst, sizes, values, lines, splits, kept = [], [], [], [], [], [], [], []
     offset = 0
     with _quiet_rdkit():
-        for line, smi, lab in rows:
+        for line, smi, labs, split, keeps in rows:
             graph = smiles_to_graph(smi)
             if graph is None:
                 return "error", line, f"invalid SMILES {smi!r} (rdkit cannot parse it, or it has no atoms)"
-            if labelled:
-                text = (lab or "").strip()
-                if text == "" or text.lower() == "nan":
-                    value = math.nan
-                else:
-                    try:
-                        value = float(text)
-                    except ValueError:
-                        return "error", line, f"label {text!r} is not a number"
-                    if math.isinf(value):
-                        return "error", line, f"label {text!r} is infinite"
+            if labels:
+                row = []
+                for name, text in zip(labels, labs):
+                    value = _number(text)
+                    if isinstance(value, str):
+                        return "error", line, f"label {value}" + (f" (column {name!r})" if len(labels) > 1 else "")
+                    row.append(value)
+                values.append(row)
             else:
-                value = standin_label(smi, standin) if standin else math.nan
-            labels.append(value)
+                values.append([standin_label(smi, standin) if standin else math.nan])
+            if split is not None:
+                value = SPLIT_VALUES.get(split.strip().lower())
+                if value is None:
+                    return "error", line, (f"split {split!r} is not one of train, test, valid (or validation)")
+                splits.append(value)
+            row = []
+            for name, text in zip(keep, keeps):
+                value = _number(text)
+                if isinstance(value, str):
+                    return "error", line, f"column {name!r}: {value}"
+                row.append(value)
+            kept.append(row)
+            lines.append(line)
             codes.append(graph["node_feat"].astype(np.int16))
             src.append(graph["edge_index"][0].astype(np.int32) + offset)
             dst.append(graph["edge_index"][1].astype(np.int32) + offset)
             sizes.append(graph["num_nodes"])
             offset += graph["num_nodes"]
+    n = len(sizes)
     return ("ok", np.concatenate(codes), np.concatenate(src), np.concatenate(dst),
-            np.asarray(sizes, dtype=np.int64), np.asarray(labels, dtype=np.float64))
+            np.asarray(sizes, dtype=np.int64), np.asarray(values, dtype=np.float64).reshape(n, -1),
+            np.asarray(lines, dtype=np.int64), splits, np.asarray(kept, dtype=np.float64).reshape(n, len(keep)))
 
 
 def _chunks(rows: Iterator, size: int) -> Iterator[list]:
@@ -203,9 +307,17 @@ def _chunks(rows: Iterator, size: int) -> Iterator[list]:
         yield chunk
 
 
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """A column argument as a tuple of names (one string is one name)."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
-                    label_column: str | None = None, *, standin: str | None = None, workers: int = 1,
-                    chunk_size: int = 20_000, limit: int | None = None,
+                    label_column: str | Sequence[str] | None = None, *, split_column: str | None = None,
+                    keep_columns: str | Sequence[str] = (), task: str | TaskSpec | None = None,
+                    standin: str | None = None, workers: int = 1, chunk_size: int = 20_000, limit: int | None = None,
                     progress: Callable[[int, float], None] | None = None) -> pa.Table:
     """Read a CSV (header line; ``.gz`` allowed) of SMILES into a graph table, streaming.
 
@@ -216,12 +328,22 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     smiles_column : str, default "smiles"
         Column holding the SMILES, matched ignoring case when no column has exactly this name
         (:func:`column_index`).
-    label_column : str, optional
-        Column holding a numeric graph label (matched the same way) (empty / ``nan`` = missing);
-        without it ``y`` is all null (or the stand-in).
+    label_column : str or sequence of str, optional
+        Column(s) holding numeric graph labels (matched the same way; empty / ``nan`` = missing): one
+        column gives a float64 ``y``, several a ``list<double>`` ``y`` of length ``T``.  Without it ``y`` is
+        all null (or the stand-in).  The task type is decided from the values (:mod:`tmdlib.datasets.task`).
+    split_column : str, optional
+        Column holding each molecule's split (``train``, ``test``, ``valid`` or ``validation``, any case),
+        stored lower-cased as the string column ``split`` (``validation`` as ``valid``).
+    keep_columns : str or sequence of str
+        Further numeric columns kept as they are (float64, null where empty), under their names as written in
+        the header (e.g. MoleculeACE's ``cliff_mol``).
+    task : {"auto", "binary", "multiclass", "multitask", "regression"} or TaskSpec, optional
+        Force the task type (the labels must fit it); a :class:`~tmdlib.datasets.task.TaskSpec` is an
+        existing dataset's task (an appended batch: its classes and all).  Default: inferred.
     standin : {"logp"}, optional
         Unlabelled pools only (no ``label_column``): fill ``y`` with a flagged benchmark stand-in label
-        (:data:`STANDIN_RULES`); the table's label rule says so.
+        (:data:`STANDIN_RULES`, binary); the table's label rule says so.
     workers : int, default 1
         Processes converting chunks (rdkit is single-threaded); chunks keep their order.
     chunk_size : int, default 20000
@@ -235,29 +357,44 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     -------
     pyarrow.Table
         Graph-store table in row order (``graph_id`` 0..G-1), with ``smiles``,
-        ``atom_features`` (raw 9 OGB codes) and dictionary-encoded one-hot node features
-        (width 174).
+        ``atom_features`` (raw 9 OGB codes), dictionary-encoded one-hot node features
+        (width 174), ``split`` and the kept columns when asked for, and the task spec in the
+        schema metadata (:data:`~tmdlib.datasets.task.META_TASK`; multi-class labels stored as class indices).
 
     Raises
     ------
     InputError
         Missing column (the message lists the available ones), a SMILES rdkit
-        cannot parse (or with no atoms), a non-numeric label, a row with the
-        wrong number of fields -- each with the 1-based CSV line.
+        cannot parse (or with no atoms), a non-numeric label or kept value, a split value
+        other than train / test / valid(ation), a row with the wrong number of fields -- each with the
+        1-based CSV line; labels that do not fit the task (every offending line in one error).
     """
     path = Path(path)
-    if standin is not None and label_column is not None:
+    labels, keep = _names(label_column), _names(keep_columns)
+    if standin is not None and labels:
         raise InputError(path, "a stand-in label is only for unlabelled pools: give standin or label_column")
     if standin is not None and standin not in STANDIN_RULES:
         raise InputError(path, f"unknown stand-in label rule {standin!r}; known: {', '.join(STANDIN_RULES)}")
     if workers < 1 or chunk_size < 1 or (limit is not None and limit < 1):
         raise InputError(path, "workers, chunk_size and limit must be >= 1")
-    labelled = label_column is not None
+    header = csv_header(path)
+    i_s = column_index(header, smiles_column, path)
+    i_l = tuple(column_index(header, c, path) for c in labels)
+    i_split = column_index(header, split_column, path) if split_column is not None else None
+    i_keep = tuple(column_index(header, c, path) for c in keep)
+    labels, keep = tuple(header[i] for i in i_l), tuple(header[i] for i in i_keep)
+    for what, idx in (("label", i_l), ("kept", i_keep)):
+        if len(set(idx)) != len(idx):
+            raise InputError(path, f"a {what} column is named twice: {', '.join(header[i] for i in idx)}", line=1)
+    clash = [c for c in keep if c in _RESERVED]
+    if clash:
+        raise InputError(path, f"kept column {clash[0]!r} would replace the graph store's own column of that name",
+                         line=1)
     parts, smiles = [], []
     start, done = time.perf_counter(), 0
 
     def rows():
-        for row in _rows(path, smiles_column, label_column):
+        for row in _rows(path, (i_s, i_l, i_split, i_keep), len(header)):
             if limit is not None and len(smiles) >= limit:
                 return
             smiles.append(row[1])
@@ -275,12 +412,12 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     chunks = _chunks(rows(), chunk_size)
     if workers == 1:
         for chunk in chunks:
-            collect(_convert_chunk(chunk, labelled, standin))
+            collect(_convert_chunk(chunk, labels, standin, keep))
     else:
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
             pending = []
             for chunk in chunks:  # at most 2 chunks per worker in flight: memory stays bounded
-                pending.append(pool.submit(_convert_chunk, chunk, labelled, standin))
+                pending.append(pool.submit(_convert_chunk, chunk, labels, standin, keep))
                 while len(pending) > 2 * workers or (pending and pending[0].done()):
                     collect(pending.pop(0).result())
             for fut in pending:
@@ -293,11 +430,54 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     src = np.concatenate([p[1].astype(np.int64) + b for p, b in zip(parts, bases)])
     dst = np.concatenate([p[2].astype(np.int64) + b for p, b in zip(parts, bases)])
     codes = np.concatenate([p[0] for p in parts])
-    y = np.concatenate([p[4] for p in parts]) if (labelled or standin) else None
+    y = np.concatenate([p[4] for p in parts])
+    lines = np.concatenate([p[5] for p in parts])
+    splits = [v for p in parts for v in p[6]] if i_split is not None else None
+    kept = np.concatenate([p[7] for p in parts]) if keep else None
     del parts
-    table = molecule_table(codes, node_ptr, src, dst, y, smiles, path.stem.split(".")[0], "smiles")
+    spec, y = _task_of(y, labels, task, standin, path, lines)
+    table = molecule_table(codes, node_ptr, src, dst, y if (labels or standin) else None, smiles,
+                           path.stem.split(".")[0], "smiles")
+    if splits is not None:
+        table = table.append_column(pa.field("split", pa.string(), nullable=True), pa.array(splits, pa.string()))
+    for k, name in enumerate(keep):
+        table = table.append_column(pa.field(name, pa.float64(), nullable=True),
+                                    pa.array(kept[:, k], type=pa.float64(), mask=np.isnan(kept[:, k])))
+    meta = dict(table.schema.metadata or {})
+    meta[META_LABEL_RULE.encode()] = _label_rule(spec, labels, standin, header[i_split] if splits else None,
+                                                 keep).encode()
+    return with_task(table.replace_schema_metadata(meta), spec)
+
+
+def _task_of(y: np.ndarray, labels: tuple[str, ...], task, standin: str | None, path: Path,
+             lines: np.ndarray) -> tuple[TaskSpec, np.ndarray]:
+    """The task spec of a CSV's labels and the labels as stored (see :func:`task_and_labels`)."""
+    if standin is not None:  # the stand-in rule gives 0/1: a binary task, whatever the values
+        forced = task if isinstance(task, TaskSpec) else TaskSpec("binary", ("y",))
+        if not isinstance(task, TaskSpec) and task not in (None, "", "auto", "binary"):
+            raise InputError(path, f"the {standin!r} stand-in label is binary; --task {task} does not fit it")
+        return task_and_labels(y, ("y",), forced, path=path, lines=lines)
+    if not labels and isinstance(task, TaskSpec):  # an unlabelled batch of a dataset: its task, no labels
+        return task, np.full((y.shape[0], task.num_targets), np.nan)
+    return task_and_labels(y, labels or ("y",), task, path=path, lines=lines)
+
+
+def _label_rule(spec: TaskSpec, labels: tuple[str, ...], standin: str | None, split: str | None,
+                keep: tuple[str, ...]) -> str:
+    """The label rule recorded in the table's metadata."""
     if standin is not None:
-        meta = dict(table.schema.metadata or {})
-        meta[META_LABEL_RULE.encode()] = STANDIN_RULES[standin].encode()
-        table = table.replace_schema_metadata(meta)
-    return table
+        rule = STANDIN_RULES[standin]
+    elif not labels:
+        rule = "no labels (y null)"
+    elif spec.type == "multiclass":
+        rule = (f"y = index of column {labels[0]!r} among the classes "
+                + ", ".join(f"{c:g}" for c in spec.classes) + "; missing -> null")
+    else:
+        rule = f"y = column{'s' if len(labels) > 1 else ''} {', '.join(map(repr, labels))} as given (float); " \
+               "missing -> null"
+    rule += f"; task {spec.type}"
+    if split is not None:
+        rule += f"; split = column {split!r} lower-cased (train, test, valid)"
+    if keep:
+        rule += f"; kept as given: {', '.join(keep)}"
+    return rule

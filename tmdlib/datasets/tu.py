@@ -34,6 +34,7 @@ from ..graph import FEATURE_LIMIT
 from .limits import check_fits
 from .schema import (META_FEATURES, META_LABEL_RULE, META_NAME, META_SOURCE, build_graph_table,
                      canonical_edges, tu_fields)
+from .task import META_TASK, TaskSpec
 
 __all__ = ["read_tu", "read_numeric_text", "read_bytes", "line_of_row", "MAX_ONE_HOT_WIDTH"]
 
@@ -350,7 +351,8 @@ def _features(labels: np.ndarray | None, attrs: np.ndarray | None, n: int,
     return {"x": np.hstack([base, attrs.astype(np.float32)])}, desc
 
 
-def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes: bool = False) -> pa.Table:
+def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes: bool = False,
+            task: str | None = None) -> pa.Table:
     """Read a TU dataset folder into a graph table.
 
     Parameters
@@ -361,6 +363,10 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
         Dataset prefix ``NAME``; defaults to the folder's name.
     node_attributes : bool, default False
         Append the columns of ``NAME_node_attributes.txt`` to the features.
+    task : {"auto", "binary", "multiclass"}, optional
+        The task type (:mod:`tmdlib.datasets.task`).  TU graph labels are classes: two (or one) distinct
+        labels are a binary task, more a multi-class one (default, ``auto``); ``binary`` refuses more than
+        two classes, ``multiclass`` asks for the class indices even with two.
 
     Returns
     -------
@@ -386,7 +392,9 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
     * **Labels.**  ``y`` is the rank of the raw graph label among the sorted
       distinct raw labels (PyG's rule): binary ``{-1, 1}`` and ``{1, 2}``
       become ``{0, 1}``; ``y_raw`` keeps the label as written.  The mapping is
-      stored in the schema metadata under ``tmdlib.label_rule``.
+      stored in the schema metadata under ``tmdlib.label_rule``.  With more
+      than two classes ``y`` is the class index of a multi-class task whose
+      classes are the raw labels (the task spec, under ``tmdlib.task``).
 
     Raises
     ------
@@ -411,6 +419,7 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
     n, g = graph_of.size, int(graph_of[-1]) + 1
     node_ptr = np.searchsorted(graph_of, np.arange(g + 1), side="left")
     y_raw, y, label_map = _graph_labels(f_gl, g)
+    spec = _tu_task(f_gl, y_raw, label_map, task)
     labels = _node_labels(f_nl, n) if f_nl is not None else None
     attrs = _node_attributes(f_na, n) if node_attributes else None
     src, dst = _edges(f_a, graph_of)
@@ -428,4 +437,23 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
         META_FEATURES: desc,
         META_LABEL_RULE: "y = rank of y_raw among sorted distinct raw labels; map " + json.dumps(label_map),
     }
+    meta[META_TASK] = spec.to_json()
     return build_graph_table(feats.pop("x", None), node_ptr, src, dst, y, extra, tu_fields(), meta, **feats)
+
+
+def _tu_task(path: Path, y_raw: np.ndarray, label_map: dict[int, int], task: str | None) -> TaskSpec:
+    """The task of TU graph labels: binary for at most two classes (their ranks 0/1, the existing mapping),
+    multi-class beyond (classes = the raw labels, ``y`` = their rank = the class index)."""
+    classes = sorted(label_map)
+    kind = task if task not in (None, "", "auto") else ("binary" if len(classes) <= 2 else "multiclass")
+    if kind not in ("binary", "multiclass"):
+        raise InputError(path, f"TU graph labels are classes: the task is binary or multiclass, not {kind!r}")
+    if kind == "binary" and len(classes) > 2:
+        third = int(np.flatnonzero(y_raw == classes[2])[0])
+        raise InputError(path, f"{len(classes)} classes ({', '.join(map(str, classes[:10]))}) do not fit a binary "
+                               f"task: graph label {classes[2]} is a third class",
+                         line=line_of_row(read_bytes(path), third))
+    if kind == "multiclass" and len(classes) < 2:
+        raise InputError(path, f"a multiclass task needs at least 2 classes; the graph labels hold {len(classes)}")
+    return TaskSpec(kind, ("y",), classes if kind == "multiclass" else (),
+                    "user" if task not in (None, "", "auto") else "inferred")

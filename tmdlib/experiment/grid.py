@@ -3,14 +3,18 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..select.nodes import NODE_METHODS
+from ..select.registry import method_names
+
+#: The paper's graph-subsampling methods (the profiles' default); any registered selection method
+#: (:func:`tmdlib.select.method_names`) can be asked for with ``--methods``.
 GRAPH_METHODS = ("tmd", "random", "feature", "wl")
 #: Condensation baselines (graph subsampling only; not in the profiles' defaults, ask with ``--methods``).
 #: ``doscond`` / ``kidd`` use the training labels and a labelled validation set (the paper's "with
 #: labels" rows); ``*-nolabel`` are the paper's label-free variants (no validation set, final epoch).
 CONDENSE_METHODS = ("doscond", "kidd", "doscond-nolabel", "kidd-nolabel")
 LABELLED_METHODS = ("doscond", "kidd")
-ALL_GRAPH_METHODS = GRAPH_METHODS + CONDENSE_METHODS
-NODE_METHODS = ("tmd", "random", "rw", "kcore")
+ALL_GRAPH_METHODS = tuple(method_names()) + CONDENSE_METHODS
 ARCHS = ("gin", "gin-wide-mean")
 KINDS = ("graph", "node")
 DATASETS = ("MUTAG", "COX2", "PROTEINS", "NCI1", "DD", "ogbg-molbace", "ogbg-molbbbp")
@@ -69,7 +73,7 @@ def needed_matrices(profile: dict) -> tuple[str, ...]:
     if "graph" not in profile["kinds"]:
         return ()
     methods = set(profile["graph_methods"])
-    out = ["tmd"] if methods & set(GRAPH_METHODS) else []
+    out = ["tmd"] if methods - set(CONDENSE_METHODS) else []
     out += [m for m in ("feature", "wl") if m in methods]
     return tuple(out)
 

@@ -1,9 +1,10 @@
 """One cell of the experiment grid: split, select, train, test (imports torch).
 
 A cell is one (dataset, kind, arch, method, trial) and a list of fractions; it trains one model per
-fraction.  Graph subsampling: k-medoids (FasterPAM, :data:`~tmdlib.experiment.grid.RESTARTS` restarts) on
-the TMD / Feature / WL matrix restricted to the training graphs, trained with the τ-weighted loss;
-Random: uniform picks, unit weights.  Node subsampling: every training graph is replaced by its induced
+fraction.  Graph subsampling: :func:`tmdlib.select_graphs` on the training graphs (k-medoids with FasterPAM,
+:data:`~tmdlib.experiment.grid.RESTARTS` restarts, on the TMD / Feature / WL matrix restricted to them; Random:
+uniform picks, unit weights; any other registered method), trained with the method's weights τ; the ε column is
+the TMD certificate of the picks, read off the TMD matrix.  Node subsampling: every training graph is replaced by its induced
 subgraph on the kept nodes (:func:`tmdlib.select.nodes.subsample_nodes`); test graphs stay whole.
 
 Condensation baselines (:data:`~tmdlib.experiment.grid.CONDENSE_METHODS`, :mod:`tmdlib.torch.condense`):
@@ -31,8 +32,8 @@ import numpy as np
 from ..datasets.registry import metric_for
 from ..errors import InputError
 from ..graph import GraphDataset
-from ..select import baselines
-from ..select.coreset import budget_to_k, kmedoids_coreset, medoids_objective
+from ..select.api import select_graphs
+from ..select.coreset import budget_to_k
 from ..select.nodes import NodeSubsample, subsample_nodes
 from ..select.split import train_test_split
 from .grid import (ARCHS, CONDENSE_METHODS, CONDENSE_OPTIONS, DEPTH, RESTARTS, TEST_FRACTION, VALIDATION_FRACTION,
@@ -55,33 +56,6 @@ def arch_config(dataset: str, arch: str, epochs: int, seed: int, device: str = "
     return {"hidden": d["hidden"] * (2 if wide else 1), "layers": 3, "pool": "mean" if wide else "add",
             "eta": 1.0, "bias": False, "lr": 0.01, "batch_size": d["batch_size"], "epochs": int(epochs),
             "seed": int(seed), "device": device}
-
-
-def select_graphs(D: np.ndarray | None, n: int, method: str, fraction: float,
-                  seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (into the training set) and weights τ of the selected graphs.
-
-    Parameters
-    ----------
-    D : ndarray, shape (n, n), or None
-        Distance matrix of the training graphs (``None`` for ``"random"``).
-    n : int
-    method : str
-        ``"random"`` or a k-medoids method (any matrix).
-    fraction : float
-    seed : int
-
-    Returns
-    -------
-    positions : ndarray of int64, shape (k,)
-    tau : ndarray of float64, shape (k,)
-        Cluster sizes (k-medoids) or ones (Random).
-    """
-    k = budget_to_k(n, fraction=fraction)
-    if method == "random":
-        return baselines.random_selection(n, k, seed), np.ones(k)
-    res = kmedoids_coreset(D, k, seed=seed, restarts=RESTARTS)
-    return res.medoids, res.tau.astype(np.float64)
 
 
 def validation_split(train: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -175,7 +149,8 @@ def _best_on_validation(val_data, y_val: np.ndarray, metric: str):
 
 
 def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
-             node_subsample: Callable[[str, float, int], NodeSubsample] | None = None) -> list[dict]:
+             node_subsample: Callable[[str, float, int], NodeSubsample] | None = None,
+             smiles: list | None = None, task=None, split: tuple | None = None) -> list[dict]:
     """Train and test one model per fraction of ``spec["fractions"]``.
 
     Parameters
@@ -194,6 +169,13 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
         ``(method, fraction, seed) -> NodeSubsample`` of all graphs, or ``-> (NodeSubsample, seconds)``
         when the caller caches it and reports its compute time; default computes
         :func:`tmdlib.select.nodes.subsample_nodes`.
+    smiles : list of str, optional
+        The molecules of all graphs (the chemistry pickers need them).
+    task : TaskSpec, optional
+        The dataset's task (default binary): the loss, the output width and the test metric follow it
+        (:mod:`tmdlib.torch.fit`, :func:`tmdlib.metrics.headline`; regression targets standardised on the picks).
+    split : (train, test), optional
+        The dataset's own split (positions); default the seeded 80/20 split of the trial.
 
     Returns
     -------
@@ -202,7 +184,11 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     """
     import torch
 
-    from ..torch.gin import TrainConfig, evaluate, predict_logits, train_gin
+    from ..datasets.task import BINARY
+    from ..metrics import headline
+    from ..torch.fit import task_head, train_config
+    from ..torch.gin import TrainConfig, train_gin
+    from ..torch.measure import score_model
     from ..torch.pyg import dataset_to_pyg
 
     if node_subsample is None:
@@ -211,11 +197,14 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
 
     torch.set_num_threads(int(spec.get("torch_threads", 1)))
     name, kind, method, trial = spec["dataset"], spec["kind"], spec["method"], int(spec["trial"])
-    metric = metric_for(name)
+    task = task or BINARY
+    metric = metric_for(name) if task.type == "binary" else headline(task.type, name)
     y = np.asarray(ds.y, dtype=np.float64)
-    train, test = train_test_split(len(ds), TEST_FRACTION, seed=trial)
+    train, test = split if split is not None else train_test_split(len(ds), TEST_FRACTION, seed=trial)
     test_data = dataset_to_pyg(ds, positions=test)
     cfg = arch_config(name, spec["arch"], int(spec["epochs"]), trial, spec.get("device", "cpu"))
+    pool = ds.take(train)
+    pool_smiles = None if smiles is None else [smiles[int(p)] for p in train]
     cache: dict = {}
 
     def train_matrix(m):  # rows/columns of the training graphs, sliced once per cell
@@ -228,6 +217,9 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     rows = []
     for fraction in spec["fractions"]:
         on_epoch = restore = None
+        if task.type != "binary" and (kind != "graph" or method in CONDENSE_METHODS):
+            raise InputError(None, f"{name}: {kind} subsampling / condensation runs on binary tasks only; this "
+                                   f"dataset is {task.describe()}")
         if kind == "graph" and method in CONDENSE_METHODS:
             data, k, sel_seconds, val = condense_graphs(ds, y, train, method, float(fraction), trial, cfg,
                                                         spec.get("condense_options", {}).get(
@@ -236,13 +228,16 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
             if val is not None:
                 on_epoch, restore = _best_on_validation(dataset_to_pyg(ds, positions=val), y[val], metric)
         elif kind == "graph":
-            D = None if method == "random" else train_matrix(method)
-            t0 = time.process_time()
-            sel, tau = select_graphs(D, len(train), method, fraction, trial)
-            sel_seconds = time.process_time() - t0
-            pos = train[sel]
-            data = dataset_to_pyg(ds, y=y[pos], weights=tau, positions=pos)
-            k, eps = int(len(sel)), float(medoids_objective(train_matrix("tmd"), sel))
+            own = train_matrix(method) if method in ("feature", "wl") else None
+            sel = select_graphs(pool, method, fraction=float(fraction), seed=trial, matrix=train_matrix("tmd"),
+                                distance=own, smiles=pool_smiles, restarts=RESTARTS)
+            sel_seconds = sel.seconds["select"]
+            pos = train[sel.positions]
+            head = task_head(task, y=y[pos], weights=sel.tau)
+            labels = head.encode(y[pos])
+            data = dataset_to_pyg(ds, y=labels[:, 0] if task.num_targets == 1 else labels, weights=sel.tau,
+                                  positions=pos)
+            k, eps = sel.k, float(sel.epsilon_mean)
         elif kind == "node":
             t0 = time.process_time()
             sub = node_subsample(method, float(fraction), trial)
@@ -256,11 +251,14 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
             k, eps = int(sub.k[train].sum()), float(sub.epsilon[train].mean())
         else:
             raise InputError(None, f"unknown kind {kind!r}: graph or node")
+        if kind != "graph" or method in CONDENSE_METHODS:
+            head = task_head(task)
         t0 = time.perf_counter()
-        res = train_gin(data, TrainConfig(**cfg), in_dim=ds.num_features, on_epoch=on_epoch)
+        res = train_gin(data, TrainConfig(**train_config(cfg, head)), in_dim=ds.num_features, on_epoch=on_epoch)
         seconds = time.perf_counter() - t0
         model = restore(res.model) if restore is not None else res.model
-        value = evaluate(predict_logits(model, test_data), y[test], metric)
+        scored = score_model(model, test_data, y[test], head, metric)["value"]
+        value = float("nan") if scored is None else scored
         rows.append({"dataset": name, "kind": kind, "method": method, "fraction": float(fraction),
                      "trial": trial, "arch": spec["arch"], "epochs": int(spec["epochs"]), "metric": metric,
                      "value": value, "k": k, "n_train": int(len(train)), "n_test": int(len(test)),

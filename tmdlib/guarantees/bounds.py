@@ -209,7 +209,7 @@ def _number(value) -> float | None:
 def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", holds: bool | None = None,
                   gap_observed=None, certified: bool | None = None, constraint_ok: bool | None = None,
                   valid: bool | None = None, conditions=(), observed: str = "observed gap",
-                  missing: str = "no ε was recorded") -> dict:
+                  missing: str = "no ε was recorded", loss_scale=None, scale_what: str | None = None) -> dict:
     r"""Is a proven loss bound informative or vacuous?  The verdict, its numbers and one sentence.
 
     A bound :math:`B` on a loss gap (Lemma 3.2: :math:`B = c\,\varepsilon` bounds
@@ -258,6 +258,10 @@ def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", hol
         What ``gap_observed`` is (``"observed excess loss"`` for Corollary 3.3).
     missing : str
         Why the bound is missing (said in the sentence of an unknown verdict).
+    loss_scale, scale_what : float and str, optional
+        The task's trivial-predictor loss (:func:`tmdlib.guarantees.losses.trivial_loss`) and what it is: when
+        given it is the scale :math:`s` (the evaluate stage records it as ``bound.loss_scale`` for every task type;
+        the full-data loss is then quoted beside it).  Metrics written before it fall back to the rule above.
 
     Returns
     -------
@@ -275,11 +279,17 @@ def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", hol
     """
     b, full = _number(bound), _number(full_model_train_loss)
     gap = _number(gap_observed)
-    use_full = full is not None and full > 0
-    scale = full if use_full else LN2
-    source = "full_model_train_loss" if use_full else "ln2"
-    scale_words = ("the full-data model's mean training loss" if use_full
-                   else "ln 2: BCE of the constant ½ predictor; no full-data loss recorded")
+    trivial = _number(loss_scale)
+    use_full = trivial is None and full is not None and full > 0
+    if trivial is not None and trivial > 0:
+        scale, source = trivial, "trivial_predictor"
+        scale_words = (scale_what or "the trivial predictor's loss") + (
+            f"; full-data model {full:.3g}" if full is not None else "")
+    else:
+        scale = full if use_full else LN2
+        source = "full_model_train_loss" if use_full else "ln2"
+        scale_words = ("the full-data model's mean training loss" if use_full
+                       else "ln 2: BCE of the constant ½ predictor; no full-data loss recorded")
     cert = " (certified c)" if certified else ""
     if b is None:
         verdict = "unknown"

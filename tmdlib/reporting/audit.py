@@ -8,7 +8,7 @@ stage outputs.  The facts are one dict with these keys (any may be missing; miss
 ``provenance``
     ``git_sha``, ``git_dirty``, ``mlflow_run_id``, ``mlflow_experiment_id``, ``tracking_uri`` (redacted).
 ``data``
-    ``graph_store``, ``store_sha256`` (the file), ``content_sha256`` (:func:`content_hash`), ``graphs``,
+    ``graph_store``, ``store_sha256`` (the file), ``content_sha256`` (:func:`tmdlib.datasets.identity.content_hash`), ``graphs``,
     ``nodes``, ``matrix_sha256``, ``depth``, ``weights``.
 ``graphs``, ``nodes``, ``nodes_selected``
     :func:`kept_dropped` dicts (``graphs`` also has ``dataset``, ``test``, ``method``, ``fraction``, ``seed``).
@@ -32,15 +32,14 @@ opens the same from disk, from an MLflow artifact view or from an e-mail attachm
 from __future__ import annotations
 
 import base64
-import hashlib
 import html
 import io
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .verdict import coreset_verdicts, node_verdicts
 
-__all__ = ["kept_dropped", "labelling_cost", "content_hash", "flat_items", "reproduce_commands",
+__all__ = ["kept_dropped", "labelling_cost", "flat_items", "reproduce_commands",
            "report_sections", "render_markdown", "render_html", "counts_png"]
 
 NA = "n/a"
@@ -94,28 +93,6 @@ def labelling_cost(requested: int, pool: int, reused: int = 0) -> dict:
             "not_needed": int(pool) - used,
             "fraction_saved": 1.0 - requested / pool if pool else None,
             "fraction_saved_by_coreset": 1.0 - used / pool if pool else None}
-
-
-def content_hash(graph_ids: Iterable[int], graph_hashes: Iterable[str]) -> str:
-    """sha256 of a dataset's content, independent of how the graph store file is encoded.
-
-    Parameters
-    ----------
-    graph_ids : iterable of int
-        Graph ids in store order.
-    graph_hashes : iterable of str
-        The per-graph content hashes (node features and edges), aligned with ``graph_ids``.
-
-    Returns
-    -------
-    str
-        Hex sha256 over the lines ``"<graph id> <graph hash>\\n"``: equal for two stores holding the same
-        graphs under the same ids in the same order, whatever their Parquet compression or row groups.
-    """
-    h = hashlib.sha256()
-    for gid, gh in zip(graph_ids, graph_hashes, strict=True):
-        h.update(f"{int(gid)} {gh}\n".encode())
-    return h.hexdigest()
 
 
 def flat_items(tree: Mapping, prefix: str = "") -> dict:
@@ -196,11 +173,14 @@ def _verdict_section(f: Mapping) -> dict:
         if n["corollary"] is not None:
             rows.append(("Corollary 4.1 (node subsampling, excess loss)", n["corollary"]["sentence"]))
     source = {"full_model_train_loss": "mean training loss of the full-data model (bound.full_model_train_loss)",
-              "ln2": "ln 2, the BCE of the constant ½ predictor (no full-data loss recorded)"}
-    rows += [("loss scale (nats of BCE)", lemma["loss_scale"]),
+              "ln2": "ln 2, the BCE of the constant ½ predictor (no full-data loss recorded)",
+              "trivial_predictor": b.get("loss_scale_what") or "the trivial predictor's loss"}
+    task = (f.get("task") or {}).get("type", "binary")
+    rows += [("task", task), (f"loss scale ({b.get('loss', 'bce')} loss)", lemma["loss_scale"]),
              ("loss scale: what it is", source[lemma["loss_scale_source"]]),
-             ("ln 2 (constant ½ predictor)", lemma["ln2"]),
-             ("c·ε / loss scale", lemma["ratio"]), ("c·ε below ln 2", lemma["below_ln2"])]
+             ("c·ε / loss scale", lemma["ratio"])]
+    if task in ("binary", "multitask"):
+        rows += [("ln 2 (constant ½ predictor)", lemma["ln2"]), ("c·ε below ln 2", lemma["below_ln2"])]
     return _section("Verdict", rows, text=lemma["sentence"],
                     tone="ok" if lemma["verdict"] == "informative" else "warn")
 
@@ -255,12 +235,19 @@ def _bound_section(f: Mapping) -> dict:
     n = f.get("node_bound") or {}
     nv = node_verdicts(n, b)
     # whether a bound holds is only ever said together with its verdict (never a bare "holds: yes")
-    rows = [("ε (medoid objective, TMD units)", b.get("epsilon")), ("c (stability constant)", b.get("c")),
+    ref = f.get("reference") or {}
+    rows = [("task", (f.get("task") or {}).get("type", "binary")), ("training loss", b.get("loss", "bce")),
+            ("M (the loss's Lipschitz constant in the model output)", b.get("M", 1.0)),
+            ("ε (medoid objective, TMD units)", b.get("epsilon")), ("c (stability constant, M included)", b.get("c")),
             ("certified mode (spectral-norm budget, c known before training)", b.get("certified")),
             ("certified constraint (spectral norms within the budget)", b.get("constraint_ok")),
             ("c·ε: bound on |coreset loss − full loss| (Lemma 3.2)", b.get("c_epsilon")),
             ("observed gap", b.get("gap_observed")),
-            ("full-data model's mean training loss (the loss scale)", b.get("full_model_train_loss")),
+            ("full-data reference's mean training loss", b.get("full_model_train_loss")),
+            ("full-data reference: epochs", ref.get("epochs")),
+            ("full-data reference usable (not a model that learned nothing)",
+             None if not ref else (ref.get("usable", not ref.get("degenerate")) if not ref.get("why") else
+                                   "no: " + "; ".join(ref.get("why") or []))),
             ("Lemma 3.2 (observed gap ≤ c·ε)", v["lemma"]["holds_text"]),
             ("2c·ε: bound on the excess training loss (Cor. 3.3)", b.get("erm_bound")),
             ("observed excess loss", b.get("excess_loss")),
@@ -270,6 +257,8 @@ def _bound_section(f: Mapping) -> dict:
                  ("bound with labels (observed gap ≤ c·ε + label term)", v["with_labels"]["holds_text"])]
     rows += [(f"test {t.get('metric', 'metric')}: coreset model", t.get("coreset_model")),
              (f"test {t.get('metric', 'metric')}: full-data model", t.get("full_model"))]
+    rows += [(f"test {k} (coreset model)", v) for k, v in (t.get("coreset_metrics") or {}).items()
+             if k not in (t.get("metric"), "n")]
     rows += [("nodes: mean ε_i (Cor. 4.1)", n.get("epsilon_mean")), ("nodes: c·mean ε_i", n.get("bound")),
              ("nodes: observed gap", n.get("gap_observed")),
              ("nodes: observed gap ≤ c·mean ε_i", nv["lemma"]["holds_text"] if nv else None),

@@ -7,7 +7,9 @@ are :func:`tmdlib.guarantees.bounds.bound_verdict`.  The audit report (:mod:`tmd
 
 The ``bound`` entry (Lemma 3.2 and Corollary 3.3 of the graph coreset) has ``c_epsilon``, ``gap_observed``,
 ``lemma_holds``, ``erm_bound`` (and, with node subsampling, ``erm_bound_with_nodes``), ``excess_loss``,
-``corollary_holds``, ``full_model_train_loss`` (the loss scale), ``certified``, ``constraint_ok``, ``valid``,
+``corollary_holds`` (None with ``corollary_note`` when the full-data reference learned nothing), ``loss_scale`` and
+``loss_scale_what`` (the task's trivial-predictor loss: the verdict's scale), ``full_model_train_loss`` (the scale of
+files written before ``loss_scale``), ``certified``, ``constraint_ok``, ``valid``,
 ``conditions`` and, with the label split, ``bound_with_labels`` / ``bound_with_labels_holds``.  The ``nodes``
 entry (Corollary 4.1, ``metrics_nodes.json``) has ``bound`` (:math:`c\bar\varepsilon`), ``gap_observed``,
 ``lemma_holds``, ``erm_bound``, ``excess_loss`` and ``corollary_holds``; its loss scale is the graph coreset's
@@ -27,7 +29,8 @@ NO_EPSILON = "no ε was recorded (a selection without a TMD medoid objective, an
 def _mode(bound: Mapping, certified) -> dict:
     cert = bound.get("certified") if bound.get("certified") is not None else certified
     return {"certified": None if cert is None else bool(cert), "constraint_ok": bound.get("constraint_ok"),
-            "valid": bound.get("valid"), "conditions": bound.get("conditions") or ()}
+            "valid": bound.get("valid"), "conditions": bound.get("conditions") or (),
+            "loss_scale": bound.get("loss_scale"), "scale_what": bound.get("loss_scale_what")}
 
 
 def coreset_verdicts(bound: Mapping | None, certified: bool | None = None) -> dict:
@@ -60,6 +63,10 @@ def coreset_verdicts(bound: Mapping | None, certified: bool | None = None) -> di
                                    missing=NO_EPSILON, **mode),
         "with_labels": None,
     }
+    if b.get("corollary_note"):  # the reference learned nothing: flagged, not compared against
+        cor = out["corollary"]
+        cor["sentence"] = cor["sentence"].rstrip(".") + f"; {b['corollary_note']}."
+        cor["holds_text"] = b["corollary_note"]
     if b.get("bound_with_labels") is not None:
         out["with_labels"] = bound_verdict(b.get("bound_with_labels"), scale, name="c·ε + label term",
                                            holds=b.get("bound_with_labels_holds"),

@@ -1,5 +1,8 @@
 r"""Selection: which graphs, and which nodes of each graph, to keep (Jain et al., Sections 3-4).
 
+* :func:`select_graphs` -- **the** entry point for graphs: any registered method (:mod:`~tmdlib.select.methods`:
+  ``tmd``, ``random``, ``feature``, ``wl`` and the chemists' pickers) returns a :class:`Selection` carrying the
+  exact TMD certificate of Lemma 3.2; :mod:`~tmdlib.select.registry` declares each method once.
 * :mod:`~tmdlib.select.coreset` -- k-medoids coresets on a distance matrix: medoids
   :math:`\mathcal I`, cluster sizes :math:`\tau`, objective :math:`\varepsilon`
   (:func:`kmedoids_coreset`), and label reuse (:func:`reuse_labelled`).
@@ -8,28 +11,38 @@ r"""Selection: which graphs, and which nodes of each graph, to keep (Jain et al.
 * :mod:`~tmdlib.select.nodes` -- node subsampling: the candidate with the largest tree norm.
 * :mod:`~tmdlib.select.split` -- the seeded 80/20 train/test split.
 
-A new selection method goes here: a function of a :class:`~tmdlib.graph.GraphDataset` (or of a
-distance matrix) returning positions and weights, never reading labels.
+A new selection method goes here: a function of a :class:`~tmdlib.select.registry.Problem` returning a
+:class:`~tmdlib.select.registry.Picked` (positions and weights), never reading labels, registered once with
+:func:`~tmdlib.select.registry.register` (see :mod:`tmdlib.select.methods`).
 """
+from .api import Selection, select_graphs
 from .certificate import CoresetCertificate, tmd_coreset, verify_certificate
 from .baselines import feature_distance_matrix, random_selection, wl_distance_matrix
 from .coreset import (CoresetResult, assign_to_medoids, budget_to_k, kmedoids_coreset, medoids_objective,
                       reuse_labelled, validate_distance_matrix)
 from .nodes import NodeSubsample, select_nodes, subsample_nodes
+from .registry import MethodSpec, get_method, method_names, register
+from . import methods  # noqa: E402,F401  (registers the built-in methods, once)
 from .split import batched_train_test_split, train_test_split
 
 __all__ = [
     "CoresetCertificate",
     "CoresetResult",
+    "MethodSpec",
     "NodeSubsample",
+    "Selection",
     "assign_to_medoids",
     "batched_train_test_split",
     "budget_to_k",
     "feature_distance_matrix",
+    "get_method",
     "kmedoids_coreset",
     "medoids_objective",
+    "method_names",
     "random_selection",
+    "register",
     "reuse_labelled",
+    "select_graphs",
     "select_nodes",
     "subsample_nodes",
     "tmd_coreset",

@@ -7,23 +7,24 @@ Lemma 3.2 holds for *any* assignment :math:`a: [n] \to \mathcal I` of the graphs
           \varepsilon = f_{\mathrm{TMD}} = \varepsilon_{\Sigma} / n ,
 
 so a selection is certified by the :math:`n` exact distances of the graphs to their assigned medoids --
-however the medoids were found.  :class:`CoresetCertificate` holds exactly that evidence, and
-:func:`verify_certificate` recomputes it.
+however the medoids were found.  :class:`CoresetCertificate` holds exactly that evidence
+(:func:`certificate_from_assignment` builds it from any assignment, :func:`certificate_from_matrix` from a
+full matrix), and :func:`verify_certificate` recomputes it.
 
 :func:`tmd_coreset` is the one entry point: ``engine="exact"`` runs k-medoids on the full
 :math:`n \times n` TMD matrix; ``"scalable"`` never builds it; ``"auto"`` picks exact while the matrix is cheap.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..distance.engine import DEFAULT_MEMORY_LIMIT, tmd_matrix, tmd_pairs
 from ..graph import GraphDataset
 from .coreset import assign_to_medoids, kmedoids_coreset
+from .evidence import CoresetCertificate, certificate_from_assignment
 
-__all__ = ["CoresetCertificate", "ENGINES", "tmd_coreset", "certificate_from_matrix", "verify_certificate",
+__all__ = ["CoresetCertificate", "ENGINES", "tmd_coreset", "certificate_from_matrix", "certificate_from_assignment",
+           "verify_certificate",
            "resolve_engine", "matrix_node_pairs", "certify_medoids", "engine_memory_bytes"]
 
 #: ``engine`` values of :func:`tmd_coreset`.
@@ -36,63 +37,6 @@ AUTO_EXACT_MAX_GRAPHS = 20000
 AUTO_EXACT_MAX_NODE_PAIRS = 2e10
 
 
-@dataclass(frozen=True, eq=False)
-class CoresetCertificate:
-    r"""A coreset and the exact evidence for its bound.
-
-    Attributes
-    ----------
-    medoids : ndarray of int64, shape (k,)
-        Positions of the selected graphs :math:`\mathcal I`, sorted ascending.
-    assignment : ndarray of int64, shape (n,)
-        Position of the medoid each graph is assigned to (a medoid is assigned to itself).
-    distance : ndarray of float64, shape (n,)
-        Exact :math:`\mathrm{TMD}(G_i, G_{a(i)})`.
-    tau : ndarray of int64, shape (k,)
-        Cluster sizes aligned with ``medoids``; ``tau.sum() == n``.
-    epsilon : float
-        :math:`\varepsilon_\Sigma = \sum_i` ``distance[i]``.
-    pairs_computed : int
-        Exact TMD evaluations made by the selection and the certificate.
-    engine : str
-        ``"exact"`` or ``"scalable"``.
-    info : dict
-        Engine-specific facts (restarts, rounds, proxy losses, ...), JSON-ready.
-    """
-
-    medoids: np.ndarray
-    assignment: np.ndarray
-    distance: np.ndarray
-    tau: np.ndarray
-    epsilon: float
-    pairs_computed: int
-    engine: str
-    info: dict = field(default_factory=dict)
-
-    @property
-    def n(self) -> int:
-        """Number of graphs covered."""
-        return int(self.assignment.size)
-
-    @property
-    def k(self) -> int:
-        """Number of medoids."""
-        return int(self.medoids.size)
-
-    @property
-    def epsilon_mean(self) -> float:
-        r""":math:`\varepsilon = f_{\mathrm{TMD}}(\mathcal I; X) = \varepsilon_\Sigma / n` (Lemma 3.2's quantity)."""
-        return float(self.epsilon / self.n) if self.n else 0.0
-
-
-def _certificate(medoids: np.ndarray, assignment: np.ndarray, distance: np.ndarray, pairs: int, engine: str,
-                 info: dict | None = None) -> CoresetCertificate:
-    med = np.asarray(medoids, dtype=np.int64)
-    pos = np.searchsorted(med, assignment)
-    tau = np.bincount(pos, minlength=med.size).astype(np.int64)
-    dist = np.asarray(distance, dtype=np.float64)
-    return CoresetCertificate(med, np.asarray(assignment, dtype=np.int64), dist, tau, float(dist.sum()),
-                              int(pairs), engine, dict(info or {}))
 
 
 def certificate_from_matrix(D: np.ndarray, medoids, engine: str = "exact", pairs_computed: int | None = None,
@@ -117,7 +61,7 @@ def certificate_from_matrix(D: np.ndarray, medoids, engine: str = "exact", pairs
     n = D.shape[0]
     dist = D[np.arange(n), assignment]
     pairs = n * (n - 1) // 2 if pairs_computed is None else pairs_computed
-    return _certificate(med, assignment, dist, pairs, engine, info)
+    return certificate_from_assignment(med, assignment, dist, pairs, engine, info)
 
 
 def verify_certificate(dataset: GraphDataset, cert: CoresetCertificate, depth: int = 4, weights="pascal",
@@ -212,7 +156,8 @@ def tmd_coreset(dataset: GraphDataset, k: int, depth: int = 4, weights="pascal",
     memory_limit : float
     num_threads : int, optional
     **scalable_options
-        ``part_size``, ``max_pairs``, ``map_parts``, ``progress`` of
+        ``part_size``, ``max_pairs``, ``map_parts`` (``map_parts(specs) -> results``: where the parts are
+        solved, e.g. :func:`tasks.coreset.part_mapper`), ``progress`` of
         :func:`tmdlib.select.scalable.scalable_coreset`.
 
     Returns
@@ -223,9 +168,8 @@ def tmd_coreset(dataset: GraphDataset, k: int, depth: int = 4, weights="pascal",
     if engine == "scalable":
         from .scalable import scalable_coreset
 
-        r = scalable_coreset(dataset, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
-                             num_threads=num_threads, **scalable_options)
-        return _certificate(r["medoids"], r["assignment"], r["distance"], r["pairs_computed"], "scalable", r["info"])
+        return scalable_coreset(dataset, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
+                                num_threads=num_threads, **scalable_options).certificate()
     D = tmd_matrix(dataset, depth, weights, memory_limit=memory_limit, num_threads=num_threads)
     res = kmedoids_coreset(D, k, seed=seed, restarts=restarts, candidates=candidates, fixed=fixed)
     return certificate_from_matrix(D, res.medoids, "exact",
@@ -266,4 +210,4 @@ def certify_medoids(dataset: GraphDataset, medoids, depth: int = 4, weights="pas
     cache = PairCache(exact or PairEngine(dataset, depth, weights, num_threads=num_threads), len(dataset))
     lb = LowerBound.of(dataset, depth, weights)
     assignment, distance = nearest_medoids(lb, cache, med)
-    return _certificate(med, assignment, distance, cache.computed, "scalable")
+    return certificate_from_assignment(med, assignment, distance, cache.computed, "scalable")

@@ -10,37 +10,47 @@ Ingredients
 * **Exact distances on demand**: a :class:`PairCache` in front of a batched exact TMD function
   (local threads, processes or a Dask cluster); every pair is computed at most once and counted.
 
-Algorithm (one part of at most ``part_size`` graphs)
------------------------------------------------------
+Algorithm (one part of at most ``part_size`` graphs: :func:`refine_kmedoids`)
+-----------------------------------------------------------------------------
 1. *Proxy*: FasterPAM on the lower-bound matrix of the part gives ``k`` starting medoids.
-2. *Exact nearest and second-nearest medoid* of every graph by a pruned search: medoids are tried
+2. *Exact nearest and second-nearest medoid* of every graph (:func:`nearest_two`): medoids are tried
    in increasing LB order and the search stops when the next LB is at least the second-best exact
    distance found -- so the result is the exact nearest (and second-nearest) medoid, with far fewer
-   than ``n k`` exact distances.
-3. *Restricted eager swaps* (FasterPAM's swap rule on exact distances): for a candidate
-   non-medoid ``x`` only graphs with :math:`\mathrm{LB}(i, x) < d_2(i)` can change medoid, so only
-   those exact distances are needed.  Candidates: per cluster, the members most central under LB.
-   Rounds repeat until no swap improves the objective by more than ``tol``.
+   than ``n k`` exact distances.  :class:`SwapState` holds the medoids and these two per graph.
+3. *Restricted eager swaps* (FasterPAM's swap rule on exact distances, :meth:`SwapState.try_swap` /
+   :meth:`SwapState.apply`): for a candidate non-medoid ``x`` only graphs with
+   :math:`\mathrm{LB}(i, x) < d_2(i)` can change medoid, so only those exact distances are needed.
+   Candidates: per cluster, the members most central under LB.  Rounds repeat until no swap improves
+   the objective by more than ``tol``.
 4. *Certificate*: each graph, its exact nearest medoid and that exact distance.
 
-Larger pools are split into parts of graphs close under the lower bound (recursive bisection along
-the main axis of the level-mean embedding); each part gets ``k`` in proportion to its size and is
-solved as above, so the cost grows linearly in ``n`` for a fixed part size, and every part's exact
-pairs can run on its own worker.  The union of the parts' medoids is the coreset; each graph is
-certified by its nearest medoid in its part (Lemma 3.2 holds for any assignment).
+Larger pools are split into parts of graphs close under the lower bound (:func:`plan_parts`: recursive
+bisection along the main axis of the level-mean embedding); each part gets ``k`` in proportion to its
+size and is solved as above (:func:`solve_part` of a :class:`PartSpec`, giving a :class:`PartResult`),
+so the cost grows linearly in ``n`` for a fixed part size, and every part can run on its own worker
+(``map_parts`` of :func:`scalable_coreset`).  The union of the parts' medoids is the coreset
+(:func:`combine_parts`); each graph is certified by its nearest medoid in its part (Lemma 3.2 holds for
+any assignment).
 """
 from __future__ import annotations
 
+import enum
 import math
 import time
-from typing import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
 from ..distance.lower import LowerBound, structure_embedding
+from ..graph import GraphDataset
 
-__all__ = ["PairCache", "refine_kmedoids", "partition", "part_budgets", "nearest_medoids", "solve_part",
-           "scalable_coreset"]
+__all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",
+           "refine_kmedoids", "PartSpec", "PartResult", "solve_part", "partition", "part_budgets", "plan_parts",
+           "solve_in_order", "EngineInfo", "ScalableCoreset", "combine_parts", "scalable_coreset", "EXHAUSTIVE_PART"]
+
+Exact = Callable[[np.ndarray, np.ndarray], np.ndarray]
+ProgressFn = Callable[[str], None]
 
 
 class PairCache:
@@ -52,9 +62,16 @@ class PairCache:
         ``exact(i, j) -> d`` for int arrays of equal length (positions), returning float array.
     n : int
         Number of graphs (positions ``0..n-1``).
+
+    Attributes
+    ----------
+    computed : int
+        Distinct pairs computed so far (the count every budget and report uses).
+    calls, seconds
+        Batches sent to ``exact`` and the time they took.
     """
 
-    def __init__(self, exact: Callable[[np.ndarray, np.ndarray], np.ndarray], n: int):
+    def __init__(self, exact: Exact, n: int):
         self.exact = exact
         self.n = int(n)
         self.store: dict[int, float] = {}
@@ -63,7 +80,7 @@ class PairCache:
         self.seconds = 0.0
 
     def get(self, i, j) -> np.ndarray:
-        """Exact distances of pairs ``(i[k], j[k])``, shape ``(P,)``."""
+        """Exact distances of pairs ``(i[k], j[k])``, shape ``(P,)`` (``0`` where ``i[k] == j[k]``)."""
         i = np.asarray(i, dtype=np.int64)
         j = np.asarray(j, dtype=np.int64)
         out = np.zeros(i.size)
@@ -92,79 +109,137 @@ class PairCache:
         return out
 
 
-def _nearest_two(points: np.ndarray, medoids: np.ndarray, lb: np.ndarray, cache: PairCache,
-                 known: np.ndarray | None = None, max_pairs: float = np.inf):
-    """Exact nearest and second-nearest medoid of each point (pruned by LB).
+# ---------------------------------------------------------------------------------------------- nearest medoids
 
-    ``known`` (shape (n, k), NaN = unknown) receives every point-medoid distance computed.  Once
-    ``cache.computed`` reaches ``max_pairs`` the search stops after its first round (every point
-    then has an exact distance to its LB-nearest medoid, a valid if looser assignment).
+class Nearest(NamedTuple):
+    """Result of :func:`nearest_two`: slots into ``medoids`` and exact distances, each of shape ``(P,)``."""
+
+    n1: np.ndarray
+    n2: np.ndarray | None
+    d1: np.ndarray
+    d2: np.ndarray | None
+
+
+def nearest_two(points: np.ndarray, medoids: np.ndarray, bounds: np.ndarray, cache: PairCache, *,
+                second: bool = True, known: np.ndarray | None = None, max_pairs: float = np.inf) -> Nearest:
+    r"""Exact nearest (and second-nearest) medoid of each point, pruned by lower bounds.
+
+    Point :math:`i` tries the medoids :math:`m` in increasing order of :math:`\mathrm{LB}(i, m)` and stops
+    at the first one with :math:`\mathrm{LB}(i, m) \ge s(i)`, the stopping distance: :math:`d_2(i)`, its
+    second-best exact distance so far (``second=True``), or :math:`d_1(i)`, its best (``second=False``).
+    Since :math:`\mathrm{TMD}(i, m) \ge \mathrm{LB}(i, m) \ge s(i)` for every medoid not tried, none of them
+    can enter the best two (the best one): the result is exact.  With ``known``, a medoid :math:`m` is
+    also skipped when the pivot bound :math:`\max_p |d(i, p) - d(m, p)| \ge s(i)` (triangle inequality
+    through medoids :math:`p` whose distances to both are known).
+
+    Parameters
+    ----------
+    points : ndarray of int64, shape (P,)
+        Positions of the points.
+    medoids : ndarray of int64, shape (k,)
+        Positions of the medoids, sorted ascending.
+    bounds : ndarray of float64, shape (P, k)
+        :math:`\mathrm{LB}(\text{points}[r], \text{medoids}[c])`.
+    cache : PairCache
+    second : bool
+        Also find the exact second-nearest medoid (else ``n2``, ``d2`` are ``None``).
+    known : ndarray of float64, shape (n, k), optional
+        Exact point-medoid distances computed so far (NaN = unknown), columns aligned with ``medoids``;
+        receives every distance computed here.
+    max_pairs : float
+        Once ``cache.computed`` reaches it the search stops after its first round (every point then
+        has an exact distance to its LB-nearest medoid: a valid, if looser, assignment).
 
     Returns
     -------
-    n1, n2 : ndarray of int64, shape (P,)
-        Positions (into ``medoids``) of the nearest and second-nearest medoid (``-1`` if k = 1).
-    d1, d2 : ndarray of float64, shape (P,)
-        Their exact distances (``d2 = inf`` if k = 1).
+    Nearest
+        ``n1``, ``n2``: int64 slots into ``medoids`` of the nearest and second-nearest medoid (``-1`` if
+        none, e.g. ``k = 1``); ``d1``, ``d2``: their exact distances (``inf`` if none).  A medoid is its
+        own nearest medoid (distance 0, even when another medoid is identical to it).
     """
-    P, k = points.size, medoids.size
+    P, k = bounds.shape
     n1 = np.full(P, -1, np.int64)
     n2 = np.full(P, -1, np.int64)
     d1 = np.full(P, np.inf)
     d2 = np.full(P, np.inf)
-    if P == 0:
-        return n1, n2, d1, d2
-    bounds = lb[np.ix_(points, medoids)]
-    order = np.argsort(bounds, axis=1, kind="stable")
-    sorted_lb = np.take_along_axis(bounds, order, axis=1)
-    t = np.zeros(P, np.int64)
-    rows = np.arange(P)
-    first = True
-    while True:
-        if not first and cache.computed >= max_pairs:
-            break
-        first = False
-        live = rows[(t < k)]
-        if live.size == 0:
-            break
-        live = live[sorted_lb[live, t[live]] < d2[live]]
-        if live.size == 0:
-            break
-        m = order[live, t[live]]
-        if known is not None and np.isfinite(d2[live]).any():
-            # pivot bound through medoids p whose distances to the point and to medoid m are both known
-            with np.errstate(invalid="ignore"):
-                piv = np.nanmax(np.abs(known[points[live]] - known[medoids[m]]), axis=1, initial=0.0)
-            skip = piv >= d2[live]
-            t[live[skip]] += 1
-            live, m = live[~skip], m[~skip]
+    stop = d2 if second else d1  # updated in place below
+    if P:
+        order = np.argsort(bounds, axis=1, kind="stable")
+        sorted_lb = np.take_along_axis(bounds, order, axis=1)
+        t = np.zeros(P, np.int64)  # next medoid to try, per point (into order's row)
+        rows = np.arange(P)
+        first = True
+        while first or cache.computed < max_pairs:
+            first = False
+            live = rows[t < k]
+            live = live[sorted_lb[live, t[live]] < stop[live]]
             if live.size == 0:
-                continue
-        d = cache.get(points[live], medoids[m])
-        if known is not None:
-            known[points[live], m] = d
-        better1 = d < d1[live]
-        better2 = ~better1 & (d < d2[live])
-        b1, b2 = live[better1], live[better2]
-        n2[b1], d2[b1] = n1[b1], d1[b1]
-        n1[b1], d1[b1] = m[better1], d[better1]
-        n2[b2], d2[b2] = m[better2], d[better2]
-        t[live] += 1
-    # a medoid is its own nearest medoid (distance 0, even if another medoid is identical)
-    is_med = np.searchsorted(medoids, points)
-    hit = (is_med < k) & (medoids[np.minimum(is_med, k - 1)] == points)
-    for p in np.flatnonzero(hit & (n1 != is_med)):
-        n2[p], d2[p] = n1[p], d1[p]
-        n1[p], d1[p] = is_med[p], 0.0
-    return n1, n2, d1, d2
+                break
+            m = order[live, t[live]]
+            if known is not None and np.isfinite(stop[live]).any():
+                with np.errstate(invalid="ignore"):
+                    piv = np.nanmax(np.abs(known[points[live]] - known[medoids[m]]), axis=1, initial=0.0)
+                skip = piv >= stop[live]
+                t[live[skip]] += 1
+                live, m = live[~skip], m[~skip]
+                if live.size == 0:
+                    continue
+            d = cache.get(points[live], medoids[m])
+            if known is not None:
+                known[points[live], m] = d
+            better1 = d < d1[live]
+            better2 = ~better1 & (d < d2[live])
+            b1, b2 = live[better1], live[better2]
+            n2[b1], d2[b1] = n1[b1], d1[b1]
+            n1[b1], d1[b1] = m[better1], d[better1]
+            n2[b2], d2[b2] = m[better2], d[better2]
+            t[live] += 1
+        slot = np.searchsorted(medoids, points)
+        own = np.flatnonzero((slot < k) & (medoids[np.minimum(slot, k - 1)] == points) & (n1 != slot))
+        n2[own], d2[own] = n1[own], d1[own]
+        n1[own], d1[own] = slot[own], 0.0
+    return Nearest(n1, n2, d1, d2) if second else Nearest(n1, None, d1, None)
 
+
+def nearest_medoids(lb: LowerBound, cache: PairCache, medoids, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """Exact nearest medoid of every graph (:func:`nearest_two` with ``second=False``, chunk by chunk).
+
+    Parameters
+    ----------
+    lb : LowerBound
+        Summaries of the ``n`` graphs.
+    cache : PairCache
+    medoids : array_like of int, shape (k,)
+    chunk : int
+        Graphs per block of lower bounds (memory: ``chunk * k`` floats).
+
+    Returns
+    -------
+    assignment : ndarray of int64, shape (n,)
+        The nearest medoid (a position) of each graph; a medoid is its own.
+    distance : ndarray of float64, shape (n,)
+        Its exact TMD.
+    """
+    med = np.unique(np.asarray(medoids, dtype=np.int64))
+    n = len(lb)
+    assignment, distance = np.empty(n, np.int64), np.empty(n)
+    for a in range(0, n, chunk):
+        pts = np.arange(a, min(n, a + chunk))
+        near = nearest_two(pts, med, lb.block(pts, med), cache, second=False)
+        assignment[pts], distance[pts] = med[near.n1], near.d1
+    return assignment, distance
+
+
+# ---------------------------------------------------------------------------------------------- swap state
 
 def _swap_gain(aff, dx, n1, d1, d2, fixed_slots, k) -> tuple[float, int]:
-    """FasterPAM's best swap for a new medoid ``x``: ``(change of the objective, slot to remove)``.
+    r"""FasterPAM's best swap for a new medoid ``x``: ``(change of the objective, slot to remove)``.
 
     Removing medoid ``m`` costs :math:`\sum_{n_1(i)=m} (d_2(i) - d_1(i))`; adding ``x`` moves every
     graph with :math:`d(i, x) < d_1(i)` to ``x`` and caps the removal cost of the others at
-    :math:`d(i, x)`.  Only graphs ``aff`` (those with :math:`\mathrm{LB}(i, x) < d_2(i)`) can matter.
+    :math:`d(i, x)`.  Only graphs ``aff`` (those with :math:`\mathrm{LB}(i, x) < d_2(i)`) can matter;
+    ``dx[r]`` is :math:`d(\text{aff}[r], x)` (or a lower bound of it: the change is non-decreasing in
+    every :math:`d(i, x)`, so bounds give a lower bound of the change).  Fixed slots are never removed.
     """
     delta = np.bincount(n1, weights=d2 - d1, minlength=k)
     closer = dx < d1[aff]
@@ -179,55 +254,247 @@ def _swap_gain(aff, dx, n1, d1, d2, fixed_slots, k) -> tuple[float, int]:
     return acc + float(delta[m]), m
 
 
-def nearest_medoids(lb: LowerBound, cache: PairCache, medoids, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-    """Exact nearest medoid of every graph (LB-pruned; lower bounds computed chunk by chunk).
+class Verdict(enum.Enum):
+    """Outcome of :meth:`SwapState.try_swap`."""
 
-    Returns
-    -------
-    assignment : ndarray of int64, shape (n,)
-        The nearest medoid (a position) of each graph; a medoid is its own.
-    distance : ndarray of float64, shape (n,)
-        Its exact TMD.
+    PRUNED = "pruned"      # the lower bounds alone rule out a gain (no exact pair computed)
+    REJECTED = "rejected"  # exact distances showed no gain
+    IMPROVES = "improves"  # the swap lowers the objective by more than the tolerance
+
+
+@dataclass(frozen=True, eq=False)
+class SwapTrial:
+    r"""A candidate swap ``x`` in, ``medoids[slot]`` out, as judged by :meth:`SwapState.try_swap`.
+
+    Attributes
+    ----------
+    x : int
+        The candidate medoid (a position).
+    verdict : Verdict
+    change : float
+        Change of the objective :math:`\sum_i d_1(i)` (negative = better); NaN unless computed exactly.
+    slot : int
+        Slot of the medoid to remove (``IMPROVES`` only).
+    aff : ndarray of int64, shape (A,)
+        Graphs that may change medoid: :math:`\mathrm{LB}(i, x) < d_2(i)` (``IMPROVES`` only).
+    dx : ndarray of float64, shape (A,)
+        Their exact :math:`\mathrm{TMD}(i, x)` (``IMPROVES`` only).
     """
-    med = np.unique(np.asarray(medoids, dtype=np.int64))
-    n = len(lb)
-    assignment, distance = np.empty(n, np.int64), np.empty(n)
-    for a in range(0, n, chunk):
-        pts = np.arange(a, min(n, a + chunk))
-        bounds = lb.block(pts, med)
-        n1, _, d1, _ = _nearest_one(pts, bounds, med, cache)
-        assignment[pts], distance[pts] = med[n1], d1
-    return assignment, distance
+
+    x: int
+    verdict: Verdict
+    change: float = math.nan
+    slot: int = -1
+    aff: np.ndarray | None = None
+    dx: np.ndarray | None = None
 
 
-def _nearest_one(points, bounds, medoids, cache):
-    """Exact nearest medoid of ``points`` given their lower bounds to ``medoids`` (rows of ``bounds``)."""
-    P, k = bounds.shape
-    order = np.argsort(bounds, axis=1, kind="stable")
-    sorted_lb = np.take_along_axis(bounds, order, axis=1)
-    n1 = np.full(P, -1, np.int64)
-    d1 = np.full(P, np.inf)
-    t = np.zeros(P, np.int64)
-    rows = np.arange(P)
-    while True:
-        live = rows[t < k]
-        live = live[sorted_lb[live, t[live]] < d1[live]]
-        if live.size == 0:
-            break
-        m = order[live, t[live]]
-        d = cache.get(points[live], medoids[m])
-        better = d < d1[live]
-        n1[live[better]], d1[live[better]] = m[better], d[better]
-        t[live] += 1
-    hit = np.searchsorted(medoids, points)
-    own = (hit < k) & (medoids[np.minimum(hit, k - 1)] == points)
-    n1[own], d1[own] = hit[own], 0.0
-    return n1, None, d1, None
+class SwapState:
+    r"""Medoids of one part, with every graph's exact nearest and second-nearest medoid.
+
+    The state of FasterPAM's eager swap search, on exact distances computed only where the lower bound
+    cannot decide.  The objective is :math:`\sum_i d_1(i)`.
+
+    Parameters
+    ----------
+    bound : ndarray of float64, shape (n, n)
+        Lower-bound matrix of the part (every pruning test reads it).
+    cache : PairCache
+        Exact distances between positions ``0..n-1``.
+    medoids : ndarray of int64, shape (k,)
+        Starting medoids, sorted ascending.
+    fixed : ndarray of bool, shape (n,)
+        Graphs that must stay medoids.
+    max_pairs : float
+        Budget of exact pairs (see :func:`nearest_two`).
+
+    Attributes
+    ----------
+    medoids : ndarray of int64, shape (k,)
+        Sorted; a *slot* is a position in this array.
+    n1, n2 : ndarray of int64, shape (n,)
+        Slot of each graph's nearest / second-nearest medoid (``n2 = -1`` when ``k = 1``).
+    d1, d2 : ndarray of float64, shape (n,)
+        Their exact distances (``d2 = inf`` when ``k = 1``).
+    known : ndarray of float64, shape (n, k)
+        Exact :math:`\mathrm{TMD}(i, \text{medoids}[c])` computed so far, NaN where unknown: the medoids
+        act as pivots for triangle-inequality bounds.
+    """
+
+    def __init__(self, bound: np.ndarray, cache: PairCache, medoids: np.ndarray, fixed: np.ndarray,
+                 max_pairs: float = np.inf):
+        n = bound.shape[0]
+        self.bound, self.cache, self.fixed, self.max_pairs = bound, cache, fixed, max_pairs
+        self.medoids = np.asarray(medoids, np.int64)
+        self.known = np.full((n, self.k), np.nan)
+        self.n1, self.n2 = np.empty(n, np.int64), np.empty(n, np.int64)
+        self.d1, self.d2 = np.empty(n), np.empty(n)
+        # medoids first: their rows are the pivots' distances for everyone else
+        self._renew(self.medoids)
+        self._renew(np.setdiff1d(np.arange(n), self.medoids))
+
+    @property
+    def k(self) -> int:
+        """Number of medoids."""
+        return int(self.medoids.size)
+
+    @property
+    def objective(self) -> float:
+        r""":math:`\sum_i d_1(i)`, the exact k-medoids objective of the current medoids."""
+        return float(self.d1.sum())
+
+    @property
+    def assignment(self) -> np.ndarray:
+        """Nearest medoid (a position) of each graph, shape ``(n,)``."""
+        return self.medoids[self.n1]
+
+    def _renew(self, idx: np.ndarray) -> Nearest:
+        """Recompute the nearest two medoids of graphs ``idx`` (exact, pruned)."""
+        near = nearest_two(idx, self.medoids, self.bound[np.ix_(idx, self.medoids)], self.cache, known=self.known,
+                           max_pairs=self.max_pairs)
+        self.n1[idx], self.n2[idx], self.d1[idx], self.d2[idx] = near
+        return near
+
+    def gain(self, aff: np.ndarray, dx: np.ndarray) -> tuple[float, int]:
+        """Best ``(change, slot)`` of swapping in a graph at distances ``dx`` from ``aff`` (:func:`_swap_gain`)."""
+        return _swap_gain(aff, dx, self.n1, self.d1, self.d2, self.fixed[self.medoids], self.k)
+
+    def try_swap(self, x: int, tol: float) -> SwapTrial:
+        r"""Judge swapping ``x`` in, computing exact distances only while a gain is still possible.
+
+        A swap is accepted when its change of the objective is below :math:`-\mathrm{tol}\sum_i d_1(i)`.
+        The change computed with lower bounds of :math:`d(i, x)` is a lower bound of the true change, so
+        ``x`` is *pruned* when even that shows no gain; otherwise the exact :math:`d(i, x)` of the affected
+        graphs are computed in order of promise, in doubling batches, and the search is *rejected* as
+        soon as the bound (exact so far, LB for the rest) shows no gain.
+        """
+        need = -tol * max(float(self.d1.sum()), 1e-300)
+        bx = self.bound[x].copy()
+        aff = np.flatnonzero(bx < self.d2)
+        if self.k > 1 and self.gain(aff, bx[aff])[0] >= need:
+            return SwapTrial(x, Verdict.PRUNED)
+        aff = self._tighten(x, bx, aff)
+        dx = self._exact_while_promising(x, aff, bx[aff].copy(), need)
+        if dx is None:
+            return SwapTrial(x, Verdict.REJECTED)
+        if self.k == 1:  # replace the only medoid: every graph moves to x
+            change, slot = float(dx.sum() - self.d1.sum()), 0
+        else:
+            change, slot = self.gain(aff, dx)
+        if not change < need:
+            return SwapTrial(x, Verdict.REJECTED, change)
+        return SwapTrial(x, Verdict.IMPROVES, change, slot, aff, dx)
+
+    def _tighten(self, x: int, bx: np.ndarray, aff: np.ndarray) -> np.ndarray:
+        r"""Raise ``bx[aff]`` in place to the pivot bounds :math:`\max_m |d(i, m) - d(x, m)|` over medoids ``m``
+        whose distances to both ``i`` and ``x`` are known; return the graphs still affected."""
+        piv = np.flatnonzero(~np.isnan(self.known[x]))
+        if piv.size and aff.size:
+            with np.errstate(invalid="ignore"):
+                tri = np.nanmax(np.abs(self.known[np.ix_(aff, piv)] - self.known[x, piv]), axis=1, initial=0.0)
+            bx[aff] = np.maximum(bx[aff], tri)
+            aff = aff[bx[aff] < self.d2[aff]]
+        return aff
+
+    def _exact_while_promising(self, x: int, aff: np.ndarray, est: np.ndarray, need: float) -> np.ndarray | None:
+        """Replace the bounds ``est`` of ``d(aff, x)`` by exact distances, most promising first (doubling
+        batches from 16); ``None`` as soon as the partly exact estimate shows no gain below ``need``."""
+        order = np.argsort(est - self.d1[aff], kind="stable")
+        done, step = 0, 16
+        while done < aff.size:
+            sel = order[done:done + step]
+            est[sel] = self.cache.get(np.full(sel.size, x), aff[sel])
+            done += sel.size
+            step *= 2
+            if done < aff.size and self.k > 1 and self.gain(aff, est)[0] >= need:
+                return None
+        return est
+
+    def apply(self, trial: SwapTrial) -> np.ndarray:
+        """Make the improving swap ``trial``; return the medoid graphs whose clusters changed.
+
+        The slots are re-sorted; only the graphs touched by the swap -- those whose nearest or second-nearest
+        medoid was removed, those now closer to ``x`` than their second-nearest, and the removed medoid --
+        get their nearest two recomputed.
+        """
+        x, aff, dx = trial.x, trial.aff, trial.dx
+        old = self.medoids[trial.slot]
+        med = self.medoids.copy()
+        med[trial.slot] = x
+        self.known[:, trial.slot] = np.nan
+        self.known[aff, trial.slot] = dx
+        self.known[x, trial.slot] = 0.0
+        order = np.argsort(med, kind="stable")
+        self.medoids, self.known = med[order], self.known[:, order]
+        inv = np.empty_like(order)
+        inv[order] = np.arange(order.size)
+        self.n1 = np.where(self.n1 >= 0, inv[np.maximum(self.n1, 0)], -1)
+        self.n2 = np.where(self.n2 >= 0, inv[np.maximum(self.n2, 0)], -1)
+        new_slot = int(np.searchsorted(self.medoids, x))
+        touched = (self.n1 == new_slot) | (self.n2 == new_slot)  # they pointed at the removed medoid's slot
+        touched[aff[dx < self.d2[aff]]] = True
+        touched[old] = True
+        idx = np.flatnonzero(touched)
+        before = self.medoids[self.n1[idx][self.n1[idx] >= 0]]
+        after = self._renew(idx).n1
+        return np.unique(np.concatenate([before, self.medoids[after], [old, x]]))
+
+
+@dataclass
+class SearchStats:
+    """Counters of one part's search (diagnostics; not part of the certificate).
+
+    Attributes
+    ----------
+    initial_pairs : int
+        Exact pairs spent on the proxy medoids' nearest two.
+    tried, pruned, rejected : int
+        Candidates judged; of these, ruled out by the lower bounds alone, and by exact distances.
+    rejected_pairs, swap_pairs : int
+        Exact pairs spent on rejected candidates, and on accepted swaps (their trial and update).
+    exhaustive : bool
+        The part was solved on its full exact matrix (:data:`EXHAUSTIVE_PART`).
+    """
+
+    initial_pairs: int = 0
+    tried: int = 0
+    pruned: int = 0
+    rejected: int = 0
+    rejected_pairs: int = 0
+    swap_pairs: int = 0
+    exhaustive: bool = False
+
+    def to_json(self) -> dict:
+        """The counters as a JSON-ready dict."""
+        return asdict(self)
+
+
+class _RetryMemo:
+    """A rejected candidate is tried again only after a swap changed its cluster (or it moved to another)."""
+
+    def __init__(self):
+        self.changed_at: dict[int, int] = {}         # medoid graph -> swap count after the last change of its cluster
+        self.rejected_at: dict[int, tuple[int, int]] = {}  # candidate -> (its medoid, swap count) when rejected
+
+    def skip(self, x: int, home: int) -> bool:
+        prev = self.rejected_at.get(x)
+        return prev is not None and prev[0] == home and self.changed_at.get(home, -1) < prev[1]
+
+    def reject(self, x: int, home: int, swaps: int) -> None:
+        self.rejected_at[x] = (home, swaps)
+
+    def changed(self, graphs: np.ndarray, swaps: int) -> None:
+        for g in graphs.tolist():
+            self.changed_at[g] = swaps
 
 
 def _candidates(assign: np.ndarray, medoids: np.ndarray, lb: np.ndarray, per_cluster: int, allowed: np.ndarray,
                 rng: np.random.Generator, max_cluster: int = 400, share: float = 0.2) -> np.ndarray:
-    """Per cluster, its most central non-medoid members under LB: ``ceil(share * size)``, at most ``per_cluster``."""
+    """Per cluster, its most central non-medoid members under LB: ``ceil(share * size)``, at most ``per_cluster``.
+
+    ``assign`` holds slots into ``medoids``; centrality is the sum of LB to (a sample of at most
+    ``max_cluster``) members of the cluster.
+    """
     out = []
     is_med = np.zeros(assign.size, bool)
     is_med[medoids] = True
@@ -243,11 +510,102 @@ def _candidates(assign: np.ndarray, medoids: np.ndarray, lb: np.ndarray, per_clu
     return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
+def _swap_round(state: SwapState, cand: np.ndarray, memo: _RetryMemo, stats: SearchStats, tol: float,
+                swaps: int) -> int:
+    """One eager pass over the candidates ``cand``: each improving swap is made at once.
+
+    ``swaps`` is the swap count before the round (the memo's clock); returns the count after it.
+    """
+    cache = state.cache
+    for x in cand.tolist():
+        if cache.computed >= state.max_pairs:
+            break
+        if np.any(state.medoids == x):
+            continue
+        home = int(state.medoids[state.n1[x]])
+        if memo.skip(x, home):
+            continue
+        stats.tried += 1
+        c0 = cache.computed
+        trial = state.try_swap(x, tol)
+        if trial.verdict is Verdict.PRUNED:
+            stats.pruned += 1
+        elif trial.verdict is Verdict.REJECTED:
+            stats.rejected += 1
+            stats.rejected_pairs += cache.computed - c0
+            memo.reject(x, home, swaps)
+        else:
+            changed = state.apply(trial)
+            swaps += 1
+            memo.changed(changed, swaps)
+            stats.swap_pairs += cache.computed - c0
+    return swaps
+
+
+# ---------------------------------------------------------------------------------------------- one part
+
+@dataclass(eq=False)
+class PartResult:
+    r"""k-medoids of one part, in positions ``0..m-1`` of the part.
+
+    Attributes
+    ----------
+    medoids : ndarray of int64, shape (k,)
+        Sorted.
+    assignment : ndarray of int64, shape (m,)
+        Nearest medoid (a position) of each graph; a medoid is its own.
+    distance : ndarray of float64, shape (m,)
+        Exact :math:`\mathrm{TMD}(G_i, G_{\text{assignment}[i]})`.
+    pairs_computed : int
+        Exact TMD evaluations spent on the part.
+    rounds, swaps : int
+        Swap rounds run, swaps made.
+    proxy_loss : float
+        FasterPAM's objective on the lower-bound (or, exhaustive, the exact) matrix.
+    seconds : float
+    stats : SearchStats, optional
+    """
+
+    medoids: np.ndarray
+    assignment: np.ndarray
+    distance: np.ndarray
+    pairs_computed: int = 0
+    rounds: int = 0
+    swaps: int = 0
+    proxy_loss: float = 0.0
+    seconds: float = 0.0
+    stats: SearchStats | None = None
+
+    #: The fields a part cache stores (:meth:`to_arrays`): all that :func:`combine_parts` reads.
+    ARRAYS: ClassVar[tuple[str, ...]] = ("medoids", "assignment", "distance", "pairs_computed", "rounds", "swaps")
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The :data:`ARRAYS` fields as numpy arrays (``np.savez``-ready)."""
+        return {name: np.asarray(getattr(self, name)) for name in self.ARRAYS}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "PartResult":
+        """Inverse of :meth:`to_arrays` (any mapping with those keys, e.g. a loaded ``.npz``)."""
+        return cls(np.asarray(arrays["medoids"], np.int64), np.asarray(arrays["assignment"], np.int64),
+                   np.asarray(arrays["distance"], np.float64), int(arrays["pairs_computed"]),
+                   int(arrays.get("rounds", 0)), int(arrays["swaps"]))
+
+    @classmethod
+    def all_medoids(cls, m: int) -> "PartResult":
+        """``k >= m``: every graph is its own medoid."""
+        med = np.arange(m)
+        return cls(med, med.copy(), np.zeros(m))
+
+
 def refine_kmedoids(lb: LowerBound, cache: PairCache, k: int, *, seed: int = 0, candidates: np.ndarray | None = None,
                     fixed: np.ndarray | None = None, restarts: int = 3, per_cluster: int = 4, max_rounds: int = 6,
                     tol: float = 1e-9, min_round_gain: float = 1e-3, max_pairs: float | None = None,
-                    progress: Callable[[str], None] | None = None) -> dict:
+                    progress: ProgressFn | None = None) -> PartResult:
     r"""k-medoids of ``len(lb)`` graphs with exact distances only where the lower bound cannot decide.
+
+    FasterPAM on the lower-bound matrix gives the starting medoids; a :class:`SwapState` then makes
+    eager swaps (:meth:`SwapState.try_swap`) among per-cluster candidates (:func:`_candidates`), round
+    after round, minimising the exact objective :math:`\sum_i \min_{m} \mathrm{TMD}(G_i, G_m)`.
 
     Parameters
     ----------
@@ -280,9 +638,8 @@ def refine_kmedoids(lb: LowerBound, cache: PairCache, k: int, *, seed: int = 0, 
 
     Returns
     -------
-    dict
-        ``medoids`` (sorted positions), ``assignment`` (medoid position per graph), ``distance`` (exact),
-        ``proxy_loss``, ``rounds``, ``swaps``.
+    PartResult
+        ``pairs_computed`` is ``cache.computed``; ``stats`` is ``None`` when ``k >= n``.
     """
     from .coreset import kmedoids_coreset
 
@@ -292,126 +649,122 @@ def refine_kmedoids(lb: LowerBound, cache: PairCache, k: int, *, seed: int = 0, 
     fix = np.zeros(n, bool) if fixed is None else np.asarray(fixed, bool)
     allowed |= fix
     if k >= n:
-        med = np.arange(n)
-        return {"medoids": med, "assignment": med.copy(), "distance": np.zeros(n), "proxy_loss": 0.0,
-                "rounds": 0, "swaps": 0}
-    bound = lb.matrix()  # the lower bounds of the part: the proxy, and every pruning test below
-    res = kmedoids_coreset(bound, k, seed=seed, restarts=restarts,
-                           candidates=None if candidates is None and fixed is None else allowed,
-                           fixed=fix if fix.any() else None)
-    med = np.sort(res.medoids)
-    pts = np.arange(n)
-    known = np.full((n, k), np.nan)  # exact point-medoid distances computed so far (medoids act as pivots)
-    budget = np.inf if max_pairs is None else float(max_pairs)
-    n1, n2 = np.empty(n, np.int64), np.empty(n, np.int64)
-    d1, d2 = np.empty(n), np.empty(n)
-    rest = np.setdiff1d(pts, med)
-    for group in (med, rest):  # medoids first: their rows are the pivots' distances for everyone else
-        n1[group], n2[group], d1[group], d2[group] = _nearest_two(group, med, bound, cache, known, budget)
+        return PartResult.all_medoids(n)
+    bound = lb.matrix()  # the lower bounds of the part: the proxy, and every pruning test
+    proxy = kmedoids_coreset(bound, k, seed=seed, restarts=restarts,
+                             candidates=None if candidates is None and fixed is None else allowed,
+                             fixed=fix if fix.any() else None)
+    state = SwapState(bound, cache, np.sort(proxy.medoids), fix, np.inf if max_pairs is None else float(max_pairs))
     if progress:
-        progress(f"proxy medoids: exact objective {d1.sum():.6g} ({cache.computed} exact pairs)")
+        progress(f"proxy medoids: exact objective {state.d1.sum():.6g} ({cache.computed} exact pairs)")
+    stats, memo = SearchStats(initial_pairs=cache.computed), _RetryMemo()
     swaps, rounds = 0, 0
-    stats = {"initial_pairs": cache.computed, "tried": 0, "pruned": 0, "rejected": 0, "rejected_pairs": 0,
-             "swap_pairs": 0}
-    # a rejected candidate is tried again only after a swap touched its cluster (or it moved)
-    changed_at: dict[int, int] = {}    # medoid graph -> swap counter of the last change of its cluster
-    rejected_at: dict[int, tuple] = {}  # candidate -> (its medoid, swap counter) when rejected
     for rounds in range(1, max_rounds + 1):
-        improved = 0
-        start_obj = float(d1.sum())
-        cand = _candidates(n1, med, bound, per_cluster, allowed, rng)
-        for x in cand.tolist():
-            if cache.computed >= budget:
-                break
-            if np.any(med == x):
-                continue
-            home = int(med[n1[x]])
-            prev = rejected_at.get(x)
-            if prev is not None and prev[0] == home and changed_at.get(home, -1) < prev[1]:
-                continue
-            bx = bound[x].copy()
-            aff = np.flatnonzero(bx < d2)
-            # The change of the objective is non-decreasing in every d(i, x): with the lower bounds in
-            # place of the exact distances it is a lower bound of the true change.  No gain possible:
-            # skip x without computing anything exact.
-            stats["tried"] += 1
-            if med.size > 1 and _swap_gain(aff, bx[aff], n1, d1, d2, fix[med], med.size)[0] >= -tol * max(
-                    float(d1.sum()), 1e-300):
-                stats["pruned"] += 1
-                continue
-            c0 = cache.computed
-            # pivot bounds through the medoids: d(i, x) >= |d(i, m) - d(x, m)| for every medoid m whose
-            # distances to both i and x are known (no new exact pair needed)
-            piv = np.flatnonzero(~np.isnan(known[x]))
-            if piv.size and aff.size:
-                with np.errstate(invalid="ignore"):
-                    tri = np.nanmax(np.abs(known[np.ix_(aff, piv)] - known[x, piv]), axis=1, initial=0.0)
-                bx[aff] = np.maximum(bx[aff], tri)
-                aff = aff[bx[aff] < d2[aff]]
-            # exact distances in order of promise, stopping as soon as the bound says no gain is possible
-            est = bx[aff].copy()
-            order = np.argsort(est - d1[aff], kind="stable")
-            done, step, rejected = 0, 16, False
-            while done < aff.size:
-                sel = order[done:done + step]
-                est[sel] = cache.get(np.full(sel.size, x), aff[sel])
-                done += sel.size
-                step *= 2
-                if done < aff.size and med.size > 1 and _swap_gain(aff, est, n1, d1, d2, fix[med], med.size)[0] >= \
-                        -tol * max(float(d1.sum()), 1e-300):
-                    rejected = True
-                    break
-            if rejected:
-                stats["rejected"] += 1
-                stats["rejected_pairs"] += cache.computed - c0
-                rejected_at[x] = (home, swaps)
-                continue
-            dx = est
-            if med.size == 1:  # replace the only medoid: every graph moves to x
-                change = float(dx.sum() - d1.sum())
-                m = 0
-            else:
-                change, m = _swap_gain(aff, dx, n1, d1, d2, fix[med], med.size)
-            if not change < -tol * max(float(d1.sum()), 1e-300):
-                stats["rejected"] += 1
-                stats["rejected_pairs"] += cache.computed - c0
-                rejected_at[x] = (home, swaps)
-                continue
-            old = med[m]
-            med = med.copy()
-            med[m] = x
-            known[:, m] = np.nan
-            known[aff, m] = dx
-            known[x, m] = 0.0
-            order = np.argsort(med, kind="stable")
-            med = med[order]
-            known = known[:, order]
-            # points touched by the swap: assigned to / second to the removed medoid, or now closer to x
-            inv = np.empty_like(order)
-            inv[order] = np.arange(order.size)
-            n1 = np.where(n1 >= 0, inv[np.maximum(n1, 0)], -1)
-            n2 = np.where(n2 >= 0, inv[np.maximum(n2, 0)], -1)
-            new_pos = int(np.searchsorted(med, x))
-            touched = np.zeros(n, bool)
-            touched[(n1 == new_pos) | (n2 == new_pos)] = True  # they pointed at the removed medoid's slot
-            touched[aff[dx < d2[aff]]] = True
-            touched[old] = True
-            idx = np.flatnonzero(touched)
-            before = med[n1[idx][n1[idx] >= 0]]
-            a1, a2, e1, e2 = _nearest_two(idx, med, bound, cache, known, budget)
-            for g in np.unique(np.concatenate([before, med[a1], [old, x]])).tolist():
-                changed_at[g] = swaps + 1
-            n1[idx], n2[idx], d1[idx], d2[idx] = a1, a2, e1, e2
-            stats["swap_pairs"] += cache.computed - c0
-            swaps += 1
-            improved += 1
+        start_obj, start_swaps = state.objective, swaps
+        swaps = _swap_round(state, _candidates(state.n1, state.medoids, bound, per_cluster, allowed, rng), memo,
+                            stats, tol, swaps)
         if progress:
-            progress(f"round {rounds}: {improved} swaps, objective {d1.sum():.6g} ({cache.computed} exact pairs)")
-        if not improved or start_obj - d1.sum() < min_round_gain * start_obj or cache.computed >= budget:
+            progress(f"round {rounds}: {swaps - start_swaps} swaps, objective {state.d1.sum():.6g} "
+                     f"({cache.computed} exact pairs)")
+        if (swaps == start_swaps or start_obj - state.d1.sum() < min_round_gain * start_obj
+                or cache.computed >= state.max_pairs):
             break
-    return {"medoids": med, "assignment": med[n1], "distance": d1, "proxy_loss": float(res.loss),
-            "rounds": rounds, "swaps": swaps, "stats": stats}
+    return PartResult(state.medoids, state.assignment, state.d1, cache.computed, rounds, swaps, float(proxy.loss),
+                      stats=stats)
 
+
+#: Parts of at most this many graphs are solved on their full exact matrix (n(n-1)/2 pairs, fewer than
+#: the search would spend), exactly as the exact engine does: same FasterPAM restarts, same medoids.
+EXHAUSTIVE_PART = 64
+
+
+def _exhaustive(cache: PairCache, k: int, seed: int, candidates, fixed, restarts: int = 5) -> PartResult:
+    """k-medoids of a small part on its full exact matrix (the exact engine's algorithm)."""
+    from .coreset import assign_to_medoids, kmedoids_coreset
+
+    n = cache.n
+    iu, ju = np.triu_indices(n, 1)
+    D = np.zeros((n, n))
+    D[iu, ju] = cache.get(iu, ju)
+    D[ju, iu] = D[iu, ju]
+    res = kmedoids_coreset(D, min(k, n), seed=seed, restarts=restarts, candidates=candidates, fixed=fixed)
+    med, assignment, _ = assign_to_medoids(D, res.medoids)
+    return PartResult(med, assignment, D[np.arange(n), assignment], cache.computed, proxy_loss=float(res.loss),
+                      stats=SearchStats(exhaustive=True))
+
+
+@dataclass(frozen=True, eq=False)
+class PartSpec:
+    """One part of a pool, self-contained: all :func:`solve_part` needs, so it can be solved anywhere.
+
+    Picklable (it travels to process and Dask workers with the part's graphs).
+
+    Attributes
+    ----------
+    ds : GraphDataset
+        The part's ``m`` graphs.
+    k : int
+        The part's share of the budget (never below its fixed medoids).
+    positions : ndarray of int64, shape (m,)
+        Positions of the part's graphs in the pool.
+    depth, weights
+        TMD parameters.
+    seed : int
+    candidates, fixed : ndarray of bool, shape (m,), optional
+        Graphs of the part allowed to / required to be medoids.
+    max_pairs : float, optional
+        The part's share of the budget of exact pairs (``max_pairs * m / n``).
+    num_threads : int, optional
+        numba threads of the exact TMD computations.
+    """
+
+    ds: GraphDataset
+    k: int
+    positions: np.ndarray
+    depth: int = 4
+    weights: Any = "pascal"
+    seed: int = 0
+    candidates: np.ndarray | None = None
+    fixed: np.ndarray | None = None
+    max_pairs: float | None = None
+    num_threads: int | None = None
+
+
+def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn | None = None) -> PartResult:
+    """Solve one part: :func:`refine_kmedoids` of its graphs with exact TMD on demand.
+
+    Parts of at most :data:`EXHAUSTIVE_PART` graphs are solved on their full exact matrix instead.
+
+    Parameters
+    ----------
+    spec : PartSpec
+    exact : callable, optional
+        ``exact(i, j) -> d`` on positions of ``spec.ds`` (e.g. a persisted store in front of the engine).
+        Default: a :class:`~tmdlib.distance.engine.PairEngine` on ``spec.ds``.
+    progress : callable, optional
+        Called with a status line after the proxy and after each swap round.
+
+    Returns
+    -------
+    PartResult
+        In positions of ``spec.ds``; ``pairs_computed`` and ``seconds`` of this call.
+    """
+    from ..distance.engine import PairEngine
+
+    t0 = time.perf_counter()
+    if exact is None:
+        exact = PairEngine(spec.ds, spec.depth, spec.weights, num_threads=spec.num_threads)
+    cache = PairCache(exact, len(spec.ds))
+    if len(spec.ds) <= EXHAUSTIVE_PART:
+        out = _exhaustive(cache, int(spec.k), spec.seed, spec.candidates, spec.fixed)
+    else:
+        lb = LowerBound.of(spec.ds, spec.depth, spec.weights)
+        out = refine_kmedoids(lb, cache, int(spec.k), seed=spec.seed, candidates=spec.candidates, fixed=spec.fixed,
+                              max_pairs=spec.max_pairs, progress=progress)
+    return replace(out, pairs_computed=cache.computed, seconds=time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------------------------------------- parts of a pool
 
 def partition(emb: np.ndarray, part_size: int) -> list[np.ndarray]:
     """Split graphs ``0..n-1`` into parts of at most ``part_size`` graphs that are close to each other.
@@ -462,64 +815,31 @@ def part_budgets(sizes, k: int) -> np.ndarray:
     return out
 
 
-#: Parts of at most this many graphs are solved on their full exact matrix (n(n-1)/2 pairs, fewer than
-#: the search would spend), exactly as the exact engine does: same FasterPAM restarts, same medoids.
-EXHAUSTIVE_PART = 64
+def _give_fixed_room(budgets: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """Raise each part's budget to its fixed medoids ``need``, taking from the parts with most to spare."""
+    while (budgets < need).any():
+        j = int(np.argmax(need - budgets))
+        budgets[j] += 1
+        donors = np.flatnonzero(budgets > np.maximum(need, 1))
+        budgets[donors[np.argmax(budgets[donors] - need[donors])]] -= 1
+    return budgets
 
 
-def _exhaustive(cache: PairCache, k: int, seed: int, candidates, fixed, restarts: int = 5) -> dict:
-    """k-medoids of a small part on its full exact matrix (the exact engine's algorithm)."""
-    from .coreset import assign_to_medoids, kmedoids_coreset
+def plan_parts(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
+               fixed=None, part_size: int = 4000, max_pairs: float | None = None,
+               num_threads: int | None = None) -> tuple[list[np.ndarray], list[PartSpec]]:
+    """Split a pool into parts and give each its budget.
 
-    n = cache.n
-    iu, ju = np.triu_indices(n, 1)
-    D = np.zeros((n, n))
-    D[iu, ju] = cache.get(iu, ju)
-    D[ju, iu] = D[iu, ju]
-    res = kmedoids_coreset(D, min(k, n), seed=seed, restarts=restarts, candidates=candidates, fixed=fixed)
-    med, assignment, _ = assign_to_medoids(D, res.medoids)
-    return {"medoids": med, "assignment": assignment, "distance": D[np.arange(n), assignment],
-            "proxy_loss": float(res.loss), "rounds": 0, "swaps": 0, "stats": {"exhaustive": True}}
-
-
-def solve_part(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None, fixed=None,
-               max_pairs: float | None = None, num_threads: int | None = None,
-               exact: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-               progress: Callable[[str], None] | None = None) -> dict:
-    """One part: :func:`refine_kmedoids` of the graphs of ``ds`` with exact TMD on demand.
-
-    Self-contained (takes only the part's graphs), so it can run on a remote worker.
+    Pools of at most ``part_size`` graphs are one part; larger ones are split by :func:`partition` of
+    their structure embedding.  Budgets: :func:`part_budgets`, then every part keeps at least its fixed
+    medoids (the others give way).
 
     Returns
     -------
-    dict
-        ``medoids``, ``assignment``, ``distance`` (positions into ``ds``), ``pairs_computed``, ``rounds``,
-        ``swaps``, ``seconds``, ``stats``.
-    """
-    from ..distance.engine import PairEngine
-
-    t0 = time.perf_counter()
-    if exact is None:
-        exact = PairEngine(ds, depth, weights, num_threads=num_threads)
-    cache = PairCache(exact, len(ds))
-    if len(ds) <= EXHAUSTIVE_PART:
-        out = _exhaustive(cache, int(k), seed, candidates, fixed)
-    else:
-        lb = LowerBound.of(ds, depth, weights)
-        out = refine_kmedoids(lb, cache, int(k), seed=seed, candidates=candidates, fixed=fixed, max_pairs=max_pairs,
-                              progress=progress)
-    out.update(pairs_computed=cache.computed, seconds=time.perf_counter() - t0)
-    return out
-
-
-def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None, fixed=None,
-               part_size: int = 4000, max_pairs: float | None = None,
-               num_threads: int | None = None) -> tuple[list[np.ndarray], list[dict]]:
-    """Split a pool into parts and give each its budget: ``(parts, specs)`` for :func:`solve_part`.
-
-    ``parts[p]`` are positions into ``ds``; ``specs[p]`` the keyword arguments of :func:`solve_part`
-    for that part (``ds`` = the part's graphs, ``k`` its share of the budget, never below its fixed
-    medoids), so a part can be solved anywhere.
+    parts : list of ndarray of int64
+        Positions into ``ds`` of each part's graphs (``parts[p] is specs[p].positions``).
+    specs : list of PartSpec
+        One per part, for :func:`solve_part`.
     """
     n = len(ds)
     if not 1 <= k <= n:
@@ -528,42 +848,117 @@ def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, c
     fix = None if fixed is None else np.asarray(fixed, bool)
     parts = [np.arange(n)] if n <= part_size else partition(structure_embedding(ds, depth, weights), part_size)
     budgets = part_budgets(np.array([p.size for p in parts]), k)
-    if fix is not None:  # every part keeps at least its fixed medoids; the others give way
-        need = np.array([int(fix[p].sum()) for p in parts])
-        while (budgets < need).any():
-            j = int(np.argmax(need - budgets))
-            budgets[j] += 1
-            donors = np.flatnonzero(budgets > np.maximum(need, 1))
-            budgets[donors[np.argmax(budgets[donors] - need[donors])]] -= 1
-    specs = [{"ds": ds.take(p), "k": int(b), "depth": depth, "weights": weights, "seed": seed,
-              "candidates": None if cand is None else cand[p], "fixed": None if fix is None else fix[p],
-              "max_pairs": None if max_pairs is None else float(max_pairs) * p.size / n, "num_threads": num_threads}
+    if fix is not None:
+        budgets = _give_fixed_room(budgets, np.array([int(fix[p].sum()) for p in parts]))
+    specs = [PartSpec(ds.take(p), int(b), p, depth, weights, seed, None if cand is None else cand[p],
+                      None if fix is None else fix[p], None if max_pairs is None else float(max_pairs) * p.size / n,
+                      num_threads)
              for p, b in zip(parts, budgets)]
     return parts, specs
 
 
-def combine_parts(n: int, parts: list[np.ndarray], results: list[dict], part_size: int = 0,
-                  max_pairs: float | None = None) -> dict:
-    """The pool's coreset from its parts' results (positions mapped back; medoids sorted)."""
+def solve_in_order(specs: Sequence[PartSpec], progress: ProgressFn | None = None) -> list[PartResult]:
+    """The default ``map_parts``: :func:`solve_part` of every part here, one after the other.
+
+    ``progress`` gets the single part's own status lines, or one line per finished part.
+    """
+    results: list[PartResult] = []
+    for i, spec in enumerate(specs):
+        results.append(solve_part(spec, progress=progress if len(specs) == 1 else None))
+        if progress and len(specs) > 1:
+            progress(f"part {i + 1}/{len(specs)} done ({sum(r.pairs_computed for r in results)} exact pairs)")
+    return results
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the scalable engine reports in a certificate's ``info``.
+
+    Attributes
+    ----------
+    parts : int
+    part_size : int
+    swaps : int
+        Swaps made over all parts.
+    max_pairs : float, optional
+        The budget of exact pairs (as given).
+    """
+
+    parts: int
+    part_size: int
+    swaps: int
+    max_pairs: float | None
+
+    def to_json(self) -> dict:
+        """``{"parts", "part_size", "swaps", "max_pairs"}``, JSON-ready."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class ScalableCoreset:
+    r"""The pool's coreset from its parts: medoids, the nearest-in-part assignment, exact distances.
+
+    Attributes
+    ----------
+    medoids : ndarray of int64, shape (k,)
+        Sorted positions into the pool.
+    assignment : ndarray of int64, shape (n,)
+        Medoid (a position) of each graph.
+    distance : ndarray of float64, shape (n,)
+        Exact :math:`\mathrm{TMD}(G_i, G_{\text{assignment}[i]})`.
+    pairs_computed : int
+        Exact TMD evaluations over all parts.
+    info : EngineInfo
+    """
+
+    medoids: np.ndarray
+    assignment: np.ndarray
+    distance: np.ndarray
+    pairs_computed: int
+    info: EngineInfo
+
+    def certificate(self):
+        """The :class:`~tmdlib.select.certificate.CoresetCertificate` of this coreset (engine ``"scalable"``)."""
+        from .evidence import certificate_from_assignment
+
+        return certificate_from_assignment(self.medoids, self.assignment, self.distance, self.pairs_computed,
+                                           "scalable", self.info.to_json())
+
+
+def combine_parts(n: int, parts: Sequence[np.ndarray], results: Sequence, part_size: int = 0,
+                  max_pairs: float | None = None) -> ScalableCoreset:
+    """The pool's coreset from its parts' results (positions mapped back; medoids sorted).
+
+    Parameters
+    ----------
+    n : int
+        Pool size.
+    parts : sequence of ndarray of int64
+        Positions of each part's graphs in the pool.
+    results : sequence of PartResult
+        Aligned with ``parts`` (mappings with :data:`PartResult.ARRAYS` keys are accepted too).
+    part_size, max_pairs
+        Reported in :class:`EngineInfo`.
+    """
+    results = [r if isinstance(r, PartResult) else PartResult.from_arrays(r) for r in results]
     medoids, assignment, distance = [], np.empty(n, np.int64), np.empty(n)
     for p, r in zip(parts, results):
-        medoids.append(p[np.asarray(r["medoids"], np.int64)])
-        assignment[p] = p[np.asarray(r["assignment"], np.int64)]
-        distance[p] = np.asarray(r["distance"], np.float64)
-    med = np.sort(np.concatenate(medoids))
-    pairs = int(sum(int(r["pairs_computed"]) for r in results))
-    info = {"parts": len(parts), "part_size": int(part_size), "swaps": int(sum(int(r["swaps"]) for r in results)),
-            "max_pairs": max_pairs}
-    return {"medoids": med, "assignment": assignment, "distance": distance, "pairs_computed": pairs, "info": info}
+        medoids.append(p[np.asarray(r.medoids, np.int64)])
+        assignment[p] = p[np.asarray(r.assignment, np.int64)]
+        distance[p] = np.asarray(r.distance, np.float64)
+    info = EngineInfo(len(parts), int(part_size), int(sum(int(r.swaps) for r in results)), max_pairs)
+    return ScalableCoreset(np.sort(np.concatenate(medoids)), assignment, distance,
+                           int(sum(int(r.pairs_computed) for r in results)), info)
 
 
-def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None, fixed=None,
-                     part_size: int = 4000, max_pairs: float | None = None, num_threads: int | None = None,
-                     map_parts: Callable | None = None, progress: Callable[[str], None] | None = None):
+def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
+                     fixed=None, part_size: int = 4000, max_pairs: float | None = None, num_threads: int | None = None,
+                     map_parts: Callable[[list[PartSpec]], Sequence[PartResult]] | None = None,
+                     progress: ProgressFn | None = None) -> ScalableCoreset:
     r"""TMD k-medoids coreset of ``ds`` without the :math:`n \times n` matrix, with its exact certificate.
 
-    :func:`plan_parts`, then :func:`solve_part` on every part (here, one after the other, or by
-    ``map_parts``), then :func:`combine_parts`.
+    The one implementation of plan → solve parts → combine: :func:`plan_parts`, then
+    ``map_parts(specs)`` (default :func:`solve_in_order`), then :func:`combine_parts`.
 
     Parameters
     ----------
@@ -583,24 +978,23 @@ def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int 
     num_threads : int, optional
         numba threads of the exact TMD computations.
     map_parts : callable, optional
-        ``map_parts(specs) -> list of results`` (the pipeline fans parts out to processes or a Dask
-        cluster and caches them).  Default: solve the parts one after the other here.
+        ``map_parts(specs) -> results``: a :class:`PartResult` per :class:`PartSpec`, in the same order,
+        however obtained -- :func:`solve_part` on process or Dask workers, a cache of finished parts,
+        persisted exact pairs (``solve_part(spec, exact=...)``).  The pipeline's:
+        :func:`tasks.coreset.part_mapper`.  Default: :func:`solve_in_order` here.
     progress : callable, optional
+        Status lines of the default mapper (unused with ``map_parts``).
 
     Returns
     -------
-    dict
-        ``medoids`` (sorted positions), ``assignment``, ``distance`` (exact, per graph), ``pairs_computed``
-        and ``info``; :func:`tmdlib.select.certificate.tmd_coreset` turns it into a certificate.
+    ScalableCoreset
+        Medoids, assignment, exact distances, pairs computed and :class:`EngineInfo`;
+        :meth:`ScalableCoreset.certificate` (what :func:`tmdlib.select.certificate.tmd_coreset` returns)
+        turns it into a certificate.
     """
     parts, specs = plan_parts(ds, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
                               part_size=part_size, max_pairs=max_pairs, num_threads=num_threads)
-    if map_parts is None:
-        results = []
-        for i, spec in enumerate(specs):
-            results.append(solve_part(**spec, progress=progress if len(specs) == 1 else None))
-            if progress and len(specs) > 1:
-                progress(f"part {i + 1}/{len(specs)} done ({sum(r['pairs_computed'] for r in results)} exact pairs)")
-    else:
-        results = map_parts(specs)
+    results = solve_in_order(specs, progress) if map_parts is None else list(map_parts(specs))
+    if len(results) != len(specs):
+        raise ValueError(f"map_parts returned {len(results)} results for {len(specs)} parts")
     return combine_parts(len(ds), parts, results, part_size, max_pairs)

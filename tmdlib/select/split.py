@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["train_test_split", "batched_train_test_split"]
+__all__ = ["train_test_split", "batched_train_test_split", "split_with_column", "TRAIN_SPLITS", "TEST_SPLITS"]
+
+#: Values of a dataset's own ``split`` column (lower case) that put a graph in the pool to select from ...
+TRAIN_SPLITS = ("train", "valid", "validation", "val")
+#: ... or in the held-out test set.
+TEST_SPLITS = ("test",)
 
 
 def train_test_split(n: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -61,3 +66,35 @@ def batched_train_test_split(sizes, test_fraction: float = 0.2, seed: int = 0) -
         start += size
     empty = np.zeros(0, dtype=np.int64)
     return np.concatenate(trains or [empty]), np.concatenate(tests or [empty])
+
+
+def split_with_column(split, sizes, test_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The dataset's own split where it has one (MoleculeACE's, a user's ``split`` column), else the seeded one.
+
+    Graphs whose ``split`` is ``train`` / ``valid`` (:data:`TRAIN_SPLITS`) form the pool, ``test`` the held-out set;
+    graphs without a value (``None`` or ``""``) are split by :func:`batched_train_test_split` as usual.
+
+    Parameters
+    ----------
+    split : sequence of str or None, shape (n,)
+    sizes : sequence of int
+        Segment sizes for :func:`batched_train_test_split`.
+    test_fraction, seed
+        For the graphs without a value.
+
+    Returns
+    -------
+    train, test : ndarray of int64
+        Sorted disjoint positions covering ``0..n-1``.
+    """
+    values = np.array([(v or "").strip().lower() for v in split], dtype=object)
+    unknown = sorted({v for v in values if v and v not in TRAIN_SPLITS + TEST_SPLITS})
+    if unknown:
+        raise ValueError(f"split values {unknown} are neither {'/'.join(TRAIN_SPLITS)} nor {'/'.join(TEST_SPLITS)}")
+    tr, te = batched_train_test_split(sizes, test_fraction, seed)
+    given = values != ""
+    in_train = np.isin(values, TRAIN_SPLITS)
+    in_test = np.isin(values, TEST_SPLITS)
+    train = np.union1d(tr[~given[tr]], np.flatnonzero(in_train)).astype(np.int64)
+    test = np.union1d(te[~given[te]], np.flatnonzero(in_test)).astype(np.int64)
+    return train, test

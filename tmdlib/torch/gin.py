@@ -45,7 +45,8 @@ from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 from torch_geometric.nn import global_add_pool, global_mean_pool
 
-__all__ = ["GIN", "GINLayer", "TrainConfig", "TrainResult", "train_gin", "predict_logits", "evaluate",
+__all__ = ["GIN", "GINLayer", "TrainConfig", "TrainResult", "train_gin", "predict_logits", "predict_outputs",
+           "per_graph_loss", "weighted_loss", "evaluate",
            "lipschitz_bound", "tmd_factor", "pick_device", "bce_losses", "weighted_bce", "model_config",
            "build_model", "default_hyperparameters", "alive_units", "MaxMin", "ACTIVATIONS"]
 
@@ -259,7 +260,12 @@ def lipschitz_bound(model: GIN, M: float = 1.0, weights="pascal") -> dict:
 
 @dataclass
 class TrainConfig:
-    """Hyper-parameters of paper B.2 (defaults for TU datasets)."""
+    """Hyper-parameters of paper B.2 (defaults for TU datasets), and the task's output width and loss.
+
+    ``loss`` (:mod:`tmdlib.guarantees.losses`): ``"bce"`` (binary, ``out_dim`` 1; masked multi-task, ``out_dim``
+    T), ``"ce"`` (multi-class, ``out_dim`` C), ``"huber"`` / ``"l1"`` / ``"mse"`` (regression on standardised
+    targets, ``out_dim`` T; ``huber_delta`` is Huber's δ).
+    """
 
     hidden: int = 128
     layers: int = 3
@@ -273,6 +279,9 @@ class TrainConfig:
     epochs: int = 100
     seed: int = 0
     device: str = "auto"
+    out_dim: int = 1
+    loss: str = "bce"
+    huber_delta: float = 1.0
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON)."""
@@ -295,6 +304,45 @@ def weighted_bce(logits: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torc
     return (per * w.reshape(-1).to(per.dtype)).sum()
 
 
+def per_graph_loss(out: torch.Tensor, y: torch.Tensor, loss: str = "bce", delta: float = 1.0) -> torch.Tensor:
+    r"""Per-graph losses, shape ``(B,)``, of outputs ``(B, D)`` against labels (NaN = missing), the table of
+    :mod:`tmdlib.guarantees.losses`: each graph averages over its observed targets; a graph with none scores 0.
+
+    ``y``: ``(B,)`` (one target; class indices for ``"ce"``) or ``(B, T)``.
+    """
+    if loss == "ce":
+        t = y.reshape(-1)
+        obs = ~torch.isnan(t)
+        per = nn.functional.cross_entropy(out, torch.where(obs, t, 0).long(), reduction="none")
+        return per * obs.to(per.dtype)
+    y = y.reshape(out.shape[0], -1).to(out.dtype)
+    if y.shape[1] != out.shape[1]:
+        raise ValueError(f"the model has {out.shape[1]} outputs, the labels {y.shape[1]} columns")
+    obs = ~torch.isnan(y)
+    yv = torch.where(obs, y, torch.zeros_like(y))
+    if loss == "bce":
+        per = nn.functional.binary_cross_entropy_with_logits(out, yv, reduction="none")
+    elif loss == "l1":
+        per = (out - yv).abs()
+    elif loss == "mse":
+        per = (out - yv) ** 2
+    elif loss == "huber":
+        per = nn.functional.huber_loss(out, yv, reduction="none", delta=float(delta))
+    else:
+        raise ValueError(f"unknown loss {loss!r}")
+    w = obs.to(per.dtype)
+    return (per * w).sum(dim=1) / w.sum(dim=1).clamp(min=1.0)
+
+
+def weighted_loss(out: torch.Tensor, y: torch.Tensor, w: torch.Tensor, loss: str = "bce",
+                  delta: float = 1.0) -> torch.Tensor:
+    r""":math:`\sum_i w_i\,\mathcal L(z_i; y_i)` for any task loss; one-output BCE is exactly :func:`weighted_bce`."""
+    if loss == "bce" and out.shape[-1] == 1 and y.dim() == 1:
+        return weighted_bce(out, y, w)
+    per = per_graph_loss(out, y, loss, delta)
+    return (per * w.reshape(-1).to(per.dtype)).sum()
+
+
 def _weights_of(batch, device) -> torch.Tensor:
     w = getattr(batch, "weight", None)
     return torch.ones(batch.num_graphs, device=device) if w is None else w.float()
@@ -304,13 +352,14 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
               post_step: Callable[[GIN], None] | None = None,
               on_epoch: Callable[[int, GIN], None] | None = None,
               on_loss: Callable[[int, float], None] | None = None) -> TrainResult:
-    r"""Train a :class:`GIN` on the τ-weighted BCE risk :math:`\sum_i \tau_i \mathcal L(h(G_i); y_i) / \sum_i \tau_i`.
+    r"""Train a :class:`GIN` on the τ-weighted risk :math:`\sum_i \tau_i \mathcal L(h(G_i); y_i) / \sum_i \tau_i`
+    (``cfg.loss``: BCE by default; :func:`per_graph_loss`).
 
     Parameters
     ----------
     data : sequence of ``Data``
-        Training graphs with ``y`` (shape (1,), in {0, 1}) and optional ``weight`` (τ, shape (1,);
-        1 when absent).
+        Training graphs with ``y`` (shape (1,): a binary label or a class index; or (1, T): T targets, NaN =
+        missing) and optional ``weight`` (τ, shape (1,); 1 when absent).
     cfg : TrainConfig
     in_dim : int, optional
         Feature dimension (default: ``data[0].x.shape[1]``).
@@ -341,7 +390,7 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
     torch.manual_seed(cfg.seed)
     device = pick_device(cfg.device)
     d = int(in_dim if in_dim is not None else data[0].x.shape[1])
-    model = GIN(d, cfg.hidden, cfg.layers, 1, cfg.pool, cfg.eta, cfg.bias, cfg.act, cfg.scale).to(device)
+    model = GIN(d, cfg.hidden, cfg.layers, cfg.out_dim, cfg.pool, cfg.eta, cfg.bias, cfg.act, cfg.scale).to(device)
     if post_step is not None:
         with torch.no_grad():
             post_step(model)
@@ -360,7 +409,8 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
             batch = batch.to(device)
             w = _weights_of(batch, device)
             opt.zero_grad()
-            loss = weighted_bce(model(batch.x, batch.edge_index, batch.batch, batch.num_graphs), batch.y, w)
+            loss = weighted_loss(model(batch.x, batch.edge_index, batch.batch, batch.num_graphs), batch.y, w,
+                                 cfg.loss, cfg.huber_delta)
             (loss / scale).backward()
             opt.step()
             if post_step is not None:
@@ -413,8 +463,16 @@ def alive_units(model: GIN, data: Sequence[Data], max_graphs: int = 2048, batch_
 
 
 @torch.no_grad()
+def predict_outputs(model: GIN, data: Sequence[Data], batch_size: int = 256, device: str = "cpu") -> np.ndarray:
+    """Outputs :math:`h(G_i)` for each graph in order, shape ``(len(data), out_dim)`` (float64)."""
+    z = predict_logits(model, data, batch_size, device)
+    return z.reshape(len(z) // max(int(model.config["out_dim"]), 1) if len(z) else 0, int(model.config["out_dim"]))
+
+
+@torch.no_grad()
 def predict_logits(model: GIN, data: Sequence[Data], batch_size: int = 256, device: str = "cpu") -> np.ndarray:
-    """Logits :math:`h(G_i)` for each graph in order, shape ``(len(data),)`` (float64).
+    """Logits :math:`h(G_i)` for each graph in order, shape ``(len(data),)`` (float64); with several outputs the
+    rows are concatenated (``(len(data) * out_dim,)``: use :func:`predict_outputs`).
 
     Runs on ``device`` (``"auto"`` allowed) in the model's dtype; the model is left on the CPU.
     """

@@ -26,15 +26,15 @@ __all__ = ["to_pyg", "dataset_to_pyg", "from_pyg", "to_graph_dataset", "to_graph
            "subsample_nodes", "PyGCoreset", "PyGNodeSubsample", "WeightedGraphs"]
 
 
-def to_pyg(g: Graph, y: float | None = None, dtype: torch.dtype = torch.float32, **extra) -> Data:
+def to_pyg(g: Graph, y=None, dtype: torch.dtype = torch.float32, **extra) -> Data:
     """Convert a :class:`~tmdlib.graph.Graph` to a PyG ``Data``.
 
     Parameters
     ----------
     g : Graph
         ``x`` of shape (n, d), ``edge_index`` of shape (2, m).
-    y : float, optional
-        Graph label stored as ``data.y`` of shape (1,).
+    y : float or array_like of shape (T,), optional
+        Graph label stored as ``data.y`` of shape (1,), or ``T`` targets (NaN = missing) as shape (1, T).
     dtype : torch.dtype
         Feature dtype (float32 by default).
     **extra
@@ -42,8 +42,13 @@ def to_pyg(g: Graph, y: float | None = None, dtype: torch.dtype = torch.float32,
     """
     data = Data(x=torch.as_tensor(g.x, dtype=dtype), edge_index=torch.as_tensor(g.edge_index, dtype=torch.long))
     data.num_nodes = g.num_nodes
-    if y is not None and not np.isnan(y):
-        data.y = torch.tensor([float(y)], dtype=dtype)
+    if y is not None:
+        arr = np.asarray(y, dtype=np.float64)
+        if arr.ndim == 0:
+            if not np.isnan(arr):
+                data.y = torch.tensor([float(arr)], dtype=dtype)
+        else:
+            data.y = torch.as_tensor(arr.reshape(1, -1), dtype=dtype)
     for key, value in extra.items():
         setattr(data, key, value if torch.is_tensor(value) else torch.tensor([value]))
     return data
@@ -58,9 +63,10 @@ def dataset_to_pyg(ds: GraphDataset, y: Sequence[float] | None = None,
     ----------
     ds : GraphDataset
         ``G`` graphs.
-    y : sequence of float, shape (P,), optional
+    y : array_like, shape (P,) or (P, T), optional
         Labels to attach, aligned with ``positions`` (``ds.y`` is *not* read unless passed
-        explicitly, so label use stays visible at the call site).
+        explicitly, so label use stays visible at the call site); ``T`` targets per graph become
+        ``data.y`` of shape (1, T).
     weights : sequence of float, shape (P,), optional
         Per-graph loss weights (e.g. cluster sizes τ), stored as ``data.weight``.
     positions : array_like of int, shape (P,), optional
@@ -85,7 +91,8 @@ def dataset_to_pyg(ds: GraphDataset, y: Sequence[float] | None = None,
                 raise InputError(None, f"graph {int(ds.graph_ids[p])}: kept node id out of range [0, {g.num_nodes})")
             g = g.subgraph(sub)
         extra = {} if weights is None else {"weight": float(weights[k])}
-        out.append(to_pyg(g, None if y is None else float(y[k]), dtype=dtype, **extra))
+        label = None if y is None else (y[k] if np.ndim(y[k]) else float(y[k]))
+        out.append(to_pyg(g, label, dtype=dtype, **extra))
     return out
 
 
@@ -233,7 +240,8 @@ class PyGCoreset:
     indices : LongTensor, shape (k,)
         Positions of the medoids :math:`\mathcal I` in the dataset passed, ascending.
     weights : Tensor (float64), shape (k,)
-        :math:`\tau_j`: how many graphs medoid ``j`` stands for (it counts itself); ``weights.sum() == n``.
+        :math:`\tau_j`: how many graphs medoid ``j`` stands for (it counts itself; ``weights.sum() == n``), or the
+        method's own weights (ones for Random and MaxMin, :mod:`tmdlib.select.methods`).
     epsilon : float
         :math:`\varepsilon_\Sigma = \sum_{i=1}^{n} \mathrm{TMD}(G_i, G_{a(i)})`: the exact distances of every
         graph to its medoid, summed (the certificate's ε, :class:`tmdlib.select.CoresetCertificate`).
@@ -253,6 +261,8 @@ class PyGCoreset:
         True when the graphs had no ``x`` and the constant feature 1 was used.
     certificate : tmdlib.select.CoresetCertificate
         The library's certificate (numpy arrays; :func:`tmdlib.select.verify_certificate` rechecks it).
+    method : str
+        The selection method that picked (``"tmd"``: the paper's coreset).
     """
 
     indices: torch.Tensor
@@ -265,6 +275,7 @@ class PyGCoreset:
     constant_feature: bool
     certificate: object
     _graphs: list = field(repr=False, default_factory=list)
+    method: str = "tmd"
 
     @property
     def n(self) -> int:
@@ -300,20 +311,25 @@ class PyGCoreset:
 
 
 def select_coreset(dataset, fraction: float | None = None, count: int | None = None, depth: int = 4,
-                   weights="pascal", engine: str = "auto", seed: int = 0) -> PyGCoreset:
-    r"""The graphs of a PyG dataset worth labelling: a TMD k-medoids coreset with τ weights and ε, in one call.
+                   weights="pascal", engine: str = "auto", seed: int = 0, method: str = "tmd",
+                   smiles=None, **options) -> PyGCoreset:
+    r"""The graphs of a PyG dataset worth labelling, with τ weights and the certificate ε, in one call.
 
-    Solves :math:`\min_{|\mathcal I| = k} \sum_i \min_{j\in\mathcal I} \mathrm{TMD}^L_w(G_i, G_j)` over the
-    ``n`` graphs passed (k-medoids, :func:`tmdlib.select.tmd_coreset`), assigns every graph to its nearest
-    medoid :math:`a(i)`, and returns :math:`\tau_j = |a^{-1}(j)|` and
-    :math:`\varepsilon_\Sigma = \sum_i \mathrm{TMD}(G_i, G_{a(i)})` (exact distances).
+    ``method="tmd"`` (default) solves :math:`\min_{|\mathcal I| = k} \sum_i \min_{j\in\mathcal I}
+    \mathrm{TMD}^L_w(G_i, G_j)` over the ``n`` graphs passed (k-medoids) and returns the cluster sizes
+    :math:`\tau_j = |a^{-1}(j)|` of the nearest-medoid assignment :math:`a`.  Any other registered method
+    (:func:`tmdlib.method_names`: ``random``, ``feature``, ``wl``, and for molecules the chemists' pickers
+    ``maxmin``, ``leader``, ``butina``, ``fp-kmedoids``, ``scaffold``) picks instead, with its own weights
+    (:mod:`tmdlib.select.methods`).  Whatever picked, the certificate is exact:
+    :math:`\varepsilon_\Sigma = \sum_i \mathrm{TMD}(G_i, G_{a(i)})` over the nearest-pick assignment
+    (:func:`tmdlib.select_graphs`).
 
     Parameters
     ----------
     dataset : PyG ``Dataset`` (e.g. ``TUDataset``) or sequence of ``Data``, length n
-        Graph classification: ``x`` (n_i, d) and ``edge_index`` (2, m_i) are read, **labels never**.
-        Converted by :func:`to_graph_dataset` (edges made undirected; no ``x`` → constant feature 1).
-        The budget counts every graph passed (hold a test split out before calling, if you have one).
+        ``x`` (n_i, d) and ``edge_index`` (2, m_i) are read, **labels never** (classification, regression or
+        multi-task alike).  Converted by :func:`to_graph_dataset` (edges made undirected; no ``x`` → constant
+        feature 1).  The budget counts every graph passed (hold a test split out before calling).
     fraction : float in (0, 1], optional
         :math:`k = \min(n, \max(1, \lceil \mathrm{fraction}\cdot n\rceil))`.
     count : int, optional
@@ -323,27 +339,37 @@ def select_coreset(dataset, fraction: float | None = None, count: int | None = N
     weights : "pascal", float or sequence of float
         TMD level weights (``"pascal"`` pairs with a GIN of neighbour weight 1).
     engine : {"auto", "exact", "scalable"}
-        As :func:`tmdlib.select.tmd_coreset` (``exact``: k-medoids on the full TMD matrix).
+        The TMD engine (``exact``: k-medoids on the full TMD matrix; ``scalable``: never builds it).
     seed : int
-        Seed of the k-medoids restarts (same seed → same coreset).
+        Seed of the method (same seed → same coreset).
+    method : str, default "tmd"
+        A registered selection method.
+    smiles : sequence of str, length n, optional
+        The molecules, for the chemists' pickers; default: every graph's ``smiles`` attribute (OGB /
+        MoleculeNet datasets have it).
+    **options
+        Method options of :func:`tmdlib.select_graphs` (``restarts``, ...).
 
     Returns
     -------
     PyGCoreset
         ``indices``, ``weights`` (τ), ``epsilon`` (sum), ``epsilon_mean`` (ε of Lemma 3.2), ``subset()``.
     """
-    from ..select.certificate import tmd_coreset
-    from ..select.coreset import budget_to_k
+    from ..select.api import select_graphs
 
     graphs = _graphs_of(dataset)
     ds, constant = _to_dataset(graphs)
-    k = budget_to_k(len(ds), fraction=fraction, count=count)
-    cert = tmd_coreset(ds, k, depth, weights, engine=engine, seed=seed)
-    return PyGCoreset(indices=torch.as_tensor(cert.medoids, dtype=torch.long),
-                      weights=torch.as_tensor(cert.tau, dtype=torch.float64), epsilon=float(cert.epsilon),
+    if smiles is None and all(isinstance(getattr(g, "smiles", None), str) for g in graphs):
+        smiles = [g.smiles for g in graphs]
+    sel = select_graphs(ds, method, fraction=fraction, k=count, engine=engine, seed=seed, depth=depth,
+                        weights=weights, smiles=smiles, **options)
+    cert = sel.certificate
+    return PyGCoreset(indices=torch.as_tensor(sel.positions, dtype=torch.long),
+                      weights=torch.as_tensor(sel.tau, dtype=torch.float64), epsilon=float(cert.epsilon),
                       assignment=torch.as_tensor(cert.assignment, dtype=torch.long),
                       distance=torch.as_tensor(cert.distance, dtype=torch.float64), depth=int(depth),
-                      weights_scheme=weights, constant_feature=constant, certificate=cert, _graphs=graphs)
+                      weights_scheme=weights, constant_feature=constant, certificate=cert, _graphs=graphs,
+                      method=method)
 
 
 @dataclass(frozen=True, eq=False)

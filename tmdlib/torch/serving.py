@@ -13,7 +13,8 @@ server passes one array.  :class:`DenseBatchGIN` runs a trained GIN on a *dense 
 Layer :math:`\ell` computes :math:`Z \leftarrow \phi^{(\ell)}(Z + \eta A^\top Z)` on each graph's ``(n, h)`` block
 (the GIN's own MLPs), the readout sums (or averages) the real nodes and applies the GIN's output layer: the
 same function as the GIN on the PyG batch, up to float32 summation order (a matrix product instead of a scatter).
-The result is the logits, shape ``(B, 1)``.
+The result is the GIN's output, shape ``(B, out_dim)``: logits for classification; for regression the predictions
+de-standardised into the targets' own units (``target_scale``: :math:`z\sigma + \mu`).
 """
 from __future__ import annotations
 
@@ -61,15 +62,25 @@ class DenseBatchGIN(nn.Module):
     Parameters
     ----------
     gin : GIN
+    target_scale : (array_like, array_like), optional
+        ``(mean, std)`` of each target (regression trained on standardised targets): outputs become
+        ``z * std + mean``.
     """
 
-    def __init__(self, gin: GIN):
+    def __init__(self, gin: GIN, target_scale=None):
         super().__init__()
         self.gin = gin
         self.in_dim = int(gin.config["in_dim"])
+        out = int(gin.config.get("out_dim", 1))
+        mean, std = (torch.zeros(out), torch.ones(out)) if target_scale is None else (
+            torch.as_tensor(target_scale[0], dtype=torch.float32).reshape(out),
+            torch.as_tensor(target_scale[1], dtype=torch.float32).reshape(out))
+        self.rescale = target_scale is not None
+        self.register_buffer("target_mean", mean)
+        self.register_buffer("target_std", std)
 
     def forward(self, graphs: torch.Tensor) -> torch.Tensor:
-        """Logits, shape ``(B, 1)``, of the ``B`` graphs of a dense batch ``(B, n, 1 + d + n)``."""
+        """Outputs, shape ``(B, out_dim)``, of the ``B`` graphs of a dense batch ``(B, n, 1 + d + n)``."""
         d = self.in_dim
         graphs = graphs.to(next(self.gin.parameters()).dtype)
         mask = graphs[:, :, :1]                                        # (B, n, 1)
@@ -81,4 +92,7 @@ class DenseBatchGIN(nn.Module):
         pooled = z.sum(dim=1)
         if self.gin.pool == "mean":
             pooled = pooled / mask.sum(dim=1).clamp(min=1.0)
-        return self.gin.head(pooled)
+        out = self.gin.head(pooled)
+        if self.rescale:
+            out = out * self.target_std.to(out.dtype) + self.target_mean.to(out.dtype)
+        return out

@@ -50,11 +50,16 @@ other graphs of the dataset or on their order; labels are never read.
 """
 from .api import (CombinedSubsample, NodeSubsample, combined_subsample, induced_subdataset, select_nodes,
                   subsample_nodes)
-from .candidates import (BFS_MODES, METHODS, WINNER_NAMES, NodeCandidates, bfs_subset, core_numbers,
-                         graph_seeds, kcore_subset, node_budgets, node_candidates, random_walk_subset)
+from .candidates import (BFS_MODES, METHODS, WINNER_NAMES, NodeCandidates, bfs_subset, core_numbers, graph_seeds,
+                         kcore_subset, node_budgets, node_candidates, random_walk_subset)
+
+#: The node-subsampling methods (``tmdsub nodes --method``, the experiment's node grid): declared once, in
+#: :data:`tmdlib.select.nodes.candidates.METHODS`.
+NODE_METHODS = METHODS
 
 __all__ = [
     "METHODS",
+    "NODE_METHODS",
     "BFS_MODES",
     "WINNER_NAMES",
     "NodeCandidates",

@@ -1,0 +1,480 @@
+r"""What the labels are: the task type of a dataset, decided once at ingest and stored with the graphs.
+
+Selection never reads labels; everything after it does, and needs to know what they mean:
+
+============  ===========================================  ==============  =======================================
+type          labels of a graph                            model outputs   loss / metrics
+============  ===========================================  ==============  =======================================
+binary        one value in {0, 1}                          1 logit         BCE; accuracy, ROC-AUC
+multiclass    one class out of C (stored as 0..C-1)        C logits        cross-entropy; accuracy, macro-F1
+multitask     T values in {0, 1}, any of them missing      T logits        masked BCE; mean ROC-AUC over tasks
+regression    T real values, any of them missing           T values        MSE / L1 / Huber; RMSE, MAE, R², ρ
+============  ===========================================  ==============  =======================================
+
+A label matrix :math:`Y \in (\mathbb R \cup \{\mathrm{NaN}\})^{G \times T}` (NaN = not measured) is
+classified by :func:`infer_task`: integers in {0, 1} are binary (one column) or multi-task (several); a small
+set of integers (at most :data:`MAX_CLASSES`) in one column is multi-class; anything else is regression.  A user
+can force the type (``tmdsub ingest --task``); :func:`validate_labels` then checks every value against it.
+
+The spec travels in the graph store's schema metadata under :data:`META_TASK` (JSON), so every later stage
+reads the same decision (:func:`task_of_metadata`); stores written before it existed are binary.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["TASK_TYPES", "TaskSpec", "infer_task", "validate_labels", "META_TASK", "MAX_CLASSES",
+           "task_of_metadata", "BINARY", "label_matrix", "task_and_labels", "label_array", "table_labels",
+           "table_task", "with_task", "source_labels", "store_task"]
+
+#: The task types, in the order of the table above.
+TASK_TYPES = ("binary", "multiclass", "multitask", "regression")
+#: Schema-metadata key of the task spec (JSON of :meth:`TaskSpec.to_dict`).
+META_TASK = "tmdlib.task"
+#: At most this many distinct integer values in one label column read as classes (more: regression).
+MAX_CLASSES = 20
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    r"""The task type of a dataset.
+
+    Attributes
+    ----------
+    type : {"binary", "multiclass", "multitask", "regression"}
+    targets : tuple of str
+        Names of the label columns, :math:`T \ge 1` (``("y",)`` for one unnamed label).
+    classes : tuple of float
+        Multi-class: the class values as they appear in the source (sorted); the stored label of a graph is
+        the index of its class, ``0..C-1``.  Empty otherwise.
+    source : str
+        ``"inferred"`` (from the values), ``"user"`` (``--task``) or ``"builtin"`` (a built-in dataset's own,
+        :attr:`tmdlib.datasets.registry.DatasetInfo.task`).
+    """
+
+    type: str = "binary"
+    targets: tuple = ("y",)
+    classes: tuple = ()
+    source: str = field(default="inferred", compare=False)
+
+    def __post_init__(self):
+        if self.type not in TASK_TYPES:
+            raise ValueError(f"task type must be one of {', '.join(TASK_TYPES)}; got {self.type!r}")
+        object.__setattr__(self, "targets", tuple(str(t) for t in self.targets))
+        object.__setattr__(self, "classes", tuple(float(c) for c in self.classes))
+        if not self.targets:
+            raise ValueError("a task has at least one target")
+        if self.type in ("binary", "multiclass") and len(self.targets) != 1:
+            raise ValueError(f"a {self.type} task has one label column, got {len(self.targets)}")
+        if self.type == "multiclass" and len(self.classes) < 2:
+            raise ValueError("a multiclass task needs at least 2 classes")
+
+    @property
+    def num_targets(self) -> int:
+        """:math:`T`, the number of label columns."""
+        return len(self.targets)
+
+    @property
+    def num_classes(self) -> int:
+        """:math:`C` (multi-class), else 0."""
+        return len(self.classes)
+
+    @property
+    def output_dim(self) -> int:
+        """Width of the model's output: 1 (binary), C (multi-class), T (multi-task, regression)."""
+        return self.num_classes if self.type == "multiclass" else (1 if self.type == "binary" else self.num_targets)
+
+    @property
+    def allows_missing(self) -> bool:
+        """Multi-task and regression labels may be missing (masked out of losses and metrics)."""
+        return self.type in ("multitask", "regression")
+
+    @property
+    def is_classification(self) -> bool:
+        return self.type != "regression"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["targets"], d["classes"] = list(self.targets), list(self.classes)
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TaskSpec":
+        return cls(type=d.get("type", "binary"), targets=tuple(d.get("targets") or ("y",)),
+                   classes=tuple(d.get("classes") or ()), source=d.get("source", "inferred"))
+
+    def describe(self) -> str:
+        """One line for the CLI: ``regression (1 target: y)``, ``multiclass (3 classes: 0, 1, 2)``."""
+        if self.type == "multiclass":
+            shown = ", ".join(f"{c:g}" for c in self.classes[:10]) + (" ..." if self.num_classes > 10 else "")
+            return f"multiclass ({self.num_classes} classes: {shown})"
+        if self.type == "binary":
+            return f"binary (label {self.targets[0]})"
+        shown = ", ".join(self.targets[:8]) + (" ..." if self.num_targets > 8 else "")
+        noun = "task" if self.type == "multitask" else "target"
+        return f"{self.type} ({self.num_targets} {noun}{'s' if self.num_targets != 1 else ''}: {shown})"
+
+
+#: The task of stores written before task types existed (every one of them had a binary label).
+BINARY = TaskSpec()
+
+
+def label_matrix(y) -> np.ndarray:
+    """Labels as a float64 matrix ``(G, T)`` (a vector ``(G,)`` becomes one column)."""
+    a = np.asarray(y, dtype=np.float64)
+    return a.reshape(-1, 1) if a.ndim == 1 else a
+
+
+def _is_int(v: np.ndarray) -> np.ndarray:
+    return np.isfinite(v) & (v == np.round(v))
+
+
+def infer_task(y, targets=None, override: str | None = None, path: str | os.PathLike | None = None) -> TaskSpec:
+    r"""The task type of a label matrix (or the one the user asks for, checked).
+
+    Rules (NaN = missing; a column all missing is ignored by the rules):
+
+    * every value an integer in {0, 1}: **binary** (one column) or **multitask** (several);
+    * one column of integers with at most :data:`MAX_CLASSES` distinct values: **multiclass** (two values other
+      than 0 / 1, e.g. -1 / 1, are two classes);
+    * anything else: **regression**.
+
+    Parameters
+    ----------
+    y : array_like, shape (G,) or (G, T)
+    targets : sequence of str, optional
+        Column names (default ``y`` / ``y0..``).
+    override : {"auto", "binary", "multiclass", "multitask", "regression"}, optional
+        Force the type; the values must fit it (:func:`validate_labels`).
+    path : path, optional
+        Named in errors.
+
+    Returns
+    -------
+    TaskSpec
+        For ``multiclass``, ``classes`` are the sorted distinct values.
+
+    Raises
+    ------
+    InputError
+        A forced type that the values do not fit, or no label at all.
+    """
+    Y = label_matrix(y)
+    T = Y.shape[1]
+    names = tuple(targets) if targets is not None else (("y",) if T == 1 else tuple(f"y{i}" for i in range(T)))
+    if len(names) != T:
+        raise ValueError(f"{len(names)} target names for {T} label columns")
+    finite = Y[np.isfinite(Y)]
+    if override in (None, "", "auto"):
+        if finite.size == 0:
+            return TaskSpec("binary" if T == 1 else "multitask", names)
+        if np.all(_is_int(finite)) and np.all((finite == 0) | (finite == 1)):
+            kind = "binary" if T == 1 else "multitask"
+        elif T == 1 and np.all(_is_int(finite)) and 2 <= np.unique(finite).size <= MAX_CLASSES:
+            kind = "multiclass"
+        else:
+            kind = "regression"
+        source = "inferred"
+    else:
+        if override not in TASK_TYPES:
+            raise InputError(path, f"--task must be auto or one of {', '.join(TASK_TYPES)}; got {override!r}")
+        kind, source = override, "user"
+        if kind in ("binary", "multiclass") and T != 1:
+            raise InputError(path, f"a {kind} task has one label column; {T} were given ({', '.join(names)})")
+    classes = tuple(np.unique(finite).tolist()) if kind == "multiclass" else ()
+    if kind == "multiclass" and len(classes) < 2:
+        raise InputError(path, f"a multiclass task needs at least 2 classes; the labels hold {len(classes)}")
+    spec = TaskSpec(kind, names, classes, source)
+    validate_labels(Y, spec, path=path, encoded=False)
+    return spec
+
+
+def validate_labels(y, spec: TaskSpec, *, path: str | os.PathLike | None = None, lines=None,
+                    encoded: bool = True, require_all: bool = False, limit: int = 20) -> np.ndarray:
+    r"""Check a label matrix against a task; return it encoded as stored.
+
+    Parameters
+    ----------
+    y : array_like, shape (G,) or (G, T)
+        Labels (NaN = missing).
+    spec : TaskSpec
+    path : path, optional
+        The file, named in the error.
+    lines : array_like of int, shape (G,), optional
+        The file line of each row (default: row + 2, a header on line 1).
+    encoded : bool, default True
+        Multi-class labels are class indices ``0..C-1`` (as stored); False: the source's class values.
+    require_all : bool
+        Refuse any missing label (a label *file* of a binary or multi-class task: every row needs its label).
+        By default a missing label is allowed whatever the task: a graph store may hold unlabelled graphs (the pool
+        labels are bought for).
+    limit : int
+        At most this many offending lines are listed.
+
+    Returns
+    -------
+    ndarray of float64, shape (G, T)
+        Multi-class labels as class indices; everything else as given.
+
+    Raises
+    ------
+    InputError
+        Listing every offending line (up to ``limit``) and what is wrong: a value outside {0, 1} (binary,
+        multitask), not one of the classes (multiclass), not finite, a wrong number of columns, or a missing
+        label where the task allows none.
+    """
+    Y = label_matrix(y)
+    if Y.shape[1] != spec.num_targets:
+        raise InputError(path, f"{Y.shape[1]} label column(s) for a {spec.type} task with {spec.num_targets} "
+                               f"target(s) ({', '.join(spec.targets)})")
+    G = Y.shape[0]
+    ln = np.arange(2, G + 2) if lines is None else np.asarray(lines, dtype=np.int64)
+    missing = np.isnan(Y)
+    bad_missing = missing.any(axis=1) if require_all else np.zeros(G, dtype=bool)
+    vals = np.where(missing, 0.0, Y)
+    problems: list[tuple[int, str]] = []
+    inf = ~missing & ~np.isfinite(Y)
+    for r in np.flatnonzero(inf.any(axis=1))[:limit]:
+        problems.append((int(ln[r]), f"label {Y[r][inf[r]][0]!r} is not a finite number"))
+    for r in np.flatnonzero(bad_missing)[:limit]:
+        col = spec.targets[int(np.flatnonzero(missing[r])[0])]
+        problems.append((int(ln[r]), f"missing label ({col}) where a {spec.type} task needs one"))
+    out = Y.copy()
+    if spec.type in ("binary", "multitask"):
+        bad = ~missing & np.isfinite(Y) & (vals != 0) & (vals != 1)
+        for r in np.flatnonzero(bad.any(axis=1))[:limit]:
+            v = Y[r][bad[r]][0]
+            problems.append((int(ln[r]), f"label {_fmt(v)} is not a binary label (0 or 1) of a {spec.type} task"))
+    elif spec.type == "multiclass":
+        classes = np.asarray(spec.classes)
+        if encoded:
+            ok = ~missing & np.isfinite(Y) & _is_int(vals) & (vals >= 0) & (vals < classes.size)
+        else:
+            ok = ~missing & np.isin(vals, classes)
+        bad = ~missing & np.isfinite(Y) & ~ok
+        for r in np.flatnonzero(bad.any(axis=1))[:limit]:
+            allowed = (f"a class index 0..{classes.size - 1}" if encoded
+                       else "one of the classes " + ", ".join(f"{c:g}" for c in classes[:10]))
+            problems.append((int(ln[r]), f"label {_fmt(Y[r][0])} is not {allowed} of this multiclass task"))
+        if not encoded and not problems:
+            idx = np.searchsorted(classes, vals[:, 0])
+            out = np.where(missing, np.nan, idx.reshape(-1, 1).astype(np.float64))
+    if problems:
+        problems.sort()
+        if len(problems) == 1:  # one problem: "file:line: problem"
+            raise InputError(path, f"{problems[0][1]} ({spec.describe()} task)", line=problems[0][0])
+        more = "" if len(problems) <= limit else "\n  ... and more"
+        body = "\n".join(f"  line {n}: {text}" for n, text in problems[:limit]) + more
+        raise InputError(path, f"{len(problems)} label problem(s) for the dataset's {spec.describe()} task:\n{body}")
+    return out
+
+
+def _fmt(v) -> str:
+    v = float(v)
+    return repr(int(v)) if math.isfinite(v) and v == int(v) and abs(v) < 1e15 else repr(v)
+
+
+def task_of_metadata(meta: dict | None, y=None) -> TaskSpec:
+    """The task stored in a graph table's ``tmdlib.*`` metadata (:data:`META_TASK`); binary when absent
+    (stores written before task types)."""
+    raw = (meta or {}).get(META_TASK)
+    if raw is None:
+        return BINARY
+    if isinstance(raw, bytes):
+        raw = raw.decode()
+    try:
+        return TaskSpec.from_dict(json.loads(raw))
+    except (ValueError, TypeError, AttributeError) as err:
+        raise InputError(None, f"unreadable task type in the graph store's metadata ({META_TASK}): {err}") from None
+
+
+# --------------------------------------------------------------------------- sources and stores (ingest)
+
+
+def _override_spec(override: str, names: tuple, finite: np.ndarray, path) -> TaskSpec:
+    """The spec a forced type gives (``infer_task``'s override branch, without its check)."""
+    if override not in TASK_TYPES:
+        raise InputError(path, f"--task must be auto or one of {', '.join(TASK_TYPES)}; got {override!r}")
+    if override in ("binary", "multiclass") and len(names) != 1:
+        raise InputError(path, f"a {override} task has one label column; {len(names)} were given ({', '.join(names)})")
+    classes = tuple(np.unique(finite).tolist()) if override == "multiclass" else ()
+    if override == "multiclass" and len(classes) < 2:
+        raise InputError(path, f"a multiclass task needs at least 2 classes; the labels hold {len(classes)}")
+    return TaskSpec(override, names, classes, "user")
+
+
+def task_and_labels(y, targets=None, task=None, *, path: str | os.PathLike | None = None,
+                    lines=None) -> tuple[TaskSpec, np.ndarray]:
+    r"""Decide the task of labels read from a source and encode them as stored, naming the source's lines.
+
+    :func:`infer_task` then :func:`validate_labels` (``encoded=False``), with the file lines of the rows
+    (``lines``), so that a value that does not fit is reported at its own line (blank lines, quoted line
+    breaks), and every offending line in one :class:`~tmdlib.errors.InputError`.
+
+    Parameters
+    ----------
+    y : array_like, shape (G,) or (G, T)
+        Labels as read (NaN = missing; multi-class labels as the source's values).
+    targets : sequence of str, optional
+        Column names (default ``y`` / ``y0..``).
+    task : None, "auto", a type of :data:`TASK_TYPES`, or TaskSpec
+        ``None`` / ``"auto"``: :func:`infer_task`'s rules; a type: forced (the values must fit it); a
+        :class:`TaskSpec`: an existing dataset's task (an appended batch), its classes and all.
+    path : path, optional
+        The source, named in errors.
+    lines : array_like of int, shape (G,), optional
+        The source line of each row (default: row + 2).
+
+    Returns
+    -------
+    spec : TaskSpec
+    labels : ndarray of float64, shape (G, T)
+        As stored: multi-class labels as class indices ``0..C-1``.
+
+    Notes
+    -----
+    Labels with no finite value at all are *unlabelled* data (a pool): the task is the one asked for
+    (``auto``: binary, or multi-task for several columns) and nothing is checked, as :func:`infer_task`
+    does; a forced multi-class task cannot be decided without labels.
+
+    Raises
+    ------
+    InputError
+        An unknown type, a type that needs one column given several, or labels that do not fit the task.
+    """
+    Y = label_matrix(y)
+    T = Y.shape[1]
+    names = tuple(targets) if targets is not None else (("y",) if T == 1 else tuple(f"y{i}" for i in range(T)))
+    if len(names) != T:
+        raise ValueError(f"{len(names)} target names for {T} label columns")
+    finite = Y[np.isfinite(Y)]
+    auto = task is None or (isinstance(task, str) and task in ("", "auto"))
+    if isinstance(task, TaskSpec):
+        if task.num_targets != T:
+            raise InputError(path, f"{T} label column(s) ({', '.join(names)}) for the dataset's {task.describe()} "
+                                   "task")
+        spec = task
+    elif auto and finite.size == 0:
+        return infer_task(Y, names, None, path), Y.copy()
+    elif auto:
+        # the rules look at the finite values only: infer from the rows that cannot fail a check, then
+        # check every row with its own line
+        clean = np.where(np.isinf(Y), np.nan, Y)
+        if T == 1:
+            clean = clean[np.isfinite(clean[:, 0])]
+        spec = infer_task(clean, names, None, path)
+    else:
+        spec = _override_spec(str(task), names, finite, path)
+    if finite.size == 0 and not np.isinf(Y).any():
+        return spec, Y.copy()
+    return spec, validate_labels(Y, spec, path=path, lines=lines, encoded=False)
+
+
+def source_labels(y, spec: TaskSpec) -> np.ndarray:
+    """Stored labels back to the source's values: multi-class indices become the class values (anything else
+    NaN: check stored labels with :func:`validate_labels` first); shape (G, T)."""
+    Y = label_matrix(y)
+    if spec.type != "multiclass":
+        return Y.copy()
+    classes = np.asarray(spec.classes, dtype=np.float64)
+    idx = np.where(np.isfinite(Y), Y, -1).astype(np.int64)
+    ok = (idx >= 0) & (idx < classes.size) & (idx == Y)
+    return np.where(ok, classes[np.clip(idx, 0, classes.size - 1)], np.nan)
+
+
+def label_array(y):
+    """The store's ``y`` column for labels ``(G,)`` or ``(G, T)``: float64 for one target, ``list<double>`` of
+    length ``T`` for several (NaN becomes null), as :func:`tmdlib.datasets.schema.build_graph_table` writes it."""
+    import pyarrow as pa
+
+    Y = label_matrix(y)
+    g, t = Y.shape
+    if t == 1:
+        return pa.array(Y[:, 0], type=pa.float64(), mask=np.isnan(Y[:, 0]))
+    flat = Y.reshape(-1)
+    return pa.ListArray.from_arrays(pa.array(np.arange(g + 1, dtype=np.int32) * t), pa.array(flat, type=pa.float64(),
+                                                                                            mask=np.isnan(flat)))
+
+
+def table_labels(table) -> np.ndarray:
+    """The ``y`` column of a graph table as float64 ``(G, T)`` (null = NaN)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column("y").combine_chunks()
+    if pa.types.is_list(col.type) or pa.types.is_fixed_size_list(col.type):
+        lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+        widths = {int(v) for v, valid in zip(lengths, np.asarray(col.is_valid())) if valid}
+        if len(widths) > 1:
+            raise InputError(None, "column 'y' holds lists of different lengths (T targets per graph)")
+        t = widths.pop() if widths else 1
+        out = np.full((len(col), t), np.nan)
+        valid = np.asarray(col.is_valid())
+        if valid.any():
+            flat = pc.fill_null(col.filter(pa.array(valid)).flatten().cast(pa.float64()), float("nan"))
+            out[valid] = flat.to_numpy(zero_copy_only=False).reshape(-1, t)
+        return out
+    return pc.fill_null(col.cast(pa.float64()), float("nan")).to_numpy(zero_copy_only=False).reshape(-1, 1)
+
+
+def table_task(table) -> TaskSpec:
+    """The task of a graph table (:data:`META_TASK`; binary for stores written before task types)."""
+    from .schema import graph_table_metadata
+
+    return task_of_metadata(graph_table_metadata(table))
+
+
+def with_task(table, spec: TaskSpec, y=None):
+    """``table`` with its task spec in the schema metadata and, when ``y`` is given, its ``y`` column replaced
+    by these (stored, encoded) labels."""
+    import pyarrow as pa
+
+    schema = table.schema
+    if y is not None:
+        arr = label_array(y)
+        i = schema.get_field_index("y")
+        table = table.set_column(i, pa.field("y", arr.type, nullable=True), arr)
+    meta = dict(schema.metadata or {})
+    meta[META_TASK.encode()] = spec.to_json().encode()
+    return table.replace_schema_metadata(meta)
+
+
+def store_task(table, task=None, path: str | os.PathLike | None = None):
+    """A graph-store table read as a source (a Parquet file) with its task decided and its labels checked.
+
+    A store with a task spec (:data:`META_TASK`) keeps it (its labels are checked against it) unless another
+    type is asked for; a store without one (written elsewhere, or before task types) gets its task from its
+    labels like a CSV (:func:`task_and_labels`).  Rows are named 1-based.
+
+    Returns
+    -------
+    pyarrow.Table
+        The table with the task spec in its metadata and ``y`` as that task stores it.
+    """
+    from .schema import graph_table_metadata
+
+    meta = graph_table_metadata(table)
+    y = table_labels(table)
+    rows = np.arange(1, y.shape[0] + 1)
+    auto = task is None or (isinstance(task, str) and task in ("", "auto"))
+    if META_TASK in meta:
+        own = task_of_metadata(meta)
+        if np.isfinite(y).any() or np.isinf(y).any():  # an unlabelled store is valid under any task
+            validate_labels(y, own, path=path, lines=rows, encoded=True)
+        if auto or (isinstance(task, TaskSpec) and task == own):
+            return table
+        y, targets = source_labels(y, own), own.targets
+    else:
+        targets = ("y",) if y.shape[1] == 1 else tuple(f"y{i}" for i in range(y.shape[1]))
+    spec, enc = task_and_labels(y, targets, task, path=path, lines=rows)
+    return with_task(table, spec, enc)

@@ -1,0 +1,268 @@
+r"""One entry point for graph selection: :func:`select_graphs` (the graph-level twin of
+:func:`tmdlib.select.select_nodes`).
+
+Whatever the method (:mod:`tmdlib.select.methods`: the paper's TMD coreset, its baselines, the chemists'
+pickers), the result is one :class:`Selection`: the picked pool members with their training weights, and the
+exact TMD certificate of Lemma 3.2 for them.  Lemma 3.2 holds for *any* assignment :math:`a` of the pool to
+the picks, with :math:`\tau_j = |a^{-1}(j)|` and :math:`\varepsilon = \frac1n \sum_i \mathrm{TMD}(G_i,
+G_{a(i)})`; the certificate uses the nearest-pick assignment, so ``n`` exact distances prove the bound of any
+selection, read off the TMD matrix when one is given, otherwise found by the lower-bound-pruned exact search of
+:mod:`tmdlib.select.scalable` (no :math:`n \times n` matrix).
+
+The CLI (``tmdsub select``), the pipeline's select stage, the experiment runner and the PyG one-call API
+(:func:`tmdlib.torch.pyg.select_coreset`) all call :func:`select_graphs` and nothing else.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ..graph import GraphDataset
+from .coreset import budget_to_k, reuse_labelled
+from .registry import Problem, get_method
+
+__all__ = ["Selection", "select_graphs"]
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    r"""A selection of ``k`` of the ``n`` pool members and the evidence for its bound.
+
+    Attributes
+    ----------
+    method : str
+        The registered method that picked.
+    k, n, seed : int
+    positions : ndarray of int64, shape (k,)
+        Picked members (positions into the pool), sorted ascending.
+    ids : ndarray of int64, shape (k,)
+        Their graph ids (``dataset.graph_ids[positions]``; the positions when the pool was a matrix).
+    tau : ndarray of float64, shape (k,)
+        Training weights aligned with ``positions`` (:mod:`tmdlib.select.methods`: cluster sizes of the
+        method's own assignment; ones for Random / MaxMin).
+    certificate : CoresetCertificate or None
+        The exact TMD certificate of the picks (nearest-pick assignment, distances, its τ and ε), None when
+        ``certify=False``.
+    objective : float or None
+        The method's own objective (mean over the pool, in the method's distance), where it has one.
+    engine : str
+        How the certificate was obtained: ``"exact"`` (the TMD matrix), ``"scalable"`` (lower-bound-pruned
+        exact search; also the scalable TMD engine) or ``"none"``.
+    labelled_in_pool, reused_labels : int
+        Pool members that already had a label, and how many of them were picked.
+    seconds : dict
+        CPU seconds: ``select`` (the method) and ``certificate``.
+    info : dict
+        Method / engine facts, JSON-ready.
+    """
+
+    method: str
+    k: int
+    n: int
+    seed: int
+    positions: np.ndarray
+    ids: np.ndarray
+    tau: np.ndarray
+    certificate: object = None
+    objective: float | None = None
+    engine: str = "none"
+    labelled_in_pool: int = 0
+    reused_labels: int = 0
+    seconds: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float | None:
+        r""":math:`\varepsilon_\Sigma = \sum_i \mathrm{TMD}(G_i, G_{a(i)})` (None without a certificate)."""
+        return None if self.certificate is None else float(self.certificate.epsilon)
+
+    @property
+    def epsilon_mean(self) -> float | None:
+        r""":math:`\varepsilon = \varepsilon_\Sigma / n`, Lemma 3.2's medoid objective (None without a certificate)."""
+        return None if self.certificate is None else float(self.certificate.epsilon_mean)
+
+    @property
+    def pairs_computed(self) -> int:
+        """Exact TMD evaluations made by the selection and its certificate."""
+        return 0 if self.certificate is None else int(self.certificate.pairs_computed)
+
+    def to_json(self, graph_ids=None) -> dict:
+        """The selection as the pipeline's ``selection.json`` fields (ids are graph ids).
+
+        Parameters
+        ----------
+        graph_ids : array_like of int, shape (n,), optional
+            Graph id of each pool member (default: the pool dataset's, as in ``ids``).
+        """
+        gids = np.asarray(graph_ids) if graph_ids is not None else None
+        ids = self.ids if gids is None else gids[self.positions]
+        cert = self.certificate
+        if cert is not None:
+            lookup = gids if gids is not None else None
+            assignment = (lookup[cert.assignment] if lookup is not None else self._id_of(cert.assignment)).tolist()
+        return {"method": self.method, "engine": self.engine, "k": int(self.k), "n_train": int(self.n),
+                "seed": int(self.seed), "medoids": np.asarray(ids).tolist(),
+                "tau": np.asarray(self.tau, dtype=float).tolist(),
+                "assignment": assignment if cert is not None else None,
+                "distance": cert.distance.tolist() if cert is not None else None,
+                "epsilon": self.epsilon, "epsilon_mean": self.epsilon_mean, "pairs_computed": self.pairs_computed,
+                "epsilon_method": self.objective,
+                "certificate_tau": cert.tau.tolist() if cert is not None else None,
+                "engine_info": dict(cert.info) if cert is not None else {},
+                "labelled_in_pool": int(self.labelled_in_pool), "reused_labels": int(self.reused_labels)}
+
+    def _id_of(self, positions: np.ndarray) -> np.ndarray:
+        """Graph ids of pool positions that are picks (via ``positions`` → ``ids``)."""
+        lookup = dict(zip(self.positions.tolist(), np.asarray(self.ids).tolist()))
+        return np.asarray([lookup[int(p)] for p in positions], dtype=np.int64)
+
+
+def _labelled_mask(labelled, n: int) -> np.ndarray:
+    if labelled is None:
+        return np.zeros(n, dtype=bool)
+    arr = np.asarray(labelled)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise ValueError(f"labelled mask must have shape ({n},), got {arr.shape}")
+        return arr.copy()
+    mask = np.zeros(n, dtype=bool)
+    idx = arr.astype(np.int64).ravel()
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"labelled positions must lie in [0, {n})")
+    mask[idx] = True
+    return mask
+
+
+def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: float | None = None,
+                  engine: str = "auto", seed: int = 0, depth: int = 4, weights="pascal",
+                  matrix: np.ndarray | None = None, distance: np.ndarray | None = None, smiles=None,
+                  labelled=None, map_parts=None, certify: bool = True, num_threads: int | None = None,
+                  progress=None, **options) -> Selection:
+    r"""Choose the graphs worth labelling, with the exact TMD certificate of the choice.
+
+    Parameters
+    ----------
+    data : GraphDataset or ndarray, shape (n, n)
+        The pool: its graphs, or only its exact TMD matrix (then methods that need graphs or SMILES cannot run).
+    method : str
+        A registered method (:func:`tmdlib.select.registry.method_names`; see :mod:`tmdlib.select.methods`).
+    k, fraction : int or float
+        The budget, exactly one: ``k`` picks, or :math:`k = \min(n, \max(1, \lceil \mathrm{fraction}\cdot
+        n\rceil))` (:func:`tmdlib.select.coreset.budget_to_k`).
+    engine : {"auto", "exact", "scalable"}
+        The TMD engine (method ``tmd``, and the certificate): ``exact`` k-medoids on the full TMD matrix (made
+        when not given), ``scalable`` never builds it, ``auto`` exact while the matrix is cheap
+        (:func:`tmdlib.select.certificate.resolve_engine`).  ``scalable`` with a ``matrix`` is refused.
+    seed : int
+    depth, weights
+        TMD depth :math:`L` and level weights (the certificate's, and the method's for ``tmd``).
+    matrix : ndarray, shape (n, n), optional
+        The pool's exact TMD matrix (``data`` a dataset): the exact engine and the certificate read it.
+    distance : ndarray, shape (n, n), optional
+        A precomputed matrix of the method's own distance (Feature, WL) to skip recomputing it.
+    smiles : sequence of str, length n, optional
+        The pool's molecules (chemistry methods need them).
+    labelled : array_like of bool, shape (n,), or of int, optional
+        Members that already have a label: they are kept first (all when they fit in ``k``, else ``k`` picked
+        among them) so that only the others need labelling (:func:`tmdlib.select.coreset.reuse_labelled`).
+    map_parts : callable, optional
+        The scalable engine's map over parts (run them on a cluster, cache finished parts; see
+        :func:`tmdlib.select.scalable.scalable_coreset`).
+    certify : bool, default True
+        Compute the TMD certificate of the picks.
+    num_threads : int, optional
+        numba threads of the TMD engine.
+    progress : callable, optional
+        ``progress(line)`` for long runs (the scalable engine).
+    **options
+        Method options: ``restarts`` (5), ``backend`` (``"fasterpam"``), ``part_size``, ``max_pairs``,
+        ``memory_limit``, and the chemistry pickers' own.
+
+    Returns
+    -------
+    Selection
+
+    Raises
+    ------
+    InputError
+        The method needs what was not given (graphs, SMILES), a matrix with the scalable engine, or the method
+        would need more memory than is available (with the estimate and what fits instead).
+    ValueError
+        Unknown method or engine, bad budget.
+    """
+    from ..datasets.limits import check_fits, format_size, memory_budget
+    from .certificate import certificate_from_matrix, certify_medoids, engine_memory_bytes, resolve_engine
+
+    spec = get_method(method)
+    if isinstance(data, GraphDataset):
+        ds, n = data, len(data)
+    else:
+        if matrix is not None:
+            raise ValueError("give the TMD matrix either as data or as matrix=, not both")
+        matrix = np.asarray(data, dtype=np.float64)
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"data must be a GraphDataset or a square TMD matrix, got shape {matrix.shape}")
+        ds, n = None, matrix.shape[0]
+    if matrix is not None and matrix.shape != (n, n):
+        raise ValueError(f"matrix has shape {matrix.shape}, the pool has {n} graphs")
+    kk = budget_to_k(n, fraction=fraction, count=k)
+    if kk < 1:
+        raise ValueError("the pool is empty")
+    lab = _labelled_mask(labelled, n)
+    candidates, fixed = reuse_labelled(lab, n, kk)
+    if lab.any() and not spec.reuses_labels:
+        raise InputError(None, f"method {method!r} cannot keep already-labelled graphs first ({int(lab.sum())} in "
+                               "the pool); use tmd, random, feature or wl, or select without a label ledger")
+    if "graphs" in spec.needs and ds is None:
+        raise InputError(None, f"method {method!r} needs the pool's graphs, not only a TMD matrix")
+    if "smiles" in spec.needs:
+        if smiles is None:
+            raise InputError(None, f"method {method!r} needs SMILES, and this dataset has none (it works on "
+                                   "molecule datasets ingested from SMILES or OGB)")
+        smiles = [str(s) for s in smiles]
+        if len(smiles) != n:
+            raise ValueError(f"smiles has {len(smiles)} entries, the pool has {n}")
+    if matrix is not None and engine == "scalable":
+        raise InputError(None, "the scalable engine never reads a TMD matrix; drop the matrix or use the exact engine")
+    if engine not in ("auto", "exact", "scalable"):
+        raise ValueError(f"engine must be one of auto, exact, scalable; got {engine!r}")
+    resolved = "exact" if (matrix is not None or ds is None) else resolve_engine(engine, ds.nodes_per_graph)
+    opts = {**options, "map_parts": map_parts, "progress": progress, "num_threads": num_threads}
+    problem = Problem(n=n, k=kk, seed=int(seed), dataset=ds, matrix=matrix, distance=distance, smiles=smiles,
+                      candidates=candidates, fixed=fixed, depth=int(depth), weights=weights, engine=resolved,
+                      options=opts)
+
+    # refuse before allocating: the method's own memory, and the pruned search of the certificate
+    need = float(spec.memory(problem)) if spec.memory is not None else 0.0
+    if certify and matrix is None and ds is not None and not (method == "tmd"):
+        need = max(need, float(engine_memory_bytes("scalable", ds.nodes_per_graph, kk, ds.num_features,
+                                                   ds.features.shape[0], depth)))
+    if need > memory_budget():
+        hint = f"; {spec.max_pool_hint}" if spec.max_pool_hint else ""
+        check_fits(int(need), None, f"selection method {method!r}"
+                                    f"{' (' + resolved + ' engine)' if method == 'tmd' else ''} on {n} graphs "
+                                    f"(estimate {format_size(int(need))}){hint}")
+
+    t0 = time.process_time()
+    picked = spec.run(problem)
+    t1 = time.process_time()
+    pos = np.asarray(picked.positions, dtype=np.int64)
+    if pos.shape != (kk,) or np.unique(pos).size != kk or (kk and (pos.min() < 0 or pos.max() >= n)):
+        raise RuntimeError(f"method {method!r} returned {pos.size} picks for a budget of {kk}")
+    cert, how = picked.certificate, "none"
+    if cert is not None:
+        how = cert.engine
+    elif certify and problem.matrix is not None:
+        cert, how = certificate_from_matrix(problem.matrix, pos), "exact"
+    elif certify and ds is not None:
+        cert = certify_medoids(ds, pos, depth, weights, num_threads=num_threads)
+        how = cert.engine
+    t2 = time.process_time()
+    ids = ds.graph_ids[pos] if ds is not None else pos.copy()
+    return Selection(method=method, k=kk, n=n, seed=int(seed), positions=pos, ids=np.asarray(ids),
+                     tau=np.asarray(picked.tau, dtype=np.float64), certificate=cert, objective=picked.objective,
+                     engine=how, labelled_in_pool=int(lab.sum()), reused_labels=int(lab[pos].sum()),
+                     seconds={"select": t1 - t0, "certificate": t2 - t1}, info=dict(picked.info))

@@ -1,0 +1,159 @@
+r"""The built-in graph-selection methods, registered once (:mod:`tmdlib.select.registry`).
+
+==============  ================================================================  =========================
+name            what it picks                                                     needs
+==============  ================================================================  =========================
+``tmd``         k-medoids on the exact TMD (the paper's coreset; τ = cluster      graphs or the TMD matrix
+                sizes); ``exact`` engine on the full matrix, ``scalable`` without
+``random``      ``k`` members uniformly without replacement; **unit weights**     nothing
+                (τ_j = 1: a uniform sample needs no reweighting)
+``feature``     k-medoids on the distance of mean node features (paper B.3)       graphs
+``wl``          k-medoids on the WL-subtree-kernel distance (paper B.3)           graphs
+``maxmin``      RDKit's MaxMin diversity picker on ECFP4 (Tanimoto)               SMILES
+``leader``      RDKit's sphere exclusion (LeaderPicker), threshold searched to k  SMILES
+``butina``      centroids of the k largest Butina clusters on Tanimoto            SMILES
+``fp-kmedoids`` FasterPAM k-medoids on the Tanimoto distance of ECFP4             SMILES
+``scaffold``    one molecule per Bemis–Murcko scaffold, largest scaffolds first   SMILES
+==============  ================================================================  =========================
+
+**Weights convention.**  Clustering methods weight each pick by the size of its cluster in the method's own
+assignment (τ sums to the pool size ``n``); Random and MaxMin weight every pick 1.  Training normalises by the
+mean weight, so unit weights and equal weights ``n/k`` train the same model.  Whatever the method, the TMD
+certificate of Lemma 3.2 (nearest-medoid assignment under TMD, its cluster sizes and ε) is attached by
+:func:`tmdlib.select.select_graphs` and recorded apart (``certificate_tau``): the bound is stated for those
+weights.
+
+The chemistry methods call RDKit through :mod:`tmdlib.chem` (imported only when such a method runs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .registry import MethodSpec, Picked, Problem, register
+
+__all__: list[str] = []
+
+
+def _kmedoids(problem: Problem, D: np.ndarray) -> Picked:
+    """k-medoids of ``problem`` on ``D`` (FasterPAM by default, label reuse through candidates / fixed)."""
+    from .coreset import kmedoids_coreset
+
+    o = problem.options
+    res = kmedoids_coreset(D, problem.k, seed=problem.seed, method=o.get("backend", "fasterpam"),
+                           restarts=int(o.get("restarts", 5)), candidates=problem.candidates, fixed=problem.fixed)
+    return Picked(res.medoids, res.tau.astype(np.float64), float(res.epsilon))
+
+
+def _matrix_bytes(problem: Problem) -> float:
+    """k-medoids on an n × n float64 matrix: the matrix and the validated copy."""
+    return 2 * 8.0 * problem.n * problem.n
+
+
+def _tmd(problem: Problem) -> Picked:
+    """The paper's coreset: k-medoids on exact TMD (exact engine), or the scalable engine's certified coreset."""
+    if problem.engine == "scalable":
+        from .certificate import tmd_coreset
+
+        o = problem.options
+        scal = {key: o[key] for key in ("part_size", "max_pairs", "map_parts", "progress") if o.get(key) is not None}
+        cert = tmd_coreset(problem.dataset, problem.k, problem.depth, problem.weights, engine="scalable",
+                           seed=problem.seed, candidates=problem.candidates, fixed=problem.fixed,
+                           num_threads=o.get("num_threads"), **scal)
+        return Picked(cert.medoids, cert.tau.astype(np.float64), None, cert)
+    if problem.matrix is None:  # exact engine without a given matrix: compute it (the engine chose it as cheap)
+        from ..distance.engine import DEFAULT_MEMORY_LIMIT, tmd_matrix
+
+        o = problem.options
+        problem.matrix = tmd_matrix(problem.dataset, problem.depth, problem.weights,
+                                    memory_limit=o.get("memory_limit", DEFAULT_MEMORY_LIMIT),
+                                    num_threads=o.get("num_threads"))
+    return _kmedoids(problem, problem.matrix)
+
+
+def _tmd_memory(problem: Problem) -> float:
+    if problem.engine == "scalable":
+        from .certificate import engine_memory_bytes
+
+        ds = problem.dataset
+        return engine_memory_bytes("scalable", ds.nodes_per_graph, problem.k, ds.num_features, ds.features.shape[0],
+                                   problem.depth, int(problem.options.get("part_size") or 4000))
+    return _matrix_bytes(problem) + (0 if problem.matrix is not None else 8.0 * problem.n * problem.n)
+
+
+def _random(problem: Problem) -> Picked:
+    """``k`` uniform picks; already-labelled members first (all of them when they fit, else ``k`` among them)."""
+    from .baselines import random_selection
+
+    n, k = problem.n, problem.k
+    if problem.candidates is not None:
+        pool = np.flatnonzero(problem.candidates)
+    elif problem.fixed is not None:
+        pool = np.flatnonzero(~problem.fixed)
+    else:
+        pool = np.arange(n)
+    kept = np.flatnonzero(problem.fixed) if problem.fixed is not None else np.zeros(0, dtype=np.int64)
+    extra = pool[random_selection(pool.size, k - kept.size, problem.seed)] if k > kept.size else kept[:0]
+    pos = np.sort(np.concatenate([kept, extra])).astype(np.int64)
+    return Picked(pos, np.ones(k))
+
+
+def _feature(problem: Problem) -> Picked:
+    from .baselines import feature_distance_matrix
+
+    D = problem.distance if problem.distance is not None else feature_distance_matrix(problem.dataset)
+    return _kmedoids(problem, D)
+
+
+def _wl(problem: Problem) -> Picked:
+    from .baselines import wl_distance_matrix
+
+    D = problem.distance if problem.distance is not None else wl_distance_matrix(problem.dataset)
+    return _kmedoids(problem, D)
+
+
+# ------------------------------------------------------------------------------------------- chemistry pickers
+def _chem(name: str):
+    """A picker of :mod:`tmdlib.chem` as a method: SMILES in, picks (and τ where the picker clusters) out."""
+
+    def run(problem: Problem) -> Picked:
+        from .. import chem
+
+        if problem.fixed is not None or problem.candidates is not None:
+            raise InputError(None, f"method {name!r} cannot keep already-labelled molecules first; "
+                                   "use tmd, random, feature or wl, or start without a label ledger")
+        picker = chem.PICKERS[name]
+        opts = {key: v for key, v in problem.options.items() if key in chem.PICKER_OPTIONS.get(name, ())}
+        res = picker(problem.smiles, problem.k, seed=problem.seed, **opts)
+        tau = np.ones(problem.k) if res.tau is None else np.asarray(res.tau, dtype=np.float64)
+        return Picked(np.asarray(res.positions, dtype=np.int64), tau, None, None, dict(res.info))
+
+    return run
+
+
+def _chem_memory(name: str):
+    def memory(problem: Problem) -> float:
+        from .. import chem
+
+        return float(chem.memory_bytes(name, problem.n, problem.k))
+
+    return memory
+
+
+register(MethodSpec("tmd", _tmd, needs=("tmd",), summary="k-medoids on the Tree Mover's Distance (the paper's coreset)",
+                    memory=_tmd_memory, max_pool_hint="use the scalable engine (--engine scalable)"))
+register(MethodSpec("random", _random, needs=(), weighted=False, summary="uniform random picks, unit weights"))
+register(MethodSpec("feature", _feature, needs=("graphs",), summary="k-medoids on mean node features (paper B.3)",
+                    memory=_matrix_bytes, max_pool_hint="use tmd with the scalable engine, or random"))
+register(MethodSpec("wl", _wl, needs=("graphs",), summary="k-medoids on the WL subtree kernel distance (paper B.3)",
+                    memory=_matrix_bytes, max_pool_hint="use tmd with the scalable engine, or random"))
+_CHEM = {
+    "maxmin": ("RDKit MaxMin diversity picker on ECFP4 (Tanimoto)", False, "use leader or tmd (scalable)"),
+    "leader": ("RDKit sphere exclusion (LeaderPicker) on ECFP4, threshold searched to k", True, "use maxmin"),
+    "butina": ("centroids of the k largest Butina clusters (RDKit) on ECFP4 Tanimoto", True, "use maxmin or leader"),
+    "fp-kmedoids": ("FasterPAM k-medoids on the Tanimoto distance of ECFP4", True, "use maxmin or leader"),
+    "scaffold": ("one molecule per Bemis-Murcko scaffold, largest scaffolds first", True, "use maxmin"),
+}
+for _name, (_summary, _weighted, _hint) in _CHEM.items():
+    register(MethodSpec(_name, _chem(_name), needs=("smiles",), weighted=_weighted, reuses_labels=False,
+                        summary=_summary, memory=_chem_memory(_name), max_pool_hint=_hint))
