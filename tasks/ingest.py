@@ -126,7 +126,7 @@ def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
         return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column or None,
                                    split_column=split_column or None, keep_columns=keep_columns or (), task=task,
                                    standin=standin, workers=workers, limit=limit,
-                                   progress=_print_progress(name, total))
+                                   progress=_print_progress(name, total), name=name)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")

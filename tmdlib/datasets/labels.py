@@ -232,8 +232,6 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
             elif allowed is not None and lab not in allowed:
                 offenders.append((ln, f"{what} {raw!r} is not one of {sorted(allowed)}"))
             row.append(lab)
-        if task is not None and gaps_ok and row and all(v is not None and math.isnan(v) for v in row):
-            offenders.append((ln, "every label of the row is empty"))
         ids.append(gid)
         labs.append(row)
     if task is not None and not offenders:
@@ -243,6 +241,8 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
             validate_labels(np.asarray(labs, dtype=np.float64).reshape(nrows, len(lab_cols)), task, path=path,
                             lines=lines, encoded=False)
         except InputError as err:
+            if err.line is not None:  # one problem, reported with its line
+                offenders.append((int(err.line), err.problem))
             for part in err.problem.splitlines()[1:]:
                 text = part.strip()
                 if text.startswith("line "):

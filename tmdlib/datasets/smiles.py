@@ -318,7 +318,7 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
                     label_column: str | Sequence[str] | None = None, *, split_column: str | None = None,
                     keep_columns: str | Sequence[str] = (), task: str | TaskSpec | None = None,
                     standin: str | None = None, workers: int = 1, chunk_size: int = 20_000, limit: int | None = None,
-                    progress: Callable[[int, float], None] | None = None) -> pa.Table:
+                    progress: Callable[[int, float], None] | None = None, name: str | None = None) -> pa.Table:
     """Read a CSV (header line; ``.gz`` allowed) of SMILES into a graph table, streaming.
 
     Parameters
@@ -352,6 +352,8 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
         Read only the first ``limit`` molecules (a smaller pool from a large file).
     progress : callable, optional
         Called as ``progress(rows_done, seconds)`` after every chunk.
+    name : str, optional
+        The dataset's name in the table's metadata (default: the file name's stem).
 
     Returns
     -------
@@ -437,7 +439,7 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     del parts
     spec, y = _task_of(y, labels, task, standin, path, lines)
     table = molecule_table(codes, node_ptr, src, dst, y if (labels or standin) else None, smiles,
-                           path.stem.split(".")[0], "smiles")
+                           name or path.stem.split(".")[0], "smiles")
     if splits is not None:
         table = table.append_column(pa.field("split", pa.string(), nullable=True), pa.array(splits, pa.string()))
     for k, name in enumerate(keep):

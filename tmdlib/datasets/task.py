@@ -254,7 +254,7 @@ def validate_labels(y, spec: TaskSpec, *, path: str | os.PathLike | None = None,
         bad = ~missing & np.isfinite(Y) & (vals != 0) & (vals != 1)
         for r in np.flatnonzero(bad.any(axis=1))[:limit]:
             v = Y[r][bad[r]][0]
-            problems.append((int(ln[r]), f"label {_fmt(v)} is not a binary label (0 or 1) of a {spec.type} task"))
+            problems.append((int(ln[r]), f"label {_fmt(v)} is not a binary label (0 or 1)"))
     elif spec.type == "multiclass":
         classes = np.asarray(spec.classes)
         if encoded:
@@ -265,14 +265,14 @@ def validate_labels(y, spec: TaskSpec, *, path: str | os.PathLike | None = None,
         for r in np.flatnonzero(bad.any(axis=1))[:limit]:
             allowed = (f"a class index 0..{classes.size - 1}" if encoded
                        else "one of the classes " + ", ".join(f"{c:g}" for c in classes[:10]))
-            problems.append((int(ln[r]), f"label {_fmt(Y[r][0])} is not {allowed} of this multiclass task"))
+            problems.append((int(ln[r]), f"label {_fmt(Y[r][0])} is not {allowed}"))
         if not encoded and not problems:
             idx = np.searchsorted(classes, vals[:, 0])
             out = np.where(missing, np.nan, idx.reshape(-1, 1).astype(np.float64))
     if problems:
         problems.sort()
         if len(problems) == 1:  # one problem: "file:line: problem"
-            raise InputError(path, f"{problems[0][1]} ({spec.describe()} task)", line=problems[0][0])
+            raise InputError(path, f"{problems[0][1]}; the dataset's task is {spec.describe()}", line=problems[0][0])
         more = "" if len(problems) <= limit else "\n  ... and more"
         body = "\n".join(f"  line {n}: {text}" for n, text in problems[:limit]) + more
         raise InputError(path, f"{len(problems)} label problem(s) for the dataset's {spec.describe()} task:\n{body}")

@@ -85,18 +85,23 @@ def test_all_missing_columns(tmp_path):
         read_smiles_csv(_csv(tmp_path, "smiles,y", ["", ""], "g.csv"), label_column="y", task="multiclass")
 
 
-def test_a_binary_column_with_a_gap_names_its_line(tmp_path):
+def test_a_binary_column_with_a_gap_keeps_the_graph_unlabelled(tmp_path):
+    """A pool is mostly unlabelled: a missing label is stored as missing whatever the task (label *files* of a
+    binary task need every row; tests/pipeline/test_task_types.py)."""
+    import math
+
     path = tmp_path / "gap.csv"
     path.write_text("smiles,y\nCCO,1\n\nCCN,\nCCC,0\n")  # a blank line: the gap is on line 4
-    with pytest.raises(InputError) as err:
-        read_smiles_csv(path, label_column="y")
-    assert "gap.csv" in str(err.value) and "line 4: missing label (y)" in str(err.value)
+    table = read_smiles_csv(path, label_column="y")
+    assert _spec(table).type == "binary"
+    y = table.column("y").to_pylist()
+    assert y[0] == 1.0 and y[1] is None or (isinstance(y[1], float) and math.isnan(y[1])) and y[2] == 0.0
     assert _spec(read_smiles_csv(path, label_column="y", task="multitask")).type == "multitask"
 
 
 @pytest.mark.parametrize("rows,task,problem", [
-    (["0", "1", "2.5", "1"], "binary", "line 4: label 2.5 is not a binary label"),
-    (["0", "1", "2", "1"], "binary", "line 4: label 2 is not a binary label"),
+    (["0", "1", "2.5", "1"], "binary", ":4: label 2.5 is not a binary label"),
+    (["0", "1", "2", "1"], "binary", ":4: label 2 is not a binary label"),
     (["0", "1.5", "2", "1"], "multiclass", None),  # classes from the values: 1.5 is a class, fine
     (["0", "1", "inf", "1"], "regression", "m.csv:4: label 'inf' is infinite"),
 ])
@@ -253,15 +258,15 @@ def test_a_batch_keeps_the_dataset_task(tmp_path):
     assert _spec(both) == spec and both.column("y").to_pylist() == [1.0, 0.0, 2.0, 0.0, 2.0, 2.0]
     with pytest.raises(InputError) as err:
         read_smiles_csv(_csv(tmp_path, "smiles,y", ["2", "3"], "b2.csv"), label_column="y", task=spec)
-    assert "b2.csv" in str(err.value) and "line 3: label 3 is not one of the classes 2, 4, 9" in str(err.value)
+    assert "b2.csv" in str(err.value) and ":3: label 3 is not one of the classes 2, 4, 9" in str(err.value)
     # a batch read on its own (its own task) is taken back to its values and checked against the base's
     alone = read_smiles_csv(_csv(tmp_path, "smiles,y", ["4", "9"], "b3.csv"), label_column="y")
-    assert _spec(alone).type == "regression"  # two integers other than 0/1: no class set on their own
+    assert _spec(alone).type == "multiclass"  # two integers other than 0/1: two classes on their own
     assert append_graph_table(base, alone, "b3.csv").column("y").to_pylist()[4:] == [1.0, 2.0]
     wrong = read_smiles_csv(_csv(tmp_path, "smiles,y", ["4", "0.5"], "b4.csv"), label_column="y")
     with pytest.raises(InputError) as err:
         append_graph_table(base, wrong, "b4.csv", tmp_path / "b4.csv")
-    assert "b4.csv" in str(err.value) and "line 2: label 0.5 is not one of the classes" in str(err.value)
+    assert "b4.csv" in str(err.value) and ":2: label 0.5 is not one of the classes" in str(err.value)
     (tmp_path / "b5.csv").write_text("smiles\nCCO\nCCN\n")
     unlabelled = read_smiles_csv(tmp_path / "b5.csv")
     assert append_graph_table(base, unlabelled, "b5.csv").column("y").null_count == 2

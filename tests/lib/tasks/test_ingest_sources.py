@@ -91,4 +91,4 @@ def test_appended_batches_keep_the_dataset_task(tmp_path):
     with pytest.raises(InputError) as err:
         append_batches.fn(binary, batch_sources(str(append)))
     assert "b1.csv" not in str(err.value) and "b3.csv" in str(err.value)
-    assert "line 3: label 0.5 is not a binary label" in str(err.value)
+    assert ":3: label 0.5 is not a binary label" in str(err.value)
