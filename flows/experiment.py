@@ -156,7 +156,7 @@ def cached_matrix_seconds(cache_dir: str) -> dict:
 
 
 def experiment_command(
-    profile: str = typer.Option("quick", "--profile", help="quick (CI: MUTAG, 3 fractions, 3 trials, few epochs) | full (the paper's grid)."),
+    profile: str = typer.Option("quick", "--profile", help="quick (CI: MUTAG, 3 fractions, 3 trials, few epochs) | full (the paper's grid) | molecules (TMD coresets against the chemists' pickers on the 30 MoleculeACE sets, or --datasets NAME: your ingested regression set)."),
     datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma list of built-in datasets (default: the profile's)."),
     trials: Optional[int] = typer.Option(None, "--trials", help="Trials per cell (default: the profile's; quick 3, full 20)."),
     epochs: Optional[int] = typer.Option(None, "--epochs", help="Training epochs, graph and node runs (default: the profile's)."),
@@ -171,10 +171,31 @@ def experiment_command(
     device: str = typer.Option("cpu", "--device", help="cpu | cuda[:N] | auto."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write tables and plots at the end."),
     report_only: bool = typer.Option(False, "--report-only", help="Train nothing: regenerate the tables, plots and summary from <out-dir>/results/<profile>/*.csv."),
+    models: Optional[str] = typer.Option(None, "--models", help="molecules profile: comma list of rf (random forest on ECFP4 counts), gin (default both; the GIN on --gin-datasets sets)."),
+    gin_datasets: Optional[int] = typer.Option(None, "--gin-datasets", help="molecules profile: the GIN runs on the first N sets, largest first (default 10)."),
+    fractions: Optional[str] = typer.Option(None, "--fractions", help="molecules profile: comma list of budgets (default 0.05,0.1,0.2,0.3)."),
 ) -> None:
-    """Re-measure the paper's tables: subsampling methods x fractions x trials, with tables and plots."""
+    """Re-measure the paper's tables (quick / full), or run the molecules benchmark against the chemists' pickers."""
     from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
+    if profile == "molecules":
+        from flows.molecules import molecules_flow, resolve
+
+        try:
+            resolve(datasets, trials, methods, models, fractions, gin_datasets)
+            n = workers or max(1, cpu_count() // torch_threads)
+            runner = ProcessPoolTaskRunner(max_workers=n) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
+            summary = molecules_flow.with_options(task_runner=runner)(
+                datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, methods, models,
+                fractions, gin_datasets, device, torch_threads, 2, report, report_only)
+        except InputError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2)
+        for name, d in summary["datasets"].items():
+            typer.echo(f"{name}: {d['rows']} result rows ({d['trained']} trained now, {d['seconds']} s)")
+        for path in summary.get("reports", {}).get("files", []):
+            typer.echo(f"report -> {path}")
+        return
     try:
         resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
         if workers is not None and workers < 1:

@@ -1,0 +1,261 @@
+"""Molecules-benchmark tasks: prepare a set (pool, split, cliff flags, features, distance matrices), run cells, keep
+the results file, write the reports.  The protocol is :mod:`tmdlib.experiment.molecules`; the pages
+:mod:`tmdlib.reporting.molecules`.
+
+* :func:`prepare` -- once per set: the pool's TMD, Feature and WL matrices and every molecule's ECFP4 counts, cached
+  under ``<cache_dir>/molecules/<set>/`` (ignored by git) with what computing each took.
+* :func:`run_molecule_cell` -- one Prefect task = one (set, method, trial) and its rows; workers load a set once.
+* :class:`MoleculeResults` -- ``<results>/<set>.csv``, rewritten atomically after each cell; a rerun skips done rows.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tmdlib import InputError
+
+from . import io
+
+
+def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
+    """A molecule regression set: a built-in MoleculeACE set (``ACE-*``), or a user's store
+    ``<graphs_dir>/<name>.parquet`` made from a CSV with SMILES and a regression label (its ``split`` column if it has
+    one, else a seeded 80/20 split; its ``cliff_mol`` column if it has one).
+
+    Returns ``{"ds", "smiles", "y", "train", "test", "cliff"}`` (``cliff`` aligned with ``test``).
+    """
+    from tmdlib.datasets import DATASETS, load_builtin, read_graph_parquet, to_dataset
+    from tmdlib.datasets.task import table_task
+    from tmdlib.select.split import split_with_column
+
+    if name in DATASETS:
+        table, where = load_builtin(name, raw_root), f"built-in set {name}"
+    else:
+        path = Path(graphs_dir) / f"{name}.parquet"
+        if not path.is_file():
+            raise InputError(str(path), f"{name!r} is neither a built-in set nor an ingested store")
+        table, where = read_graph_parquet(path), str(path)
+    task = table_task(table)
+    if task.type != "regression" or task.num_targets != 1:
+        raise InputError(where, f"the molecules benchmark needs one regression target; this set is {task.describe()}")
+    if "smiles" not in table.column_names:
+        raise InputError(where, "the molecules benchmark needs SMILES (the chemists' pickers and the forest read them)")
+    ds = to_dataset(table)
+    split = table.column("split").to_pylist() if "split" in table.column_names else [None] * len(ds)
+    train, test = split_with_column(split, [len(ds)], 0.2, 0)
+    y = np.asarray(ds.y, dtype=np.float64).reshape(len(ds))
+    train, test = train[~np.isnan(y[train])], test[~np.isnan(y[test])]
+    cliff_col = table.column("cliff_mol").to_numpy(zero_copy_only=False) if "cliff_mol" in table.column_names \
+        else np.zeros(len(ds))
+    return {"ds": ds, "smiles": table.column("smiles").to_pylist(), "y": y, "train": train, "test": test,
+            "cliff": np.nan_to_num(np.asarray(cliff_col, dtype=np.float64))[test] == 1}
+
+
+def _paths(cache_dir: str, name: str) -> dict:
+    d = Path(cache_dir) / "molecules" / name
+    return {m: str(d / f"{m}.npy") for m in ("tmd", "feature", "wl", "counts")} | {"meta": str(d / "meta.json")}
+
+
+@task(name="prepare-molecules", persist_result=False, cache_policy=NO_CACHE)
+def prepare(name: str, raw_root: str, cache_dir: str, threads: int = 2) -> dict:
+    """The pool's TMD / Feature / WL matrices and the ECFP4 counts of every molecule, computed once and cached.
+
+    Returns ``{"paths", "pool", "test", "seconds"}`` (``seconds``: what computing each took when it was computed).
+    """
+    from tmdlib import tmd_matrix
+    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.experiment.grid import DEPTH, WEIGHTS
+    from tmdlib.select import baselines
+
+    s = load_set(name, raw_root)
+    pool = s["ds"].take(s["train"])
+    paths = _paths(cache_dir, name)
+    try:
+        meta = json.loads(Path(paths["meta"]).read_text())
+    except (OSError, ValueError):
+        meta = {}
+    key = f"{len(s['ds'])}:{len(s['train'])}:{int(s['train'].sum())}:{DEPTH}:{WEIGHTS}"
+    seconds = dict(meta.get("seconds") or {}) if meta.get("key") == key else {}
+    compute = {"tmd": lambda: tmd_matrix(pool, DEPTH, WEIGHTS, num_threads=threads),
+               "feature": lambda: baselines.feature_distance_matrix(pool),
+               "wl": lambda: baselines.wl_distance_matrix(pool, iterations=3),
+               "counts": lambda: ecfp4_counts(s["smiles"])}
+    for m, fn in compute.items():
+        if m in seconds and Path(paths[m]).is_file():
+            continue
+        t0 = time.perf_counter()
+        io.write_npy(paths[m], np.asarray(fn()))
+        seconds[m] = round(time.perf_counter() - t0, 2)
+    io.write_json(paths["meta"], {"set": name, "key": key, "seconds": seconds, "pool": int(len(s["train"])),
+                                  "test": int(len(s["test"]))})
+    return {"paths": paths, "pool": int(len(s["train"])), "test": int(len(s["test"])), "seconds": seconds}
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded(name: str, raw_root: str, paths_json: str) -> tuple:
+    """(set, matrices, counts) -- once per worker process."""
+    paths = json.loads(paths_json)
+    s = load_set(name, raw_root)
+    mats = {m: np.load(paths[m], allow_pickle=False) for m in ("tmd", "feature", "wl")}
+    return s, mats, np.load(paths["counts"], allow_pickle=False)
+
+
+def picks_path(paths: dict, method: str) -> Path:
+    return Path(paths["meta"]).with_name(f"picks-{method}.json")
+
+
+@task(name="molecule-picks", persist_result=False, cache_policy=NO_CACHE)
+def select_method(name: str, raw_root: str, paths: dict, method: str, fractions: list, trials: int) -> int:
+    """Every pick of one (set, method) (:func:`tmdlib.experiment.molecules.select_all`), cached in
+    ``picks-<method>.json`` beside the matrices; picks already there for the same grid are kept.  Returns how many
+    selections were made now."""
+    from tmdlib.experiment.molecules import select_all
+
+    path = picks_path(paths, method)
+    grid = {"fractions": [float(f) for f in fractions], "trials": int(trials)}
+    try:
+        old = json.loads(path.read_text())
+        if {"fractions": old["fractions"], "trials": old["trials"]} == grid:
+            return 0
+    except (OSError, ValueError, KeyError):
+        pass
+    s, mats, _ = _loaded(name, raw_root, json.dumps(paths, sort_keys=True))
+    pool = s["ds"].take(s["train"])
+    picks = select_all(pool, [s["smiles"][int(p)] for p in s["train"]], mats, [method], fractions, trials)
+    io.write_json(path, {**grid, "method": method, "picks": picks})
+    return len(picks)
+
+
+def load_picks(paths: dict, methods) -> dict:
+    """``{(method, fraction, trial): pick}`` of the cached picks."""
+    out = {}
+    for method in methods:
+        doc = json.loads(picks_path(paths, method).read_text())
+        out.update({(p["method"], round(float(p["fraction"]), 6), int(p["trial"])): p for p in doc["picks"]})
+    return out
+
+
+@task(name="molecule-cell", persist_result=False, cache_policy=NO_CACHE)
+def run_molecule_cell(spec: dict, raw_root: str, paths: dict, device: str = "cpu", torch_threads: int = 1) -> list:
+    """One (set, method, trial): :func:`tmdlib.experiment.molecules.run_cell` on the cached picks."""
+    import torch
+
+    from tmdlib.experiment.molecules import run_cell
+
+    torch.set_num_threads(int(torch_threads))
+    s, _, counts = _loaded(spec["dataset"], raw_root, json.dumps(paths, sort_keys=True))
+    return run_cell(spec, s["ds"], s["y"], s["train"], s["test"], s["cliff"], counts,
+                    load_picks(paths, [spec["method"]]), device)
+
+
+class MoleculeResults:
+    """``<directory>/<set>.csv`` (columns :data:`tmdlib.experiment.molecules.COLUMNS`); each :meth:`append` rewrites
+    it atomically, so a crash leaves the previous complete file and a rerun skips the finished rows."""
+
+    def __init__(self, directory: str, name: str):
+        from tmdlib.experiment.molecules import row_key
+
+        self.path = Path(directory) / f"{name}.csv"
+        self.rows = read_molecule_results(str(self.path))
+        self.keys = {row_key(r) for r in self.rows}
+
+    def done(self, key: tuple) -> bool:
+        return key in self.keys
+
+    def append(self, rows: list[dict]) -> None:
+        from tmdlib.experiment.molecules import row_key
+
+        new = [r for r in rows if row_key(r) not in self.keys]
+        if new:
+            self.rows.extend(new)
+            self.keys.update(row_key(r) for r in new)
+            io.write_text(self.path, molecule_csv(self.rows))
+
+
+def molecule_csv(rows: list[dict]) -> str:
+    """CSV text of result rows (header :data:`~tmdlib.experiment.molecules.COLUMNS`, floats in full precision)."""
+    from tmdlib.experiment.molecules import COLUMNS
+
+    def fmt(v) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else repr(v)
+        return str(v)
+
+    return "\n".join([",".join(COLUMNS)] + [",".join(fmt(r.get(c)) for c in COLUMNS) for r in rows]) + "\n"
+
+
+def read_molecule_results(path: str) -> list[dict]:
+    """Rows of a molecules results CSV ([] when missing); a bad row is an :class:`InputError` naming its line."""
+    from tmdlib.experiment.molecules import COLUMNS, KEY
+
+    p = Path(path)
+    if not p.is_file():
+        return []
+    out = []
+    with open(p, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in KEY + ("rmse",) if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(str(p), f"not a molecules results file: missing columns {missing}", line=1)
+        for line, r in enumerate(reader, start=2):
+            try:
+                row = {c: r.get(c) for c in COLUMNS}
+                for c in ("fraction", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon", "select_seconds",
+                          "train_seconds"):
+                    row[c] = float(row[c]) if row.get(c) not in (None, "") else float("nan")
+                for c in ("trial", "epochs", "k", "n_train", "n_test", "n_cliff"):
+                    row[c] = int(row[c]) if row.get(c) not in (None, "") else None
+                row["weighted"] = str(row["weighted"]).strip().lower() in ("true", "1")
+            except (TypeError, ValueError) as err:
+                raise InputError(str(p), f"bad row: {err}", line=line) from None
+            out.append(row)
+    return out
+
+
+@task(name="write-molecule-reports", persist_result=False)
+def write_molecule_reports(results_dir: str, report_dir: str, seconds: dict) -> dict:
+    """Per-set tables and plots and the summary (:mod:`tmdlib.reporting.molecules`) from the results CSVs."""
+    from tmdlib.reporting.molecules import dataset_page, plot_dataset, summary_page
+
+    files, per_set = [], {}
+    for csv_path in sorted(Path(results_dir).glob("*.csv")):
+        rows = read_molecule_results(str(csv_path))
+        if not rows:
+            continue
+        name = csv_path.stem
+        per_set[name] = rows
+        io.write_text(Path(report_dir) / f"{name}.md", dataset_page(name, rows, (seconds or {}).get(name)))
+        io.write_bytes(Path(report_dir) / f"{name}.png", plot_dataset(name, rows))
+        files += [str(Path(report_dir) / f"{name}.md"), str(Path(report_dir) / f"{name}.png")]
+    if per_set:
+        io.write_text(Path(report_dir) / "summary.md", summary_page(per_set, seconds or {}))
+        files.append(str(Path(report_dir) / "summary.md"))
+    return {"files": files, "sets": len(per_set)}
+
+
+def record_seconds(results_dir: str, seconds: dict) -> dict:
+    """Merge ``{set: {matrix: seconds}}`` into ``<results_dir>/matrices.json`` (kept beside the results: the cache is
+    not versioned) and return the merge."""
+    path = Path(results_dir) / "matrices.json"
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        old = {}
+    merged = {k: dict(v) for k, v in old.items()}
+    for k, v in (seconds or {}).items():
+        merged.setdefault(k, {}).update(v)
+    if merged != old:
+        io.write_text(path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    return merged

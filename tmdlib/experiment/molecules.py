@@ -1,0 +1,206 @@
+r"""The molecules benchmark: does labelling a TMD coreset beat what chemists pick, on real measured properties?
+
+On each MoleculeACE set (30 ChEMBL bioactivity regression sets: the measured :math:`-\log_{10}` Ki / EC50, the
+authors' train/test split, the activity-cliff flag), the **train split is the unlabelled pool**: a label-free method
+picks ``fraction`` of it (:func:`tmdlib.select_graphs`: the paper's TMD coreset, Random, the paper's Feature / WL
+baselines, and the chemists' pickers MaxMin, sphere exclusion, Butina, fingerprint k-medoids, one per scaffold),
+only the picked molecules' labels are used to train a model, and the model is scored on the test split: RMSE,
+and RMSE on the test molecules involved in an activity cliff (MoleculeACE's second metric), MAE, R², Spearman ρ.
+
+Two model families, trained on the same picks:
+
+* ``rf``: a random forest on ECFP4 counts (:func:`tmdlib.chem.forest.fit_forest`), the chemists' everyday
+  baseline; with the method's weights τ as sample weights where the method has them (``weighted`` rows), and
+  without (``weighted = False`` rows, for every method);
+* ``gin``: the GIN (:func:`tmdlib.torch.fit.fit`, Huber loss on standardised targets), τ-weighted as in the paper
+  (the TMD coreset's unweighted twin is a variant row, ``weighted = False``).
+
+Every pick is made once (:func:`select_all`, cached per set) and shared by the models; a **cell** is one (dataset,
+method, trial) with its fractions and models.  Trial ``t`` seeds the seeded pickers and every model; the deterministic pickers
+(Leader, Butina, scaffold) pick the same molecules in every trial, so their trials vary the model only.  The ε column
+is the TMD certificate of the picks (every method's), read off the pool's TMD matrix.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+__all__ = ["PROFILE", "COLUMNS", "KEY", "row_key", "plan_cells", "run_cell", "select_all", "MOLECULE_METHODS",
+           "MODELS", "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes"]
+
+#: The pickers compared (label-free, registered in :mod:`tmdlib.select.methods`).
+MOLECULE_METHODS = ("tmd", "random", "maxmin", "leader", "butina", "fp-kmedoids", "scaffold", "feature", "wl")
+#: Model families.
+MODELS = ("rf", "gin")
+#: Columns of a results file; :data:`KEY` identifies a row.
+KEY = ("dataset", "model", "method", "fraction", "trial", "weighted", "epochs")
+COLUMNS = KEY + ("k", "n_train", "n_test", "n_cliff", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon",
+                 "select_seconds", "train_seconds", "device")
+#: The GIN of the benchmark: the paper's 3-layer sum-pooling GIN (B.2) without biases, trained on standardised
+#: targets with the Huber loss (the certified regression loss, M = δ = 1), Adam (lr 1e-3), batches of 64, 100 epochs.
+GIN_CONFIG = {"hidden": 128, "layers": 3, "pool": "add", "eta": 1.0, "bias": False, "lr": 0.001,
+              "batch_size": 64, "epochs": 100, "device": "cpu"}
+GIN_LOSS = "huber"
+#: The random forest of the benchmark (100 trees; :func:`tmdlib.chem.forest.fit_forest` otherwise).
+RF_CONFIG = {"n_estimators": 100}
+#: The benchmark: all 30 MoleculeACE sets, budgets 5-30 %, 5 trials; the GIN on the 10 largest by default.
+PROFILE = {"fractions": [0.05, 0.1, 0.2, 0.3], "methods": list(MOLECULE_METHODS), "models": list(MODELS),
+           "trials": 5, "gin_datasets": 10}
+
+
+def dataset_sizes() -> dict:
+    """``{name: molecules}`` of the built-in MoleculeACE sets (``ACE-*``), largest first."""
+    from ..datasets.registry import DATASETS
+
+    ace = {n: d.num_graphs for n, d in DATASETS.items() if n.startswith("ACE-")}
+    return dict(sorted(ace.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def row_key(row: dict) -> tuple:
+    """Normalised :data:`KEY` tuple of a row."""
+    w = row["weighted"]
+    w = w if isinstance(w, bool) else str(w).strip().lower() in ("true", "1")
+    return (str(row["dataset"]), str(row["model"]), str(row["method"]), round(float(row["fraction"]), 6),
+            int(row["trial"]), bool(w), int(row["epochs"]))
+
+
+def _variants(model: str, method: str) -> list[bool]:
+    """Weighted flags of the rows one (model, method) gives: the forest both ways for methods with weights; the GIN
+    weighted (the paper's), plus the TMD coreset unweighted as a variant."""
+    from ..select.registry import get_method
+
+    weighted = get_method(method).weighted
+    if model == "rf":
+        return [True, False] if weighted else [False]
+    return [True, False] if method == "tmd" else [weighted]
+
+
+def plan_cells(profile: dict, dataset: str, done, models: list[str]) -> list[dict]:
+    """Specs of the cells of ``dataset`` still to run (trial-major), each with its unfinished (model, weighted,
+    fraction) rows."""
+    specs = []
+    for trial in range(int(profile["trials"])):
+        for method in profile["methods"]:
+            todo = []
+            for model in models:
+                epochs = int(GIN_CONFIG["epochs"]) if model == "gin" else 0
+                for w in _variants(model, method):
+                    for f in profile["fractions"]:
+                        key = row_key({"dataset": dataset, "model": model, "method": method, "fraction": f,
+                                       "trial": trial, "weighted": w, "epochs": epochs})
+                        if not done(key):
+                            todo.append((model, w, float(f)))
+            if todo:
+                specs.append({"dataset": dataset, "method": method, "trial": trial, "rows": todo})
+    return specs
+
+
+def _metrics(pred: np.ndarray, y: np.ndarray, cliff: np.ndarray) -> dict:
+    from ..metrics import score
+
+    s = score(pred, y, "regression")
+    c = score(pred[cliff], y[cliff], "regression") if cliff.any() else {"rmse": float("nan")}
+    return {"rmse": s["rmse"], "mae": s["mae"], "r2": s["r2"], "spearman": s["spearman"], "rmse_cliff": c["rmse"]}
+
+
+#: The pickers that ignore the seed (the same picks in every trial: selected once, reused).
+DETERMINISTIC = ("leader", "butina", "scaffold")
+
+
+def select_all(pool, pool_smiles: list, matrices: dict, methods, fractions, trials: int) -> list[dict]:
+    r"""Every pick of the benchmark for one set: :func:`tmdlib.select_graphs` per (method, fraction, trial).
+
+    Parameters
+    ----------
+    pool : GraphDataset
+        The train split (the unlabelled pool), ``n`` molecules.
+    pool_smiles : list of str, length n
+    matrices : dict
+        ``tmd`` (the pool's TMD matrix: the certificate, and the ``tmd`` method's distance), ``feature``, ``wl``.
+    methods, fractions, trials
+        The grid; a deterministic picker (:data:`DETERMINISTIC`) is run once per fraction and its picks reused.
+
+    Returns
+    -------
+    list of dict
+        ``method``, ``fraction``, ``trial``, ``positions`` (into the pool), ``tau``, ``epsilon`` (the TMD certificate's
+        mean), ``select_seconds`` (CPU seconds of the picking, matrices excluded: they are computed once per set).
+    """
+    from ..select.api import select_graphs
+
+    out = []
+    for method in methods:
+        own = matrices.get(method) if method in ("feature", "wl") else None
+        for fraction in fractions:
+            first = None
+            for trial in range(int(trials)):
+                if method in DETERMINISTIC and first is not None:
+                    out.append({**first, "trial": trial})
+                    continue
+                sel = select_graphs(pool, method, fraction=float(fraction), seed=trial, matrix=matrices["tmd"],
+                                    distance=own, smiles=pool_smiles, restarts=5)
+                first = {"method": method, "fraction": float(fraction), "trial": trial,
+                         "positions": sel.positions.tolist(), "tau": sel.tau.tolist(),
+                         "epsilon": float(sel.epsilon_mean), "select_seconds": round(float(sel.seconds["select"]), 4)}
+                out.append(first)
+    return out
+
+
+def run_cell(spec: dict, ds, y: np.ndarray, train: np.ndarray, test: np.ndarray, cliff: np.ndarray,
+             counts: np.ndarray, picks: dict, gin_device: str = "cpu") -> list[dict]:
+    r"""Train every requested (model, weighted) row of one (set, method, trial) on its picks; score on the test split.
+
+    Parameters
+    ----------
+    spec : dict
+        ``dataset``, ``method``, ``trial``, ``rows`` (list of ``(model, weighted, fraction)``).
+    ds : GraphDataset
+        All molecules of the set.
+    y : ndarray, shape (G,)
+        The measured values (:math:`-\log_{10}` of the nM value).
+    train, test : ndarray of int
+        The authors' split (the pool and the test set).
+    cliff : ndarray of bool, shape (len(test),)
+        Test molecules involved in an activity cliff.
+    counts : ndarray, shape (G, 2048)
+        ECFP4 counts (the forest's features).
+    picks : dict
+        ``{(method, fraction, trial): pick}`` from :func:`select_all`.
+    gin_device : str
+
+    Returns
+    -------
+    list of dict
+        One row per requested (model, weighted, fraction), columns :data:`COLUMNS`.
+    """
+    from ..datasets.task import TaskSpec
+
+    name, method, trial = spec["dataset"], spec["method"], int(spec["trial"])
+    rows = []
+    for model, weighted, fraction in spec["rows"]:
+        pick = picks[(method, round(float(fraction), 6), trial)]
+        pos = train[np.asarray(pick["positions"], dtype=np.int64)]
+        tau = np.asarray(pick["tau"], dtype=np.float64)
+        w = tau if weighted else np.ones(len(pos))
+        t0 = time.process_time()
+        if model == "rf":
+            from ..chem.forest import fit_forest, predict
+
+            rf = fit_forest(counts[pos], y[pos], sample_weight=w, seed=trial, **RF_CONFIG)
+            pred, epochs = predict(rf, counts[test]), 0
+        else:
+            from ..torch.fit import fit, predict as gin_predict
+            from ..torch.pyg import dataset_to_pyg
+
+            cfg = {**GIN_CONFIG, "seed": trial, "device": gin_device}
+            r = fit(ds, pos, y[pos], w, cfg, TaskSpec("regression"), loss=GIN_LOSS)
+            pred = gin_predict(r.model, dataset_to_pyg(ds, positions=test), r.head, device=gin_device)[:, 0]
+            epochs = int(cfg["epochs"])
+        rows.append({"dataset": name, "model": model, "method": method, "fraction": float(fraction),
+                     "trial": trial, "weighted": bool(weighted), "epochs": epochs, "k": int(len(pos)),
+                     "n_train": int(len(train)), "n_test": int(len(test)), "n_cliff": int(cliff.sum()),
+                     **_metrics(np.asarray(pred, dtype=np.float64), y[test], cliff), "epsilon": pick["epsilon"],
+                     "select_seconds": pick["select_seconds"], "train_seconds": round(time.process_time() - t0, 3),
+                     "device": gin_device if model == "gin" else "cpu"})
+    return rows
