@@ -9,10 +9,8 @@ the results file, write the reports.  The protocol is :mod:`tmdlib.experiment.mo
 """
 from __future__ import annotations
 
-import csv
 import functools
 import json
-import math
 import time
 from pathlib import Path
 
@@ -163,8 +161,10 @@ class MoleculeResults:
     def __init__(self, directory: str, name: str):
         from tmdlib.experiment.molecules import row_key
 
+        from tmdlib.experiment.molecules import read_rows
+
         self.path = Path(directory) / f"{name}.csv"
-        self.rows = read_molecule_results(str(self.path))
+        self.rows = read_rows(str(self.path))
         self.keys = {row_key(r) for r in self.rows}
 
     def done(self, key: tuple) -> bool:
@@ -177,61 +177,20 @@ class MoleculeResults:
         if new:
             self.rows.extend(new)
             self.keys.update(row_key(r) for r in new)
-            io.write_text(self.path, molecule_csv(self.rows))
+            from tmdlib.experiment.molecules import rows_csv
 
-
-def molecule_csv(rows: list[dict]) -> str:
-    """CSV text of result rows (header :data:`~tmdlib.experiment.molecules.COLUMNS`, floats in full precision)."""
-    from tmdlib.experiment.molecules import COLUMNS
-
-    def fmt(v) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, float):
-            return "nan" if math.isnan(v) else repr(v)
-        return str(v)
-
-    return "\n".join([",".join(COLUMNS)] + [",".join(fmt(r.get(c)) for c in COLUMNS) for r in rows]) + "\n"
-
-
-def read_molecule_results(path: str) -> list[dict]:
-    """Rows of a molecules results CSV ([] when missing); a bad row is an :class:`InputError` naming its line."""
-    from tmdlib.experiment.molecules import COLUMNS, KEY
-
-    p = Path(path)
-    if not p.is_file():
-        return []
-    out = []
-    with open(p, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in KEY + ("rmse",) if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(str(p), f"not a molecules results file: missing columns {missing}", line=1)
-        for line, r in enumerate(reader, start=2):
-            try:
-                row = {c: r.get(c) for c in COLUMNS}
-                for c in ("fraction", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon", "select_seconds",
-                          "train_seconds"):
-                    row[c] = float(row[c]) if row.get(c) not in (None, "") else float("nan")
-                for c in ("trial", "epochs", "k", "n_train", "n_test", "n_cliff"):
-                    row[c] = int(row[c]) if row.get(c) not in (None, "") else None
-                row["weighted"] = str(row["weighted"]).strip().lower() in ("true", "1")
-            except (TypeError, ValueError) as err:
-                raise InputError(str(p), f"bad row: {err}", line=line) from None
-            out.append(row)
-    return out
+            io.write_text(self.path, rows_csv(self.rows))
 
 
 @task(name="write-molecule-reports", persist_result=False)
 def write_molecule_reports(results_dir: str, report_dir: str, seconds: dict) -> dict:
     """Per-set tables and plots and the summary (:mod:`tmdlib.reporting.molecules`) from the results CSVs."""
+    from tmdlib.experiment.molecules import read_rows
     from tmdlib.reporting.molecules import dataset_page, plot_dataset, summary_page
 
     files, per_set = [], {}
     for csv_path in sorted(Path(results_dir).glob("*.csv")):
-        rows = read_molecule_results(str(csv_path))
+        rows = read_rows(str(csv_path))
         if not rows:
             continue
         name = csv_path.stem

@@ -22,12 +22,13 @@ is the TMD certificate of the picks (every method's), read off the pool's TMD ma
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 __all__ = ["PROFILE", "COLUMNS", "KEY", "row_key", "plan_cells", "run_cell", "select_all", "MOLECULE_METHODS",
-           "MODELS", "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes"]
+           "MODELS", "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes", "rows_csv", "read_rows"]
 
 #: The pickers compared (label-free, registered in :mod:`tmdlib.select.methods`).
 MOLECULE_METHODS = ("tmd", "random", "maxmin", "leader", "butina", "fp-kmedoids", "scaffold", "feature", "wl")
@@ -204,3 +205,48 @@ def run_cell(spec: dict, ds, y: np.ndarray, train: np.ndarray, test: np.ndarray,
                      "select_seconds": pick["select_seconds"], "train_seconds": round(time.process_time() - t0, 3),
                      "device": gin_device if model == "gin" else "cpu"})
     return rows
+
+
+def rows_csv(rows: list[dict]) -> str:
+    """CSV text of result rows (header :data:`~tmdlib.experiment.molecules.COLUMNS`, floats in full precision)."""
+    def fmt(v) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else repr(v)
+        return str(v)
+
+    return "\n".join([",".join(COLUMNS)] + [",".join(fmt(r.get(c)) for c in COLUMNS) for r in rows]) + "\n"
+
+
+def read_rows(path: str) -> list[dict]:
+    """Rows of a molecules results CSV ([] when missing); a bad row is an :class:`InputError` naming its line."""
+    import csv
+    from pathlib import Path
+
+    from ..errors import InputError
+
+    p = Path(path)
+    if not p.is_file():
+        return []
+    out = []
+    with open(p, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in KEY + ("rmse",) if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(str(p), f"not a molecules results file: missing columns {missing}", line=1)
+        for line, r in enumerate(reader, start=2):
+            try:
+                row = {c: r.get(c) for c in COLUMNS}
+                for c in ("fraction", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon", "select_seconds",
+                          "train_seconds"):
+                    row[c] = float(row[c]) if row.get(c) not in (None, "") else float("nan")
+                for c in ("trial", "epochs", "k", "n_train", "n_test", "n_cliff"):
+                    row[c] = int(row[c]) if row.get(c) not in (None, "") else None
+                row["weighted"] = str(row["weighted"]).strip().lower() in ("true", "1")
+            except (TypeError, ValueError) as err:
+                raise InputError(str(p), f"bad row: {err}", line=line) from None
+            out.append(row)
+    return out

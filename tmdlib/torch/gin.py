@@ -343,6 +343,69 @@ def weighted_loss(out: torch.Tensor, y: torch.Tensor, w: torch.Tensor, loss: str
     return (per * w.reshape(-1).to(per.dtype)).sum()
 
 
+class CollatedGraphs:
+    r"""Graphs concatenated once (on ``device``), batched by index with tensor ops: the batches PyG's ``DataLoader``
+    would collate, bit for bit, without collating ``Data`` objects at every step.
+
+    Graph ``g``'s nodes are rows ``node_ptr[g]:node_ptr[g + 1]`` of ``x`` and its edges columns
+    ``edge_ptr[g]:edge_ptr[g + 1]`` of ``edge_index`` (local node ids).  :meth:`batch` of positions ``idx`` returns
+    ``x`` rows in that order, ``edge_index`` shifted by each graph's node offset in the batch, the ``batch`` vector,
+    ``y`` and ``weight`` (ones when the graphs have none) -- what ``Batch.from_data_list`` makes of the same graphs.
+    """
+
+    def __init__(self, data: Sequence[Data], device="cpu"):
+        data = list(data)
+        dev = torch.device(device)
+        n = torch.tensor([int(g.num_nodes) for g in data], dtype=torch.long)
+        m = torch.tensor([int(g.edge_index.shape[1]) for g in data], dtype=torch.long)
+        self.count = len(data)
+        # index arithmetic stays on the CPU (no device synchronisation per batch); the payload lives on ``device``
+        self.nodes, self.edges = n, m
+        self.node_ptr = torch.cat([torch.zeros(1, dtype=torch.long), n.cumsum(0)])
+        self.edge_ptr = torch.cat([torch.zeros(1, dtype=torch.long), m.cumsum(0)])
+        self.x = torch.cat([g.x for g in data]).to(dev)
+        self.edge_index = torch.cat([g.edge_index for g in data], dim=1).to(dev)
+        ys = [getattr(g, "y", None) for g in data]
+        self.y = torch.cat(ys).to(dev) if all(v is not None for v in ys) else None
+        self.weight = torch.cat([g.weight if getattr(g, "weight", None) is not None else torch.ones(1)
+                                 for g in data]).to(dev) if any(getattr(g, "weight", None) is not None
+                                                                for g in data) else None
+        self.device = dev
+
+    @staticmethod
+    def _ranges(starts: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        total = int(counts.sum())
+        if total == 0:
+            return torch.zeros(0, dtype=torch.long)
+        first = torch.repeat_interleave(starts - (counts.cumsum(0) - counts), counts)
+        return first + torch.arange(total)
+
+    def batch(self, idx) -> tuple:
+        """``(x, edge_index, batch, num_graphs, y, weight)`` of the graphs at positions ``idx`` (in that order)."""
+        idx = torch.as_tensor(idx, dtype=torch.long).cpu()
+        nc, ec = self.nodes[idx], self.edges[idx]
+        node_ids = self._ranges(self.node_ptr[idx], nc)
+        edge_ids = self._ranges(self.edge_ptr[idx], ec)
+        shift = torch.repeat_interleave(nc.cumsum(0) - nc, ec)
+        b = torch.repeat_interleave(torch.arange(idx.numel()), nc)
+        dev = self.device
+        node_ids, edge_ids, shift, b, gi = (t.to(dev, non_blocking=True) for t in (node_ids, edge_ids, shift, b, idx))
+        ei = self.edge_index[:, edge_ids] + shift
+        y = None if self.y is None else self.y[gi]
+        w = torch.ones(idx.numel(), device=dev) if self.weight is None else self.weight[gi]
+        return self.x[node_ids], ei, b, int(idx.numel()), y, w
+
+
+def _epoch_order(gen: torch.Generator, n: int) -> torch.Tensor:
+    """The order in which ``DataLoader(data, shuffle=True, generator=gen)`` visits ``n`` graphs in one epoch, drawing
+    from ``gen`` exactly as it does (so training repeats the runs made with it, bit for bit): the iterator's base seed
+    (one int64), the sampler's permutation, and the permutation the exhausted sampler draws for its empty remainder."""
+    torch.empty((), dtype=torch.int64).random_(generator=gen)
+    order = torch.randperm(n, generator=gen)
+    torch.randperm(n, generator=gen)
+    return order
+
+
 def _weights_of(batch, device) -> torch.Tensor:
     w = getattr(batch, "weight", None)
     return torch.ones(batch.num_graphs, device=device) if w is None else w.float()
@@ -396,7 +459,7 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
             post_step(model)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
-    loader = DataLoader(data, batch_size=cfg.batch_size, shuffle=True, generator=gen)
+    graphs = CollatedGraphs(data, device)  # the batches PyG's shuffling DataLoader would make, without collating
     wsum_all = sum(float(getattr(g, "weight", torch.ones(1)).sum()) for g in data)
     if not wsum_all > 0:
         raise ValueError("the training weights sum to 0")
@@ -404,20 +467,19 @@ def train_gin(data: Sequence[Data], cfg: TrainConfig, in_dim: int | None = None,
     losses = []
     for epoch in range(cfg.epochs):
         model.train()
-        total = 0.0
-        for batch in loader:
-            batch = batch.to(device)
-            w = _weights_of(batch, device)
+        total = torch.zeros((), dtype=torch.float64, device=device)  # summed on the device: no sync per step
+        order = _epoch_order(gen, len(data))
+        for start in range(0, len(data), cfg.batch_size):
+            x, ei, b, num_graphs, y, w = graphs.batch(order[start:start + cfg.batch_size])
             opt.zero_grad()
-            loss = weighted_loss(model(batch.x, batch.edge_index, batch.batch, batch.num_graphs), batch.y, w,
-                                 cfg.loss, cfg.huber_delta)
+            loss = weighted_loss(model(x, ei, b, num_graphs), y, w, cfg.loss, cfg.huber_delta)
             (loss / scale).backward()
             opt.step()
             if post_step is not None:
                 with torch.no_grad():
                     post_step(model)
-            total += float(loss.detach())
-        losses.append(total / wsum_all)
+            total += loss.detach().double()  # float64, in step order: what a Python float sum would give
+        losses.append(float(total) / wsum_all)
         if on_epoch is not None:
             model.eval()
             with torch.no_grad():
@@ -480,11 +542,14 @@ def predict_logits(model: GIN, data: Sequence[Data], batch_size: int = 256, devi
     dev = pick_device(device)
     model = model.to(dev)
     dtype = next(model.parameters()).dtype
+    data = list(data)
     out = []
-    for batch in DataLoader(list(data), batch_size=batch_size, shuffle=False):
-        batch = batch.to(dev)
-        z = model(batch.x.to(dtype), batch.edge_index, batch.batch, batch.num_graphs)
-        out.append(z.reshape(-1).double().cpu().numpy())
+    if data:
+        graphs = CollatedGraphs(data, dev)
+        for start in range(0, len(data), batch_size):
+            x, ei, b, num_graphs, _, _ = graphs.batch(torch.arange(start, min(start + batch_size, len(data))))
+            z = model(x.to(dtype), ei, b, num_graphs)
+            out.append(z.reshape(-1).double().cpu().numpy())
     model.cpu()
     return np.concatenate(out) if out else np.zeros(0)
 
