@@ -10,15 +10,17 @@ from prefect import flow
 from tasks import io
 from tasks.graphs import (STORE_HASH_KEY, check_same_store, load_graph_store, store_content_hash, store_graph_ids,
                           store_task)
-from tasks.labels import (build_requests, commit_labels, import_labels, merge_labels, read_ledger, write_labels,
-                          write_requests)
+from tasks.labels import (build_requests, commit_labels, import_labels, merge_labels, read_ledger, request_smiles,
+                          sdf_note, write_labels, write_requests)
 
 
 @flow(name="label-requests")
 def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str | None = None) -> dict:
     """Export the graphs still to label (largest clusters first) with a manifest for the labelling team.
 
-    Medoids already in the label ledger ``labelled`` are not requested again.
+    Medoids already in the label ledger ``labelled`` are not requested again.  Writes ``label_requests.csv``,
+    ``.parquet``, ``.sdf`` (molecules with 2D coordinates; no records for a dataset without SMILES, as the
+    manifest's ``sdf`` entry says) and ``manifest.json``.
     """
     sel = json.loads(Path(selection).read_text())
     # a selection made for another store is refused (the store is read whole only when the selection
@@ -27,14 +29,15 @@ def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str
     known = store_graph_ids(graphs)
     have = set(read_ledger(labelled, known, store_task(graphs)).column("graph_id").to_pylist())
     requests = build_requests(graphs, sel, have)
+    smiles = request_smiles(graphs, requests)
     manifest = {"dataset_sha256": io.sha256_file(graphs), "selection_sha256": io.sha256_file(selection),
                 "method": sel["method"], "fraction": sel.get("fraction"), "count": sel.get("count"),
                 "k": sel["k"], "seed": sel["seed"], "epsilon": sel.get("epsilon"),
                 "epsilon_mean": sel.get("epsilon_mean", sel.get("epsilon")),
                 "requested": requests.num_rows, "reused": int(sum(int(g) in have for g in sel["medoids"])),
                 "train_graphs": sel["n_train"], "graphs": int(len(known)), "ledger": labelled,
-                "ledger_size": len(have), STORE_HASH_KEY: sel.get(STORE_HASH_KEY)}
-    write_requests(out_dir, requests, manifest)
+                "ledger_size": len(have), "sdf": sdf_note(smiles), STORE_HASH_KEY: sel.get(STORE_HASH_KEY)}
+    write_requests(out_dir, requests, manifest, smiles)
     return manifest
 
 

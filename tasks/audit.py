@@ -4,7 +4,8 @@ Reads (paths from dvc.yaml): the graph store, the TMD ``meta.json``, ``selection
 ``label_requests.parquet``, ``manifest.json``, ``labels.json``, ``train.json`` (its ``mlflow.run_id``),
 ``metrics.json``, ``metrics_nodes.json``, ``bound_vs_gap.png``, ``params.yaml`` and -- at run time, not as a
 DVC dependency -- ``dvc.lock``.  Writes ``report.md``, ``report.html``, ``counts.png`` and a copy of
-``bound_vs_gap.png`` into one folder; the rendering is :mod:`tmdlib.reporting.audit`.
+``bound_vs_gap.png`` into one folder; the rendering is :mod:`tmdlib.reporting.audit`.  The selected molecules (a
+store with SMILES) are depicted by RDKit (:mod:`tmdlib.chem.depict`) and embedded in the page.
 """
 from __future__ import annotations
 
@@ -76,6 +77,36 @@ def count_rows(path: str) -> int:
         return int(pq.read_metadata(path).num_rows)
     except (pa.ArrowException, OSError) as err:
         raise InputError(path, f"not a readable Parquet file: {err}") from None
+
+
+NO_SMILES = "the graph store has no SMILES (not a molecule dataset), so there are no molecules to depict"
+
+
+def molecule_facts(graphs: str, sel: dict, requests: str, selection: str,
+                   limit: int = audit.MOLECULES_SHOWN) -> dict:
+    """The selected molecules, largest clusters first (:func:`tmdlib.reporting.audit.molecule_rows`), the first
+    ``limit`` with an RDKit depiction (:func:`tmdlib.chem.depict.depict_svg`, deterministic); ``{"omitted": why}``
+    when the graph store has no ``smiles`` column (TU graphs)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if "smiles" not in pq.read_schema(graphs).names:
+        return {"omitted": NO_SMILES}
+    from tmdlib.chem.depict import depict_svg
+
+    table = pq.read_table(graphs, columns=["graph_id", "smiles"])
+    smiles_of = dict(zip(table.column("graph_id").to_pylist(), table.column("smiles").to_pylist()))
+    medoids = [int(g) for g in sel["medoids"]]
+    unknown = [g for g in medoids if g not in smiles_of]
+    if unknown:
+        raise InputError(selection, f"selected graph ids not in the graph store {graphs}: {unknown[:10]}")
+    try:
+        asked = pq.read_table(requests, columns=["graph_id"]).column("graph_id").to_pylist()
+    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
+        raise InputError(requests, f"not a readable label request table (graph_id): {err}") from None
+    rows = audit.molecule_rows(medoids, sel["tau"].tolist(), [smiles_of[g] for g in medoids], asked)
+    shown = [{**r, "svg": depict_svg(r["smiles"])} for r in rows[:limit]]
+    return {"total": len(rows), "shown": shown}
 
 
 def read_params(path: str) -> dict:
@@ -215,6 +246,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
                  "weights": meta.get("weights")})
     nodes_all, nodes_sel = node_counts(paths["nodes"], ds, sel["medoids"])
     rows = count_rows(paths["requests"])
+    molecules = molecule_facts(paths["graphs"], sel, paths["requests"], paths["selection"])
     run = mlflow_run(docs["train_info"], paths["train_info"], check_mlflow)
     graphs = {**audit.kept_dropped(len(sel["medoids"]), len(sel["train_ids"])), "dataset": len(ds),
               "test": len(sel["test_ids"]), "method": sel.get("method"), "fraction": sel.get("fraction"),
@@ -229,6 +261,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
         "test": docs["metrics"].get("test") or {},
         "node_bound": docs["metrics_nodes"].get("nodes") or {},
         "labels": label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
+        "molecules": molecules,
         "manifest": _scalars(docs["manifest"]),
         "checks": same_store(docs, sel, data, paths) + consistency_checks(docs, data, paths, rows),
         "task": docs["metrics"].get("task"), "reference": docs["metrics"].get("reference"),

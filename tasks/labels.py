@@ -107,15 +107,49 @@ def build_requests(store_path: str, selection: dict, labelled: set | None = None
     return requests.set_column(3, "rank", pa.array(np.arange(1, requests.num_rows + 1), pa.int64()))
 
 
+#: The SD file of the label requests, and what the manifest says of it when the dataset has no molecules.
+REQUESTS_SDF = "label_requests.sdf"
+NO_MOLECULES = "no molecules in this dataset"
+
+
+def request_smiles(store_path: str, requests: pa.Table) -> list | None:
+    """SMILES of the requested graphs in the order of ``requests`` (``None`` for a graph stored without one), or
+    ``None`` when the graph store has no ``smiles`` column (TU graphs, PyG exports)."""
+    import pyarrow.parquet as pq
+
+    if "smiles" not in pq.read_schema(store_path).names:
+        return None
+    table = pq.read_table(store_path, columns=["graph_id", "smiles"])
+    of = dict(zip(table.column("graph_id").to_pylist(), table.column("smiles").to_pylist()))
+    return [of.get(g) for g in requests.column("graph_id").to_pylist()]
+
+
+def sdf_note(smiles: list | None) -> str:
+    """The manifest's ``sdf`` entry: the SD file's name, or why it has no records."""
+    return REQUESTS_SDF if smiles is not None else NO_MOLECULES
+
+
 @task(name="write-requests", persist_result=False)
-def write_requests(out_dir: str, requests: pa.Table, manifest: dict) -> str:
-    """Write label_requests.csv/.parquet and manifest.json atomically."""
+def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: list | None = None) -> str:
+    """Write label_requests.csv/.parquet/.sdf and manifest.json atomically (manifest last).
+
+    ``smiles`` (aligned with ``requests``, :func:`request_smiles`) gives the SD file one record per request
+    (:func:`tmdlib.chem.sdf.requests_sdf`, largest clusters first); without it the SD file has no records, so
+    the DVC output always exists.  Everything is rendered before the first write.
+    """
     import pyarrow.csv as pacsv
 
+    sdf = ""
+    if smiles is not None:
+        from tmdlib.chem.sdf import requests_sdf
+
+        col = lambda name: requests.column(name).to_pylist()  # noqa: E731
+        sdf = requests_sdf(smiles, col("graph_id"), col("tau"), col("rank"), col("source_id"))
     out = Path(out_dir)
     with io.atomic_path(out / "label_requests.csv") as tmp:
         pacsv.write_csv(requests, tmp)
     io.write_parquet(out / "label_requests.parquet", requests)
+    io.write_text(out / REQUESTS_SDF, sdf)
     io.write_json(out / "manifest.json", manifest)
     return str(out)
 

@@ -111,13 +111,22 @@ def test_pyg_call_with_the_scalable_engine_equals_cli_select_without_a_matrix(tm
 
 
 def test_example_runs(tmp_path):
-    """examples/pyg_coreset.py (README's PyG section) runs as shipped, on PyG's TUDataset of the raw MUTAG files."""
+    """examples/pyg_coreset.py (README's PyG section) runs as shipped: classification on PyG's TUDataset of the raw
+    MUTAG files, then regression on CHEMBL2835 molecules as PyG Data, with the TMD coreset and with MaxMin."""
+    import re
     import subprocess
     import sys
 
     from helpers import ROOT
 
-    res = subprocess.run([sys.executable, str(ROOT / "examples" / "pyg_coreset.py"), "--epochs", "2"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / "pyg_coreset.py"), "--epochs", "2",
+                          "--molecules", "150"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert "label these 16 of 151 training graphs" in res.stdout and "test accuracy" in res.stdout
+    m = re.search(r"regression: (\d+) training and (\d+) test molecules", res.stdout)
+    assert m and int(m.group(1)) + int(m.group(2)) == 150, res.stdout
+    k = -(-int(m.group(1)) // 10)  # fraction 0.1 of the training molecules, rounded up
+    for method in ("tmd", "maxmin"):
+        line = re.search(rf"\[{method}\] test RMSE (\S+) on {m.group(2)} held-out molecules, trained on (\d+) labels",
+                         res.stdout)
+        assert line and int(line.group(2)) == k and float(line.group(1)) > 0, res.stdout

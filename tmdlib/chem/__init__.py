@@ -13,6 +13,10 @@ second model family (a random forest on ECFP4 counts) beside the GIN.  Imported 
                                   :func:`memory_bytes` and refusal before allocating
 :mod:`tmdlib.chem.forest`         :func:`fit_forest` / :func:`predict`: scikit-learn random forest
                                   (regression or classification), τ as ``sample_weight``
+:mod:`tmdlib.chem.depict`         :func:`mol_2d` / :func:`depict_svg`: deterministic 2D coordinates and
+                                  SVG pictures (the audit report's depictions)
+:mod:`tmdlib.chem.sdf`            :func:`requests_sdf`: the label requests as an SD file (graph id,
+                                  τ, rank, SMILES as properties), the same bytes on every run
 ================================  ==============================================================
 
 Shapes: a pool of n SMILES; ``PickResult.positions`` (k,) int64 sorted, ``tau`` (k,) float64 (integer-valued) with
@@ -34,20 +38,25 @@ Examples
 """
 from .fingerprints import (BYTES_PER_FINGERPRINT, ECFP_BITS, ECFP_RADIUS, ecfp4_bits, ecfp4_counts, nearest_pick,
                            parse_smiles, tanimoto_distance_matrix, tanimoto_distances)
+from .depict import DEPICTION_SIZE, depict_svg, mol_2d
 from .forest import TASKS, featurize, fit_forest, predict, predict_proba
 from .pickers import (DETERMINISTIC, PICKER_OPTIONS, PICKERS, PickResult, butina, fp_kmedoids, leader, maxmin,
                       memory_bytes, murcko_scaffolds, pick, scaffold)
+from .sdf import SDF_PROPERTIES, requests_sdf
 
 __all__ = [
     "BYTES_PER_FINGERPRINT",
+    "DEPICTION_SIZE",
     "DETERMINISTIC",
     "ECFP_BITS",
     "ECFP_RADIUS",
     "PICKERS",
     "PICKER_OPTIONS",
     "PickResult",
+    "SDF_PROPERTIES",
     "TASKS",
     "butina",
+    "depict_svg",
     "ecfp4_bits",
     "ecfp4_counts",
     "featurize",
@@ -56,12 +65,14 @@ __all__ = [
     "leader",
     "maxmin",
     "memory_bytes",
+    "mol_2d",
     "murcko_scaffolds",
     "nearest_pick",
     "parse_smiles",
     "pick",
     "predict",
     "predict_proba",
+    "requests_sdf",
     "scaffold",
     "tanimoto_distance_matrix",
     "tanimoto_distances",

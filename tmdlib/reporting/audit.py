@@ -22,12 +22,18 @@ stage outputs.  The facts are one dict with these keys (any may be missing; miss
 ``params``, ``inputs``, ``lock``
     Flat ``params.yaml`` values; ``{path: md5}`` of the files read; ``{stage: {"deps"|"outs": {path: md5}}}``
     of the dataset's ``dvc.lock`` entries (``None`` outside ``dvc repro``).
+``molecules``
+    The selected molecules (:func:`molecule_rows` orders them): ``total`` (selected graphs), ``shown`` (at most
+    :data:`MOLECULES_SHOWN` dicts of ``rank``, ``graph_id``, ``tau``, ``smiles``, ``requested`` (asked of the
+    labelling team in this run, else reused from the ledger) and ``svg`` (an RDKit depiction,
+    :func:`tmdlib.chem.depict.depict_svg`, or ``None``)); or ``omitted``: why there are none (a dataset
+    without SMILES).
 ``files``
     ``{"markdown": path, "html": path}`` of the report itself.
 
 Every text is escaped (:func:`html.escape` in HTML, ``|`` and line breaks in Markdown tables).  The HTML page
-embeds its plots as ``data:`` URIs and carries a Content-Security-Policy that forbids any other resource, so it
-opens the same from disk, from an MLflow artifact view or from an e-mail attachment.
+embeds its plots and molecule depictions (SVG) as ``data:`` URIs and carries a Content-Security-Policy that forbids
+any other resource, so it opens the same from disk, from an MLflow artifact view or from an e-mail attachment.
 """
 from __future__ import annotations
 
@@ -39,10 +45,12 @@ from typing import Any, Mapping, Sequence
 
 from .verdict import coreset_verdicts, node_verdicts
 
-__all__ = ["kept_dropped", "labelling_cost", "flat_items", "reproduce_commands",
-           "report_sections", "render_markdown", "render_html", "counts_png"]
+__all__ = ["kept_dropped", "labelling_cost", "flat_items", "reproduce_commands", "molecule_rows",
+           "report_sections", "render_markdown", "render_html", "counts_png", "MOLECULES_SHOWN"]
 
 NA = "n/a"
+#: At most this many selected molecules are shown (depicted in HTML, listed in Markdown).
+MOLECULES_SHOWN = 48
 
 
 # ----------------------------------------------------------------------------------------------
@@ -105,6 +113,34 @@ def flat_items(tree: Mapping, prefix: str = "") -> dict:
         else:
             out[name] = value
     return out
+
+
+def molecule_rows(graph_ids: Sequence[int], tau: Sequence[float], smiles: Sequence[str | None],
+                  requested: Sequence[int] = ()) -> list[dict]:
+    """The selected molecules in the label requests' order: largest τ first, ties by increasing graph id.
+
+    Parameters
+    ----------
+    graph_ids, tau, smiles : sequences of length k
+        The selected graphs (medoids), their cluster sizes τ and SMILES.
+    requested : sequence of int
+        Graph ids asked of the labelling team in this run (the others were reused from the label ledger).
+
+    Returns
+    -------
+    list of dict
+        ``{"rank" (1 = largest cluster), "graph_id", "tau", "smiles", "requested"}`` for every molecule.
+    """
+    if not len(graph_ids) == len(tau) == len(smiles):
+        raise ValueError(f"graph_ids, tau and smiles differ in length: {len(graph_ids)}, {len(tau)}, {len(smiles)}")
+    asked = {int(g) for g in requested}
+    order = sorted(range(len(graph_ids)), key=lambda i: (-float(tau[i]), int(graph_ids[i])))
+    rows = []
+    for r, i in enumerate(order, start=1):
+        t = float(tau[i])
+        rows.append({"rank": r, "graph_id": int(graph_ids[i]), "tau": int(t) if t.is_integer() else t,
+                     "smiles": smiles[i], "requested": int(graph_ids[i]) in asked})
+    return rows
 
 
 def reproduce_commands(dataset: str, git_sha: str, run_id: str | None, tracking_uri: str | None) -> list[str]:
@@ -279,6 +315,32 @@ def _labels_section(f: Mapping) -> dict:
     ], text=lab.get("warning"))
 
 
+def _molecules_section(f: Mapping) -> dict:
+    """The selected molecules, largest clusters first: a table (both formats) and RDKit depictions (HTML)."""
+    m = f.get("molecules")
+    title = "Selected molecules"
+    if not m or m.get("omitted") or not m.get("shown"):
+        why = (m or {}).get("omitted") or "no molecules recorded for this run"
+        return _section(title, text=f"Omitted: {why}.", tone="note")
+    shown, total = list(m["shown"]), int(m.get("total") or len(m["shown"]))
+    more = total - len(shown)
+    text = (f"The {total} selected molecules, largest clusters first (τ: the training graphs each one stands for; "
+            "label status: requested from the labelling team in this run, or reused from the label ledger)"
+            + (f"; the first {len(shown)} are shown." if more > 0 else "."))
+    sec = _section(title, text=text, tone="note")
+    sec["table"] = {"header": ["rank", "graph id", "τ", "label status", "SMILES"],
+                    "rows": [[_fmt(r.get("rank")), _fmt(r.get("graph_id")), _fmt(r.get("tau")),
+                              "requested" if r.get("requested") else "reused (ledger)", _fmt(r.get("smiles"))]
+                             for r in shown],
+                    "code_columns": [4]}
+    sec["figures"] = [(f"#{_fmt(r.get('rank'))}: graph {_fmt(r.get('graph_id'))}, τ = {_fmt(r.get('tau'))}",
+                       _fmt(r.get("smiles")), r.get("svg")) for r in shown]
+    if more > 0:
+        sec["more"] = (f"... and {more} more (every selected graph: selection.json; the ones requested for "
+                       "labelling: label_requests.csv / label_requests.sdf).")
+    return sec
+
+
 def _table_section(title: str, mapping: Mapping | None, empty: str) -> dict:
     items = sorted((mapping or {}).items())
     return _section(title, items, text=None if items else empty)
@@ -311,12 +373,15 @@ def report_sections(facts: Mapping) -> list[dict]:
     -------
     list of dict
         In reading order: the verdict on the bound (informative or vacuous, with the numbers), run, dataset,
-        graphs, nodes, bound, labels, label manifest, checks, parameters, files read, dvc.lock entries, reproduce.
+        graphs, nodes, bound, labels, selected molecules, label manifest, checks, parameters, files read,
+        dvc.lock entries, reproduce.  The molecules section also has ``table`` (``header``, ``rows``,
+        ``code_columns``), ``figures`` (``(caption, alt text, SVG or None)``) and ``more`` (the line saying how
+        many were not shown), when there are molecules.
     """
     p = facts.get("provenance") or {}
     return [
         _verdict_section(facts), _run_section(facts), _data_section(facts), _graphs_section(facts), _nodes_section(facts),
-        _bound_section(facts), _labels_section(facts),
+        _bound_section(facts), _labels_section(facts), _molecules_section(facts),
         _table_section("Label manifest (manifest.json)", facts.get("manifest"), "no manifest entries"),
         _checks_section(facts),
         _table_section("Parameters (params.yaml)", facts.get("params"), "no parameters recorded"),
@@ -332,6 +397,22 @@ def report_sections(facts: Mapping) -> list[dict]:
 # ----------------------------------------------------------------------------------------------
 def _md_cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _md_code(text: str) -> str:
+    """A table cell as a code span (SMILES: ``[C@@H](O)`` must not read as a link); backslashes stay literal."""
+    if "`" in text:
+        return _md_cell(text)
+    return "`" + text.replace("|", "\\|").replace("\r", " ").replace("\n", " ") + "`"
+
+
+def _md_table(table: Mapping) -> list[str]:
+    code = set(table.get("code_columns") or ())
+    out = ["| " + " | ".join(_md_cell(h) for h in table["header"]) + " |",
+           "|" + "---|" * len(table["header"])]
+    out += ["| " + " | ".join(_md_code(c) if k in code else _md_cell(c) for k, c in enumerate(row)) + " |"
+            for row in table["rows"]]
+    return out + [""]
 
 
 def render_markdown(facts: Mapping, images: Sequence[tuple[str, str, bytes]] = ()) -> str:
@@ -357,6 +438,10 @@ def render_markdown(facts: Mapping, images: Sequence[tuple[str, str, bytes]] = (
         if s["rows"]:
             out += ["| fact | value |", "|---|---|"]
             out += [f"| {_md_cell(label)} | {_md_cell(value)} |" for label, value in s["rows"]] + [""]
+        if s.get("table"):
+            out += _md_table(s["table"])
+        if s.get("more"):
+            out += [_md_cell(s["more"]), ""]
         if s["code"]:
             out += ["```bash", *s["code"], "```", ""]
     if images:
@@ -371,7 +456,10 @@ th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:to
 th{background:#f4f4f4;font-weight:normal;width:40%}td{font-family:ui-monospace,monospace;word-break:break-all}
 pre{background:#f4f4f4;padding:.8em;overflow-x:auto}.warn{color:#a00;font-weight:bold}
 .ok{color:#2b8a3e;font-weight:bold}
-img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}"""
+img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}
+.mols{display:flex;flex-wrap:wrap;gap:.6em;margin:.5em 0 1.5em}.mols figure{margin:0;width:202px}
+.mols figcaption{font-size:.85em}table.wide th{width:auto;font-weight:bold}
+.nodepict{width:200px;height:150px;border:1px solid #ddd;color:#a00}"""
 
 # No scripts, no fetches: only inline styles and data: images may load.
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -386,6 +474,22 @@ def _html_section(s: Mapping) -> list[str]:
         out.append("<table><tbody>")
         out += [f'<tr><th scope="row">{esc(label)}</th><td>{esc(value)}</td></tr>' for label, value in s["rows"]]
         out.append("</tbody></table>")
+    if s.get("figures"):
+        out.append('<div class="mols">')
+        for caption, alt, svg in s["figures"]:
+            pic = ('<div class="nodepict">no depiction: RDKit cannot parse this SMILES</div>' if not svg else
+                   f'<img src="data:image/svg+xml;base64,{base64.b64encode(svg.encode("utf-8")).decode("ascii")}" '
+                   f'alt="{esc(alt)}" title="{esc(alt)}">')
+            out.append(f"<figure>{pic}<figcaption>{esc(caption)}</figcaption></figure>")
+        out.append("</div>")
+    if s.get("table"):
+        t = s["table"]
+        head = "".join(f"<th>{esc(h)}</th>" for h in t["header"])
+        out.append(f'<table class="wide"><thead><tr>{head}</tr></thead><tbody>')
+        out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in t["rows"]]
+        out.append("</tbody></table>")
+    if s.get("more"):
+        out.append(f"<p>{esc(s['more'])}</p>")
     if s["code"]:
         out.append(f"<pre><code>{esc(chr(10).join(s['code']))}</code></pre>")
     out.append("</section>")

@@ -2,10 +2,14 @@
 ingestion path, and the security rules (no pickle, no credentials in params, no escaping paths).  The CLI's
 one-line errors, loopback servers and run tags: pipeline/test_fuzz_cli.py.
 
-Every ingestion path -- TU folder, SMILES CSV, Parquet graph store, label import (both the
-``labels import`` validator and the training stage's ``labels.csv`` reader), selection JSON, pair
-lists -- either loads correctly or raises one :class:`tmdlib.InputError` naming the file; inputs
-declaring huge sizes are refused before allocating (peak traced memory stays small).
+Every ingestion path -- TU folder, SMILES CSV (also with several label columns, a forced task type, split and kept
+columns), Parquet graph store, label import (both the ``labels import`` validator and the training stage's
+``labels.csv`` reader, also against each task type: multi-class classes, one column per target of a multi-task or
+multi-target regression), selection JSON, pair lists -- either loads correctly or raises one
+:class:`tmdlib.InputError` naming the file (and the line where there is one); the chemists' pickers
+(``tmdlib.chem.pick``) refuse a SMILES RDKit cannot parse, or without atoms, with one error naming its row; inputs
+declaring huge sizes are refused before allocating (peak traced memory stays small).  Readers and validators write
+nothing.
 """
 from __future__ import annotations
 
@@ -121,9 +125,81 @@ LABELS_EXPECT = {  # imported against requests [0] of known ids 0..4, binary lab
 }
 
 
+# SMILES CSVs of the task types (several label columns, forced types, split and kept columns):
+# name -> (read_smiles_csv options, None or a substring of the error).  Every error names its line.
+_T2 = {"label_column": ["t1", "t2"]}
+_Y = {"label_column": "y"}
+SMILES_TASKS_EXPECT = {
+    "cliff_mol_empty.csv": ({**_Y, "keep_columns": "cliff_mol"}, None),  # an empty kept cell is null
+    "cliff_mol_text.csv": ({**_Y, "keep_columns": "cliff_mol", "split_column": "split"},
+                           "3: column 'cliff_mol': 'yes' is not a number"),
+    "forced_binary_two.csv": ({**_Y, "task": "binary"}, "4: label 2 is not a binary label (0 or 1); the dataset's "
+                                                        "task is binary"),
+    "forced_multitask_three.csv": ({**_T2, "task": "multitask"}, "4: label 3 is not a binary label (0 or 1); the "
+                                                                 "dataset's task is multitask (2 tasks: t1, t2)"),
+    "multi_label_bad_smiles.csv": (_T2, "3: invalid SMILES 'C1CC'"),
+    "multi_label_gaps.csv": (_T2, None),  # multi-task with gaps: an empty cell is "not measured"
+    "multi_label_inf.csv": (_T2, "3: label 'inf' is infinite (column 't2')"),
+    "multi_label_missing_column.csv": (_T2, "1: no column 't2'; available columns: smiles, t1"),
+    "multi_label_ragged.csv": (_T2, "3: 2 fields, header has 3"),
+    "multi_label_text.csv": (_T2, "3: label 'active' is not a number (column 't2')"),
+    "split_any_case.csv": ({**_Y, "split_column": "split"}, None),  # Train, VALIDATION: lower-cased
+    "split_empty.csv": ({**_Y, "split_column": "split"}, "3: split '' is not one of train, test, valid"),
+    "split_unknown.csv": ({**_Y, "split_column": "split"}, "3: split 'holdout' is not one of train, test, valid"),
+}
+# label files for a dataset's task (label import and the training reader): name -> expected.  The task is the
+# file name's first word (TASKS_OF_LABELS); imported against requests [0] of known ids 0..4.
+LABELS_TASKS_EXPECT = {
+    "binary_two.csv": "2: label 2 is not a binary label (0 or 1); the dataset's task is binary",
+    "multiclass_fraction.csv": "2: label 5.5 is not one of the classes 0, 5, 10",
+    "multiclass_missing_label.csv": "2: label '' is not a finite number (this task needs every label)",
+    "multiclass_unknown_class.csv": "3: label 7 is not one of the classes 0, 5, 10; the dataset's task is multiclass",
+    "multitask_bad_value.csv": "3: label 2 is not a binary label (0 or 1); the dataset's task is multitask",
+    "multitask_bad_values.csv": "2 problem(s) in the label file:\n  line 3: label -1 is not a binary label (0 or 1)"
+                                "\n  line 4: label 0.5 is not a binary label (0 or 1)",
+    "multitask_columns_reordered.csv": None,  # columns are found by name
+    "multitask_duplicate_id.csv": "2: duplicate graph_id 0 on lines 2, 3",
+    "multitask_gaps.csv": None,  # a multi-task label may be missing (empty cell), even all of a row's
+    "multitask_missing_column.csv": "1: missing column(s)",
+    "multitask_ragged.csv": "not a readable CSV: CSV parse error: Expected 4 columns, got 3: 1,0,1",
+    "multitask_text.csv": "2: label t2 'active' is not a finite number",
+    "regression_gaps.csv": None,
+    "regression_inf.csv": "2: label b 'inf' is not a finite number",
+    "regression_overflow.csv": "2: label a '1e400' is not a finite number",
+}
+# SMILES pools for the chemists' pickers (tmdlib.chem.pick, every picker): name -> None (picks) or
+# (row of the bad SMILES in the pool, 1-based; its file line is row + 1, after the header, and the error text).
+CHEM_EXPECT = {
+    "aromatic_five_ring.csv": (2, "invalid SMILES 'c1cccc1' at position 1 (0-based; row 2)"),
+    "blank_cell.csv": (2, "invalid SMILES '  ' at position 1"),
+    "empty_cell.csv": (2, "invalid SMILES '' at position 1 (0-based; row 2): rdkit cannot parse it, or it has no "
+                          "atoms"),
+    "hypervalent.csv": (3, "invalid SMILES '[NH5]' at position 2"),
+    "nan_text.csv": (1, "invalid SMILES 'nan' at position 0"),
+    "nul_byte.csv": (2, "invalid SMILES 'C\\x00C' at position 1"),
+    "odd_but_valid.csv": None,  # a dummy atom, deuterium, a stereocentre: all molecules
+    "unclosed_ring.csv": (3, "invalid SMILES 'C1CC' at position 2 (0-based; row 3)"),
+    "unknown_element.csv": (2, "invalid SMILES '[Xx]' at position 1"),
+}
+
+
+def _located(path: Path, expected: str | None) -> str | None:
+    """``"<path>:<line>: <problem>"`` for an expectation that starts with its line, else the expectation."""
+    return f"{path}:{expected}" if expected is not None and re.match(r"\d+: ", expected) else expected
+
+
+def _task_of_labels(name: str):
+    from tmdlib.datasets.task import TaskSpec
+
+    return {"binary": TaskSpec("binary"), "multiclass": TaskSpec("multiclass", ("y",), (0, 5, 10)),
+            "multitask": TaskSpec("multitask", ("t1", "t2", "t3")),
+            "regression": TaskSpec("regression", ("a", "b"))}[name.split("_")[0]]
+
+
 def test_corpus_is_fully_listed():
     listed = {"tu": TU_EXPECT, "smiles": SMILES_EXPECT, "parquet": PARQUET_EXPECT, "labels": LABELS_EXPECT,
-              "arrays": ARRAYS_EXPECT}
+              "arrays": ARRAYS_EXPECT, "smiles_tasks": SMILES_TASKS_EXPECT, "labels_tasks": LABELS_TASKS_EXPECT,
+              "chem": CHEM_EXPECT}
     for kind, expect in listed.items():
         assert sorted(p.name for p in (MALFORMED / kind).iterdir()) == sorted(expect), kind
 
@@ -228,6 +304,76 @@ def test_corpus_training_label_reader(case, tmp_path, monkeypatch):
     _outcome(lambda: read_labels(str(path)), path, None if case in ok else expect, monkeypatch)
 
 
+@pytest.mark.parametrize("case", sorted(SMILES_TASKS_EXPECT))
+def test_corpus_smiles_tasks(case, monkeypatch):
+    """Several label columns, forced task types, split and kept columns: one InputError naming file and line."""
+    from tmdlib.datasets import read_smiles_csv, validate_graph_table
+
+    path = MALFORMED / "smiles_tasks" / case
+    options, expected = SMILES_TASKS_EXPECT[case]
+    if expected is None:
+        validate_graph_table(read_smiles_csv(path, **options))
+    _outcome(lambda: read_smiles_csv(path, **options), path, _located(path, expected), monkeypatch)
+
+
+@pytest.mark.parametrize("case", sorted(LABELS_TASKS_EXPECT))
+def test_corpus_label_import_of_a_task(case, monkeypatch):
+    from tasks.labels import read_label_file
+    from tmdlib.datasets.labels import validate_label_import
+
+    path = MALFORMED / "labels_tasks" / case
+    task, expected = _task_of_labels(case), _located(MALFORMED / "labels_tasks" / case, LABELS_TASKS_EXPECT[case])
+    _outcome(lambda: validate_label_import(read_label_file(str(path)), np.array([0]), np.arange(5), str(path),
+                                           task=task), path, expected, monkeypatch)
+
+
+@pytest.mark.parametrize("case", sorted(LABELS_TASKS_EXPECT))
+def test_corpus_training_label_reader_of_a_task(case, tmp_path, monkeypatch):
+    """The training stage's labels.csv reader (``graph_id,y`` for one target, the target names for several)."""
+    from tasks.io import read_labels
+
+    path = tmp_path / case
+    path.write_bytes((MALFORMED / "labels_tasks" / case).read_bytes().replace(b"graph_id,label", b"graph_id,y", 1))
+    expected = "1: missing column(s) ['t3']" if case == "multitask_missing_column.csv" else LABELS_TASKS_EXPECT[case]
+    _outcome(lambda: read_labels(str(path), task=_task_of_labels(case)), path, _located(path, expected), monkeypatch)
+
+
+def _pool(case: str) -> list[str]:
+    import csv
+
+    with open(MALFORMED / "chem" / case, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["smiles"]
+    return [r[0] for r in rows[1:]]
+
+
+@pytest.mark.parametrize("method", ["maxmin", "leader", "butina", "fp_kmedoids", "scaffold"])
+@pytest.mark.parametrize("case", sorted(CHEM_EXPECT))
+def test_corpus_chem_pickers(case, method, monkeypatch):
+    """SMILES RDKit cannot parse, or without atoms: one InputError naming the row (the pool is a list: no file),
+    before any fingerprint matrix is allocated."""
+    from tmdlib.chem import PICKERS, pick
+
+    assert method in PICKERS
+    pool = _pool(case)
+    monkeypatch.setenv("TMDSUB_MAX_MEMORY", str(MEMORY_CAP))
+    if CHEM_EXPECT[case] is None:
+        res = pick(method, pool, 1)
+        assert res.k == 1 and (res.tau is None or int(res.tau.sum()) == len(pool))
+        return
+    row, text = CHEM_EXPECT[case]
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError) as info:
+            pick(method, pool, 1)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    err = info.value
+    assert err.line == row and text in str(err), str(err)
+    assert "\n" not in str(err) and peak < PEAK_LIMIT
+
+
 # --------------------------------------------------------------------------------------- hypothesis
 
 
@@ -293,6 +439,76 @@ def test_fuzz_label_files(header, rows, eol):
         res = _loads_or_input_error(read_labels, str(path))
         if res is not None:
             assert all(v in (0.0, 1.0) for v in res[0].values())
+
+
+_task_cell = st.one_of(_cell, st.sampled_from(["2", "0.5", "-1", "5", "10", "train", "test", "VALID", " "]))
+
+
+@FUZZ
+@given(header=st.lists(st.sampled_from(["graph_id", "t1", "t2", "t3", "label", "y"]), max_size=5, unique=True),
+       rows=st.lists(st.lists(_task_cell, max_size=5), max_size=6), eol=st.sampled_from(["\n", "\r\n"]),
+       kind=st.sampled_from(["multitask", "regression", "multiclass", "binary"]))
+def test_fuzz_multi_target_label_files(header, rows, eol, kind):
+    """Label files of a dataset's task (one column per target for multi-task and multi-target regression): the
+    import validator and the training reader load values that fit the task, or raise one InputError."""
+    from tasks.io import read_labels
+    from tasks.labels import read_label_file
+    from tmdlib.datasets.labels import validate_label_import
+    from tmdlib.datasets.task import TaskSpec
+
+    task = {"multitask": TaskSpec("multitask", ("t1", "t2", "t3")), "regression": TaskSpec("regression", ("t1", "t2")),
+            "multiclass": TaskSpec("multiclass", ("y",), (0, 5, 10)), "binary": TaskSpec("binary")}[kind]
+
+    def fits(values) -> bool:
+        v = np.asarray(values, dtype=np.float64)
+        if kind == "multitask":
+            return bool(np.all(np.isnan(v) | (v == 0) | (v == 1)))
+        if kind == "regression":
+            return bool(np.all(np.isnan(v) | np.isfinite(v)))
+        return bool(np.all(np.isin(v, [0, 5, 10] if kind == "multiclass" else [0, 1])))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "labels.csv"
+        path.write_bytes(_csv(header, rows, eol))
+        table = _loads_or_input_error(read_label_file, str(path))
+        if table is not None:
+            out = _loads_or_input_error(validate_label_import, table, np.array([0, 1]), np.arange(5), str(path),
+                                        task=task)
+            if out is not None:
+                assert set(out.column("graph_id").to_pylist()) >= {0, 1}
+                assert out.column_names[1:] == (["label"] if task.num_targets == 1 else list(task.targets))
+                assert all(fits([np.nan if v is None else v for v in out.column(c).to_pylist()])
+                           for c in out.column_names[1:])
+        res = _loads_or_input_error(read_labels, str(path), task=task)
+        if res is not None:
+            assert all(fits(np.atleast_1d(v)) for v in res[0].values())
+
+
+@FUZZ
+@given(header=st.lists(st.sampled_from(["smiles", "t1", "t2", "split", "cliff_mol"]), min_size=1, max_size=5,
+                       unique=True),
+       rows=st.lists(st.lists(_task_cell, max_size=5), max_size=5), eol=st.sampled_from(["\n", "\r\n"]),
+       task=st.sampled_from([None, "binary", "multiclass", "multitask", "regression"]),
+       labels=st.sampled_from([("t1",), ("t1", "t2")]), split=st.booleans(), keep=st.booleans())
+def test_fuzz_smiles_csv_tasks(header, rows, eol, task, labels, split, keep):
+    """SMILES CSVs with several label columns, a forced task type, a split and a kept column: a valid graph table
+    whose task fits the options, or one InputError."""
+    from tmdlib.datasets import read_smiles_csv, table_task, validate_graph_table
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.csv"
+        path.write_bytes(_csv(header, rows, eol))
+        table = _loads_or_input_error(read_smiles_csv, path, label_column=list(labels), task=task,
+                                      split_column="split" if split else None,
+                                      keep_columns=("cliff_mol",) if keep else ())
+        if table is not None:
+            validate_graph_table(table)
+            spec = table_task(table)
+            assert spec.targets == labels and (task is None or spec.type == task)
+            if split:
+                assert set(table.column("split").to_pylist()) <= {"train", "test", "valid"}
+            if keep:
+                assert table.schema.field("cliff_mol").type == pa.float64()
 
 
 @FUZZ
