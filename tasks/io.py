@@ -186,7 +186,21 @@ def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what:
                               convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
                                                                    strings_can_be_null=False))
     except pa.ArrowInvalid as err:
-        raise InputError(path, f"not a readable CSV: {err}") from None
+        raise InputError(path, f"not a readable CSV: {err}", line=_ragged_line(p, len(names))) from None
+
+
+def _ragged_line(path: Path, width: int) -> int | None:
+    """The first line of a CSV whose field count is not ``width`` (what Arrow's error does not say), or None."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            for line, row in enumerate(csv.reader(fh), start=1):
+                if row and len(row) != width:
+                    return line
+    except (OSError, csv.Error):
+        return None
+    return None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -191,6 +191,9 @@ def infer_task(y, targets=None, override: str | None = None, path: str | os.Path
         kind, source = override, "user"
         if kind in ("binary", "multiclass") and T != 1:
             raise InputError(path, f"a {kind} task has one label column; {T} were given ({', '.join(names)})")
+        if kind == "multiclass" and not np.all(_is_int(finite)):
+            bad = finite[~_is_int(finite)][0]
+            raise InputError(path, f"a multiclass task has integer class labels; {_fmt(bad)} is not one")
     classes = tuple(np.unique(finite).tolist()) if kind == "multiclass" else ()
     if kind == "multiclass" and len(classes) < 2:
         raise InputError(path, f"a multiclass task needs at least 2 classes; the labels hold {len(classes)}")

@@ -284,6 +284,7 @@ def _bound_section(f: Mapping) -> dict:
             ("full-data reference usable (not a model that learned nothing)",
              None if not ref else (ref.get("usable", not ref.get("degenerate")) if not ref.get("why") else
                                    "no: " + "; ".join(ref.get("why") or []))),
+            ("full-data reference: notes", "; ".join(ref.get("notes") or []) or None),
             ("Lemma 3.2 (observed gap ≤ c·ε)", v["lemma"]["holds_text"]),
             ("2c·ε: bound on the excess training loss (Cor. 3.3)", b.get("erm_bound")),
             ("observed excess loss", b.get("excess_loss")),

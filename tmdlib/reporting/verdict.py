@@ -63,6 +63,9 @@ def coreset_verdicts(bound: Mapping | None, certified: bool | None = None) -> di
                                    missing=NO_EPSILON, **mode),
         "with_labels": None,
     }
+    if b.get("reference_note"):  # a usable reference with something to know about it
+        cor = out["corollary"]
+        cor["sentence"] = cor["sentence"].rstrip(".") + f" (note: {b['reference_note']})."
     if b.get("corollary_note"):  # the reference learned nothing: flagged, not compared against
         cor = out["corollary"]
         cor["sentence"] = cor["sentence"].rstrip(".") + f"; {b['corollary_note']}."
