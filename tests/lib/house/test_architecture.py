@@ -119,11 +119,13 @@ def test_tmdlib_never_imports_orchestration():
     assert not offenders, offenders
 
 
-@pytest.mark.parametrize("module", ["tmdlib", "tmdlib.datasets", "tmdlib.reporting.paper", "tmdlib.experiment"])
+@pytest.mark.parametrize("module", ["tmdlib", "tmdlib.datasets", "tmdlib.reporting.paper", "tmdlib.experiment",
+                                    "tmdlib.select", "tmdlib.metrics", "tmdlib.reporting.molecules"])
 def test_import_is_light(module):
-    """``import tmdlib`` (and its numpy-only parts) pulls in no torch, Prefect, MLflow or DVC."""
+    """``import tmdlib`` (and its numpy-only parts) pulls in no torch, RDKit, scikit-learn, Prefect, MLflow or DVC."""
     code = (f"import sys, {module}; "
-            "print(','.join(m for m in ('torch', 'torch_geometric', 'prefect', 'mlflow', 'dvc') if m in sys.modules))")
+            "print(','.join(m for m in ('torch', 'torch_geometric', 'rdkit', 'sklearn', 'prefect', 'mlflow', 'dvc') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "", f"import {module} loaded: {out.stdout.strip()}"
 
