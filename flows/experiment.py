@@ -178,13 +178,15 @@ def experiment_command(
     """Re-measure the paper's tables (quick / full), or run the molecules benchmark against the chemists' pickers."""
     from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
+    from flows._env import exit_with_parent
+
     if profile == "molecules":
         from flows.molecules import molecules_flow, resolve
 
         try:
             resolve(datasets, trials, methods, models, fractions, gin_datasets)
             n = workers or max(1, cpu_count() // torch_threads)
-            runner = ProcessPoolTaskRunner(max_workers=n) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
+            runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
             summary = molecules_flow.with_options(task_runner=runner)(
                 datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, methods, models,
                 fractions, gin_datasets, device, torch_threads, 2, report, report_only)
@@ -208,7 +210,7 @@ def experiment_command(
             raise InputError(str(raw_root), "raw data folder not found")
         # quick: one in-process worker (starting worker processes costs more than its few small models)
         n = workers or (1 if profile == "quick" else max(1, cpu_count() // torch_threads))
-        runner = ProcessPoolTaskRunner(max_workers=n) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
+        runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
         summary = experiment_flow.with_options(task_runner=runner)(
             profile, datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, epochs,
             kinds, archs, torch_threads, device, report, None, methods, report_only)

@@ -6,6 +6,7 @@ from prefect import flow
 import numpy as np
 
 from tasks.coreset import part_mapper
+from tmdlib.select.api import check_engine
 from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
                           store_content_hash, store_segments, store_smiles, store_split,
                           store_task)
@@ -32,6 +33,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     train, test = store_split(graphs, store_segments(graphs, len(ds)), test_fraction, seed)
     store_hash = store_content_hash(ds)
     matrix = matrix_path(matrix)  # None when the tmd stage chose the scalable engine (meta.json only)
+    check_engine(engine, bool(matrix))
     if matrix:
         check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=trust_matrix)
     mat = load_matrix(matrix, len(ds))[np.ix_(train, train)] if matrix else None

@@ -40,7 +40,10 @@ def make_task_runner(runner: str, workers: int, dask_address: str | None = None)
     if runner == "local":
         from prefect.task_runners import ProcessPoolTaskRunner
 
-        return ProcessPoolTaskRunner(max_workers=workers)
+        from flows._env import exit_with_parent
+
+        # each worker ends with the stage, also when the stage is killed (see flows._env.exit_with_parent)
+        return ProcessPoolTaskRunner(max_workers=workers, initializer=exit_with_parent)
     if runner == "threads":
         from prefect.task_runners import ThreadPoolTaskRunner
 

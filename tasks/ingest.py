@@ -84,7 +84,8 @@ def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column
 
     ``label_columns`` None: the CSV's ``y`` or ``label`` column if it has one (else unlabelled);
     ``split_column`` None: its ``split`` column if any ("" = none).  ``optional`` (an appended batch): a named
-    split or kept column the file lacks is left out (null in the store) instead of refused.
+    split or kept column the file lacks is left out (null in the store) instead of refused, and a batch with
+    none of the label columns is read unlabelled (one with only some of them is refused).
     """
     from tmdlib.datasets.smiles import column_index, csv_header, default_csv_columns
 
@@ -102,6 +103,8 @@ def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column
                 return False
         split = split if split and present(split) else None
         keep = tuple(c for c in keep if present(c))
+        if labels and not any(present(c) for c in labels):
+            labels = ()  # an unlabelled batch: its graphs join the pool, the ledger labels them later
     return labels, split, keep
 
 

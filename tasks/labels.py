@@ -17,6 +17,13 @@ STANDIN = "benchmark-standin"
 LEDGER_HEADER = "graph_id,label,source"
 
 
+def _rows(y, n: int, task=None) -> np.ndarray:
+    """``y`` as a float matrix ``(n, T)``; T from the task when given (an empty ``y`` has no width of its own)."""
+    Y = np.asarray(y, dtype=np.float64)
+    T = task.num_targets if task is not None else (Y.size // n if n else (Y.shape[1] if Y.ndim == 2 else 1))
+    return Y.reshape(n, T)
+
+
 def _matrix(table: pa.Table) -> np.ndarray:
     """Label columns of a validated label table as a float matrix ``(m, T)`` (null = NaN)."""
     cols = [c for c in table.column_names if c not in ("graph_id", "source")]
@@ -44,7 +51,7 @@ def read_ledger(path: str | None, known: np.ndarray, task=None) -> pa.Table:
 def merge_labels(ledger: pa.Table, new_ids: np.ndarray, new_y: np.ndarray, path: str | None) -> tuple:
     """``(graph_ids, Y (m, T))`` of the ledger plus new labels; a graph labelled twice differently is an error
     (missing values are equal to each other)."""
-    Y_new = np.asarray(new_y, dtype=np.float64).reshape(len(new_ids), -1)
+    Y_new = _rows(new_y, len(new_ids))
     old = {int(g): row for g, row in zip(ledger.column("graph_id").to_pylist(), _matrix(ledger))}
     clash = [(int(g), old[int(g)], row) for g, row in zip(new_ids, Y_new)
              if int(g) in old and not np.array_equal(old[int(g)], row, equal_nan=True)]
@@ -187,7 +194,7 @@ def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset
 def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict, task=None) -> str:
     """labels.csv (``graph_id,y``, or one column per target; empty = not measured) and labels.json atomically."""
     out = Path(out_dir)
-    Y = np.asarray(y, dtype=np.float64).reshape(len(graph_ids), -1)
+    Y = _rows(y, len(graph_ids), task)
     head = ["y"] if task is None or task.num_targets == 1 else list(task.targets)
     lines = [",".join(["graph_id", *head])] + [f"{int(g)},{','.join(_cell(v) for v in row)}"
                                                for g, row in zip(graph_ids, Y)]

@@ -111,6 +111,28 @@ def test_coreset_update_reuses_labels_and_requests_only_new(grown):
     assert second["sel"]["epsilon"] > 0
 
 
+def test_a_rerun_with_every_medoid_labelled_requests_and_imports_nothing(grown):
+    """Nothing new since run 2: the selection reuses every label, zero graphs are requested, the import (no error)
+    writes the ledger's labels of the medoids, and committing them leaves the ledger as it was."""
+    from flows.labels import label_requests_flow, labels_commit_flow, labels_import_flow
+    from flows.select import select_flow
+
+    ws, store, ledger = grown["ws"], grown["store"], grown["ledger"]
+    out = ws / "run3"
+    before = ledger.read_text()
+    sel = select_flow(str(store), str(out / "selection.json"), fraction=0.1, matrix=str(ws / "run2" / "matrix.npy"),
+                      labelled=str(ledger))
+    man = label_requests_flow(str(store), str(out / "selection.json"), str(out), str(ledger))
+    assert sel["reused_labels"] == sel["k"] and man["reused"] == sel["k"]
+    res = labels_import_flow(str(store), str(out / "label_requests.parquet"), "benchmark-standin", str(out),
+                             str(ledger))
+    assert res["new"] == 0 and res["labelled"] == res["from_ledger"] == sel["k"]
+    rows = (out / "labels.csv").read_text().splitlines()
+    assert rows[0] == "graph_id,y" and {int(r.split(",")[0]) for r in rows[1:]} == set(sel["medoids"])
+    labels_commit_flow(str(store), str(out / "labels.csv"), str(ledger))
+    assert ledger.read_text() == before
+
+
 def test_bad_batch_is_one_clear_error_and_no_store(tmp_path, mutag_table):
     from flows.ingest import ingest_flow
     from tmdlib import InputError

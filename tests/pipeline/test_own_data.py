@@ -119,5 +119,5 @@ def test_cli_prints_the_task_and_refuses_labels_that_do_not_fit(tmp_path):
     out.unlink()
     res = run_cli("ingest", "--smiles-csv", str(tmp_path / "ki.csv"), "--name", "KI", "--out", str(out),
                   "--task", "binary")
-    assert res.returncode == 2 and "ki.csv" in res.stderr and ":2: label -3.5 is not a binary label" in res.stderr
+    assert res.returncode == 2 and "ki.csv" in res.stderr and "line 2: label -3.5 is not a binary label" in res.stderr
     assert not out.exists()

@@ -164,10 +164,10 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     client = MlflowClient(tracking_uri=mlflow_server)
     inp = make_inputs(tmp_path / "in", n_train=30, n_test=10)
-    real = train_module.train_model
+    real = train_module.fit_task
     seen = {}
 
-    def spy(data, cfg, in_dim, on_loss=None):
+    def spy(*args, on_loss=None, **kwargs):
         assert on_loss is not None and on_loss.key == "train_loss"
         on_loss.interval = 0.0  # send every epoch at once
 
@@ -176,9 +176,9 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
             seen[epoch] = sorted(m.step for m in client.get_metric_history(on_loss.run_id, "train_loss"))
             assert client.get_run(on_loss.run_id).info.status == "RUNNING"
 
-        return real(data, cfg, in_dim, on_loss=callback)
+        return real(*args, on_loss=callback, **kwargs)
 
-    monkeypatch.setattr(train_module, "train_model", spy)
+    monkeypatch.setattr(train_module, "fit_task", spy)
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(tmp_path / "model.pt"),
                       str(tmp_path / "train.json"), epochs=4, hidden=8)
     assert seen == {e: list(range(e + 1)) for e in range(4)}

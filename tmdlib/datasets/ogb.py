@@ -28,7 +28,6 @@ scales across features, arbitrarily.  The raw codes are kept in the
 """
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from ..errors import InputError
 from .schema import (META_FEATURES, META_LABEL_RULE, META_NAME, META_SOURCE, build_graph_table,
                      canonical_edges, nested_list_array, ogb_fields)
 from .task import task_and_labels, with_task
-from .tu import line_of_row, read_bytes, read_numeric_text
+from .tu import arrow_input, line_of_row, read_bytes, read_numeric_text
 
 __all__ = ["ATOM_FEATURE_DIMS", "ATOM_FEATURE_NAMES", "one_hot_atom_features", "read_ogb",
            "molecule_table", "read_csv_column", "distinct_atom_rows"]
@@ -222,7 +221,7 @@ def read_csv_column(path: Path, column: str) -> list[str | None]:
     """
     data = read_bytes(path)
     try:
-        table = pacsv.read_csv(io.BytesIO(data),
+        table = pacsv.read_csv(arrow_input(data),
                                convert_options=pacsv.ConvertOptions(column_types={column: pa.string()},
                                                                     strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowException) as exc:

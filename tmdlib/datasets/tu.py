@@ -18,7 +18,6 @@ headerless numeric text/CSV files (also used by :mod:`tmdlib.datasets.ogb`).
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import re
@@ -36,7 +35,7 @@ from .schema import (META_FEATURES, META_LABEL_RULE, META_NAME, META_SOURCE, bui
                      canonical_edges, tu_fields)
 from .task import META_TASK, TaskSpec
 
-__all__ = ["read_tu", "read_numeric_text", "read_bytes", "line_of_row", "MAX_ONE_HOT_WIDTH"]
+__all__ = ["read_tu", "read_numeric_text", "read_bytes", "line_of_row", "arrow_input", "MAX_ONE_HOT_WIDTH"]
 
 #: Largest one-hot width accepted for node labels (guards against a file of
 #: huge label ids turning into a gigantic dense matrix).
@@ -73,6 +72,22 @@ def read_bytes(path: str | os.PathLike) -> bytes:
         raise InputError(path, "is a folder, expected a file") from None
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(path, f"cannot read file: {exc}") from None
+
+
+def arrow_input(data: bytes) -> pa.BufferReader:
+    """``data`` copied into Arrow-owned memory, as an input for pyarrow's CSV reader.
+
+    pyarrow reads its input on its own I/O threads and drops its last reference to it there, possibly
+    after ``read_csv`` has returned or raised.  A Python object as input (``io.BytesIO``, or a
+    ``pa.py_buffer`` over ``bytes``) makes those native threads take the GIL and create a Python thread
+    state at such arbitrary later times.  With ``tracemalloc`` tracing, that races with
+    ``tracemalloc.stop()`` in the thread that called us and crashes the process (CPython before 3.12.9,
+    gh-128679: the late thread writes through the freed traceback buffer).  An Arrow-owned copy keeps
+    Python out of pyarrow's threads.
+    """
+    sink = pa.BufferOutputStream()
+    sink.write(data)
+    return pa.BufferReader(sink.getvalue())
 
 
 def _nonempty_lines(data: bytes) -> list[int]:
@@ -182,7 +197,7 @@ def read_numeric_text(
     arrow_type = pa.int64() if kind == "int" else pa.float64()
     try:
         table = pacsv.read_csv(
-            io.BytesIO(data),
+            arrow_input(data),
             read_options=pacsv.ReadOptions(column_names=names),
             parse_options=pacsv.ParseOptions(delimiter=",", quote_char=False, double_quote=False,
                                              escape_char=False, newlines_in_values=False),

@@ -24,7 +24,7 @@ from ..graph import GraphDataset
 from .coreset import budget_to_k, reuse_labelled
 from .registry import Problem, get_method
 
-__all__ = ["Selection", "select_graphs"]
+__all__ = ["Selection", "select_graphs", "check_engine"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,6 +136,18 @@ def _labelled_mask(labelled, n: int) -> np.ndarray:
     return mask
 
 
+def check_engine(engine: str, has_matrix: bool) -> None:
+    """Refuse an unknown engine (``ValueError``) and a TMD matrix given to the scalable engine, which never reads
+    one (:class:`~tmdlib.errors.InputError`): the checks :func:`select_graphs` makes first, for callers that
+    would otherwise read a matrix before calling it."""
+    from .certificate import ENGINES
+
+    if has_matrix and engine == "scalable":
+        raise InputError(None, "the scalable engine never reads a TMD matrix; drop the matrix or use the exact engine")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+
+
 def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: float | None = None,
                   engine: str = "auto", seed: int = 0, depth: int = 4, weights="pascal",
                   matrix: np.ndarray | None = None, distance: np.ndarray | None = None, smiles=None,
@@ -225,10 +237,7 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
         smiles = [str(s) for s in smiles]
         if len(smiles) != n:
             raise ValueError(f"smiles has {len(smiles)} entries, the pool has {n}")
-    if matrix is not None and engine == "scalable":
-        raise InputError(None, "the scalable engine never reads a TMD matrix; drop the matrix or use the exact engine")
-    if engine not in ("auto", "exact", "scalable"):
-        raise ValueError(f"engine must be one of auto, exact, scalable; got {engine!r}")
+    check_engine(engine, matrix is not None)
     resolved = "exact" if (matrix is not None or ds is None) else resolve_engine(engine, ds.nodes_per_graph)
     opts = {**options, "map_parts": map_parts, "progress": progress, "num_threads": num_threads}
     problem = Problem(n=n, k=kk, seed=int(seed), dataset=ds, matrix=matrix, distance=distance, smiles=smiles,
