@@ -1,0 +1,57 @@
+"""The molecules benchmark's summary arithmetic (tmdlib.reporting.molecules) on hand-made rows: wins per cell, the
+goal's shares against Random and MaxMin, the unweighted TMD variant reported apart, RMSE relative to Random."""
+from __future__ import annotations
+
+import math
+
+from tmdlib.reporting.molecules import cell_means, entries, goal, summary_page
+
+
+def _rows(table: dict, model: str = "rf") -> list[dict]:
+    """``{(set, fraction): {(method, weighted): [rmse per trial]}}`` -> result rows."""
+    out = []
+    for (ds, f), by in table.items():
+        for (method, weighted), vals in by.items():
+            for trial, v in enumerate(vals):
+                out.append({"dataset": ds, "model": model, "method": method, "weighted": weighted, "fraction": f,
+                            "trial": trial, "rmse": v, "rmse_cliff": v + 0.1, "epsilon": 1.0,
+                            "select_seconds": 0.5, "n_train": 100, "n_test": 25, "n_cliff": 5})
+    return out
+
+
+# A: tmd beats random and maxmin at 10 % and 20 %, loses to both at 30 %; its unweighted variant wins everywhere.
+TABLE = {
+    ("A", 0.1): {("tmd", True): [1.0, 1.2], ("tmd", False): [0.8, 0.8], ("random", False): [1.2, 1.2],
+                 ("maxmin", False): [1.3, 1.3]},
+    ("A", 0.2): {("tmd", True): [0.9, 0.9], ("tmd", False): [0.7, 0.7], ("random", False): [1.0, 1.0],
+                 ("maxmin", False): [0.95, 0.95]},
+    ("A", 0.3): {("tmd", True): [0.9, 0.9], ("tmd", False): [0.6, 0.6], ("random", False): [0.8, 0.8],
+                 ("maxmin", False): [0.85, 0.85]},
+}
+
+
+def test_cell_means_and_entries_keep_the_unweighted_variant_apart():
+    rows = _rows(TABLE)
+    assert entries(rows, "rf") == ["tmd", "random", "maxmin", "tmd (unweighted)"]
+    cm = cell_means(rows, "rf")
+    mean, ci, n = cm[("A", 0.1)]["tmd"]
+    assert math.isclose(mean, 1.1) and n == 2 and ci > 0
+    assert cm[("A", 0.1)]["random"][0] == 1.2  # random has no tau: its rows are its main entry
+
+
+def test_goal_counts_cells_against_random_and_maxmin():
+    g = goal({"A": _rows(TABLE)})["rf"]
+    assert g["sets"] == 1 and g["threshold"] == 0.5
+    assert g["tmd"]["beats_random"] == [2, 3] and g["tmd"]["beats_maxmin"] == [2, 3]
+    assert math.isclose(g["tmd"]["share_random"], 2 / 3)
+    # wins among the label-free pickers (TMD entry swapped in): tmd wins 10 % and 20 %, random 30 %
+    assert g["tmd"]["wins"] == {"tmd": 2, "random": 1, "maxmin": 0} and g["tmd"]["most_wins"]
+    assert g["tmd (unweighted)"]["beats_random"] == [3, 3] and g["tmd (unweighted)"]["wins"]["tmd (unweighted)"] == 3
+
+
+def test_summary_page_states_wins_ratios_and_the_goal():
+    page = summary_page({"A": _rows(TABLE)}, {})
+    assert "| tmd | 1 | 1 | 0 | 2 |" in page and "| random | 0 | 0 | 1 | 1 |" in page  # wins per budget, all
+    # RMSE relative to Random: 1.1 / 1.2, 0.9 / 1.0, 0.9 / 0.8 (one set: no interval)
+    assert "| tmd | 0.917 | 0.900 | 1.125 |" in page and "| tmd (unweighted) | 0.667 | 0.700 | 0.750 |" in page
+    assert "**tmd** beats Random in 2 of 3 cells (67 %), MaxMin in 2 of 3 (67 %)" in page
