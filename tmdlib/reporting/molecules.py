@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import numpy as np
 
-__all__ = ["entries", "cell_means", "dataset_page", "plot_dataset", "summary_page", "goal", "MODEL_NAMES"]
+__all__ = ["entries", "unweighted_field", "cell_means", "dataset_page", "plot_dataset", "summary_page", "goal", "MODEL_NAMES"]
 
 MODEL_NAMES = {"rf": "random forest (ECFP4 counts)", "gin": "GIN"}
 GOAL_BUDGETS = (0.1, 0.2, 0.3)
@@ -169,6 +169,14 @@ def _wins(cm: dict, ents: list[str], f: float, sets: list[str]) -> dict:
     return wins
 
 
+def unweighted_field(ents: list[str]) -> list[str]:
+    """One entry per picker, each trained without τ: its ``(unweighted)`` variant where it has one, else its only
+    entry (Random, MaxMin) -- the like-for-like field when τ-weighting hurts the model."""
+    names = {e.split(" ")[0] for e in ents}
+    return [f"{m} (unweighted)" if f"{m} (unweighted)" in ents else m
+            for m in [e for e in ents if "(unweighted)" not in e] if m in names]
+
+
 def goal(per_set: dict) -> dict:
     r"""The issue's goal, per model: share of (set, budget ∈ 10–30 %) cells where the TMD coreset's mean RMSE is below
     Random's and below MaxMin's, against :data:`GOAL_SHARE`; and whether a TMD-based entry (``tmd`` or ``tmd
@@ -206,6 +214,15 @@ def goal(per_set: dict) -> dict:
                         "share_maxmin": beat["maxmin"][0] / max(beat["maxmin"][1], 1),
                         "wins": dict(wins), "most_wins": wins.get(tmd, 0) == top and
                         sum(1 for v in wins.values() if v == top) == 1}
+        field = unweighted_field(entries(mrows, model))
+        if "tmd (unweighted)" in field:  # every picker unweighted: does TMD still win the most cells?
+            wins = defaultdict(int)
+            for f in sorted({k[1] for k in cm}):
+                for e, w in _wins(cm, field, f, sets).items():
+                    wins[e] += w
+            top = max(wins.values()) if wins else 0
+            res["all_unweighted"] = {"wins": dict(wins), "most_wins": wins.get("tmd (unweighted)", 0) == top and
+                                     sum(1 for v in wins.values() if v == top) == 1}
         res["threshold"] = GOAL_SHARE[model]
         out[model] = res
     return out
@@ -236,6 +253,14 @@ def summary_page(per_set: dict, seconds: dict) -> str:
         per_f = {f: _wins(cm, main, f, sets) for f in fr}
         for e in main:
             lines.append(f"| {e} | " + " | ".join(str(per_f[f][e]) for f in fr) + f" | {sum(per_f[f][e] for f in fr)} |")
+        field = unweighted_field(ents)
+        if field != main:
+            lines += ["", "### Cells where each picker has the lowest mean RMSE, every picker trained without τ", "",
+                      "| picker | " + " | ".join(_pct(f) for f in fr) + " | all |", "|---|" + "---|" * (len(fr) + 1)]
+            per_u = {f: _wins(cm, field, f, sets) for f in fr}
+            for e in field:
+                lines.append(f"| {e} | " + " | ".join(str(per_u[f][e]) for f in fr)
+                             + f" | {sum(per_u[f][e] for f in fr)} |")
         lines += ["", "### Mean RMSE relative to Random (mean over sets of RMSE / RMSE of Random; 95 % CI over sets; "
                   "below 1 = better than Random)", "", "| picker | " + " | ".join(_pct(f) for f in fr) + " |",
                   "|---|" + "---|" * len(fr)]
@@ -258,6 +283,13 @@ def summary_page(per_set: dict, seconds: dict) -> str:
                          f"label-free pickers in {t['wins'].get(tmd, 0)} cells, "
                          + ("more than any other picker" if t["most_wins"] else
                             f"the most: {max(t['wins'], key=t['wins'].get)} ({max(t['wins'].values())})") + ".")
+        u = res.get("all_unweighted")
+        if u:
+            best = max(u["wins"], key=u["wins"].get)
+            lines.append(f"* **every picker unweighted**: tmd (unweighted) has the lowest mean RMSE in "
+                         f"{u['wins'].get('tmd (unweighted)', 0)} cells, "
+                         + ("more than any other picker." if u["most_wins"] else
+                            f"the most: {best} ({u['wins'][best]})."))
     cost = defaultdict(list)
     for r in rows:
         cost[r["method"]].append(float(r["select_seconds"]))

@@ -55,3 +55,18 @@ def test_summary_page_states_wins_ratios_and_the_goal():
     # RMSE relative to Random: 1.1 / 1.2, 0.9 / 1.0, 0.9 / 0.8 (one set: no interval)
     assert "| tmd | 0.917 | 0.900 | 1.125 |" in page and "| tmd (unweighted) | 0.667 | 0.700 | 0.750 |" in page
     assert "**tmd** beats Random in 2 of 3 cells (67 %), MaxMin in 2 of 3 (67 %)" in page
+
+
+def test_every_picker_unweighted_is_the_like_for_like_field():
+    rows = _rows({**TABLE, ("B", 0.1): {("tmd", True): [1.0], ("tmd", False): [0.9], ("random", False): [0.8],
+                                        ("butina", True): [0.7], ("butina", False): [0.6]}})
+    from tmdlib.reporting.molecules import unweighted_field
+
+    ents = entries(rows, "rf")
+    assert unweighted_field(ents) == ["tmd (unweighted)", "random", "maxmin", "butina (unweighted)"]
+    g = goal({"A": [r for r in rows if r["dataset"] == "A"], "B": [r for r in rows if r["dataset"] == "B"]})["rf"]
+    # A: tmd (unweighted) wins 3 cells (butina absent there); B 10 %: butina (unweighted) 0.6 wins
+    assert g["all_unweighted"]["wins"]["tmd (unweighted)"] == 3 and g["all_unweighted"]["wins"]["butina (unweighted)"] == 1
+    assert g["all_unweighted"]["most_wins"]
+    page = summary_page({"A": rows}, {})
+    assert "every picker trained without τ" in page and "| butina (unweighted) | 1 | 0 | 0 | 1 |" in page
