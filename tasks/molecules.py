@@ -173,7 +173,11 @@ class MoleculeResults:
     def append(self, rows: list[dict]) -> None:
         from tmdlib.experiment.molecules import row_key
 
-        new = [r for r in rows if row_key(r) not in self.keys]
+        new, seen = [], set(self.keys)
+        for r in rows:  # a row already stored, or twice in ``rows`` (two merged runs), is kept once: the first
+            if row_key(r) not in seen:
+                seen.add(row_key(r))
+                new.append(r)
         if new:
             self.rows.extend(new)
             self.keys.update(row_key(r) for r in new)

@@ -1,0 +1,21 @@
+"""The molecules benchmark's results file: a row is stored once, whether it is already there or appears twice in one
+append (two GPU runs merged together), and a reopened file knows its finished rows."""
+from __future__ import annotations
+
+from tasks.molecules import MoleculeResults
+
+
+def _row(trial: int, rmse: float) -> dict:
+    return {"dataset": "S", "model": "gin", "method": "tmd", "fraction": 0.1, "trial": trial, "weighted": True,
+            "epochs": 100, "k": 5, "n_train": 50, "n_test": 10, "n_cliff": 2, "rmse": rmse, "rmse_cliff": rmse,
+            "mae": rmse, "r2": 0.0, "spearman": 0.0, "epsilon": 1.0, "select_seconds": 0.1, "train_seconds": 1.0,
+            "device": "cuda"}
+
+
+def test_a_row_is_stored_once(tmp_path):
+    store = MoleculeResults(str(tmp_path), "S")
+    store.append([_row(0, 1.0), _row(1, 2.0), _row(0, 9.0)])  # trial 0 twice in one batch: the first is kept
+    store.append([_row(1, 7.0), _row(2, 3.0)])  # trial 1 already stored
+    again = MoleculeResults(str(tmp_path), "S")
+    assert [(int(r["trial"]), float(r["rmse"])) for r in again.rows] == [(0, 1.0), (1, 2.0), (2, 3.0)]
+    assert again.done(("S", "gin", "tmd", 0.1, 2, True, 100))
