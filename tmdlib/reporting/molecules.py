@@ -170,11 +170,24 @@ def _wins(cm: dict, ents: list[str], f: float, sets: list[str]) -> dict:
 
 
 def unweighted_field(ents: list[str]) -> list[str]:
-    """One entry per picker, each trained without τ: its ``(unweighted)`` variant where it has one, else its only
-    entry (Random, MaxMin) -- the like-for-like field when τ-weighting hurts the model."""
-    names = {e.split(" ")[0] for e in ents}
-    return [f"{m} (unweighted)" if f"{m} (unweighted)" in ents else m
-            for m in [e for e in ents if "(unweighted)" not in e] if m in names]
+    """One entry per picker, each trained without τ: its ``(unweighted)`` variant where it has one, its only entry
+    where it gives no τ (Random, MaxMin); a picker with τ but no unweighted rows is left out -- the like-for-like
+    field when τ-weighting hurts the model (complete only when it holds every picker)."""
+    from ..select.registry import get_method
+
+    def has_tau(m: str) -> bool:
+        try:
+            return get_method(m).weighted
+        except ValueError:
+            return True
+
+    field = []
+    for m in [e for e in ents if "(unweighted)" not in e]:
+        if f"{m} (unweighted)" in ents:
+            field.append(f"{m} (unweighted)")
+        elif not has_tau(m):
+            field.append(m)
+    return field
 
 
 def goal(per_set: dict) -> dict:
@@ -214,8 +227,9 @@ def goal(per_set: dict) -> dict:
                         "share_maxmin": beat["maxmin"][0] / max(beat["maxmin"][1], 1),
                         "wins": dict(wins), "most_wins": wins.get(tmd, 0) == top and
                         sum(1 for v in wins.values() if v == top) == 1}
-        field = unweighted_field(entries(mrows, model))
-        if "tmd (unweighted)" in field:  # every picker unweighted: does TMD still win the most cells?
+        ents = entries(mrows, model)
+        field = unweighted_field(ents)
+        if "tmd (unweighted)" in field and len(field) == len([e for e in ents if "(unweighted)" not in e]):  # every picker unweighted: does TMD still win the most cells?
             wins = defaultdict(int)
             for f in sorted({k[1] for k in cm}):
                 for e, w in _wins(cm, field, f, sets).items():
@@ -254,7 +268,7 @@ def summary_page(per_set: dict, seconds: dict) -> str:
         for e in main:
             lines.append(f"| {e} | " + " | ".join(str(per_f[f][e]) for f in fr) + f" | {sum(per_f[f][e] for f in fr)} |")
         field = unweighted_field(ents)
-        if field != main:
+        if field != main and len(field) == len(main):  # every picker has rows without τ
             lines += ["", "### Cells where each picker has the lowest mean RMSE, every picker trained without τ", "",
                       "| picker | " + " | ".join(_pct(f) for f in fr) + " | all |", "|---|" + "---|" * (len(fr) + 1)]
             per_u = {f: _wins(cm, field, f, sets) for f in fr}

@@ -70,3 +70,14 @@ def test_every_picker_unweighted_is_the_like_for_like_field():
     assert g["all_unweighted"]["most_wins"]
     page = summary_page({"A": rows}, {})
     assert "every picker trained without τ" in page and "| butina (unweighted) | 1 | 0 | 0 | 1 |" in page
+
+
+def test_no_like_for_like_field_when_a_picker_with_tau_has_no_unweighted_rows():
+    """The GIN trains the other pickers only with their τ: no 'every picker unweighted' claim is made for it."""
+    rows = _rows({("A", 0.1): {("tmd", True): [1.0], ("tmd", False): [0.9], ("random", False): [0.8],
+                               ("butina", True): [0.7]}}, model="gin")
+    from tmdlib.reporting.molecules import unweighted_field
+
+    assert unweighted_field(entries(rows, "gin")) == ["tmd (unweighted)", "random"]
+    assert "all_unweighted" not in goal({"A": rows})["gin"]
+    assert "every picker trained without τ" not in summary_page({"A": rows}, {})
