@@ -15,13 +15,32 @@ RAW = ROOT / "data" / "raw"  # the shipped raw datasets
 DATA = Path(__file__).resolve().parent / "data"  # test data: tests/data/
 
 
+_SCRATCH: list[str] = []
+
+
+def _scratch_workspace() -> str:
+    """A temporary folder of this test process, the lock workspace of commands run from the repository root."""
+    if not _SCRATCH:
+        import atexit
+        import shutil
+        import tempfile
+
+        _SCRATCH.append(tempfile.mkdtemp(prefix="tmdsub-test-ws-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    return _SCRATCH[0]
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None):
     """Run the installed ``tmdsub`` console script; return the CompletedProcess."""
     import subprocess
 
     exe = Path(sys.executable).with_name("tmdsub")
-    # Queue behind any other tmdsub run in the workspace instead of failing (see tasks/locking.py).
-    full_env = {**os.environ, "TMDSUB_LOCK_WAIT": "600", **(env or {})}
+    # Queue behind any other tmdsub run in the workspace instead of failing (see tasks/locking.py).  A command run
+    # from the repository root (it reads data/raw there) locks a scratch workspace, never the developer's checkout:
+    # a test must not block, or be blocked by, a `tmdsub` run of the person running the tests.
+    scratch = {} if cwd is not None or "TMDSUB_WORKSPACE" in os.environ else \
+        {"TMDSUB_WORKSPACE": _scratch_workspace()}
+    full_env = {**os.environ, "TMDSUB_LOCK_WAIT": "600", **scratch, **(env or {})}
     return subprocess.run([str(exe), *args], cwd=cwd or ROOT, env=full_env, capture_output=True, text=True,
                           timeout=600)
 
