@@ -286,7 +286,7 @@ def summary_page(per_set: dict, seconds: dict) -> str:
                 cells.append(_fmt(float(np.mean(ratios)), _ci(ratios)) if ratios else "")
             lines.append(f"| {e} | " + " | ".join(cells) + " |")
         res = g.get(model, {})
-        lines += ["", f"### The goal ({_pct(res.get('threshold', 0))} of the cells at 10–30 %)", ""]
+        lines += ["", f"### The goal ({100 * res.get('threshold', 0):.0f} % of the cells at 10–30 %)", ""]
         for tmd in ("tmd", "tmd (unweighted)"):
             t = res.get(tmd)
             if not t:
