@@ -28,14 +28,18 @@ GOAL_BUDGETS = (0.1, 0.2, 0.3)
 GOAL_SHARE = {"gin": 2 / 3, "rf": 1 / 2}
 
 
-def _entry(method: str, weighted: bool) -> str:
+def _has_tau(method: str) -> bool:
+    """Whether the picker gives cluster sizes τ (an unregistered name counts as one that does)."""
     from ..select.registry import get_method
 
     try:
-        natural = get_method(method).weighted
+        return get_method(method).weighted
     except ValueError:
-        natural = True
-    return method if (weighted or not natural) else f"{method} (unweighted)"
+        return True
+
+
+def _entry(method: str, weighted: bool) -> str:
+    return method if (weighted or not _has_tau(method)) else f"{method} (unweighted)"
 
 
 def entries(rows: list[dict], model: str) -> list[str]:
@@ -173,21 +177,23 @@ def unweighted_field(ents: list[str]) -> list[str]:
     """One entry per picker, each trained without τ: its ``(unweighted)`` variant where it has one, its only entry
     where it gives no τ (Random, MaxMin); a picker with τ but no unweighted rows is left out -- the like-for-like
     field when τ-weighting hurts the model (complete only when it holds every picker)."""
-    from ..select.registry import get_method
-
-    def has_tau(m: str) -> bool:
-        try:
-            return get_method(m).weighted
-        except ValueError:
-            return True
-
     field = []
     for m in [e for e in ents if "(unweighted)" not in e]:
         if f"{m} (unweighted)" in ents:
             field.append(f"{m} (unweighted)")
-        elif not has_tau(m):
+        elif not _has_tau(m):
             field.append(m)
     return field
+
+
+def _total_wins(cm: dict, field: list[str], sets: list[str]) -> tuple[dict, bool]:
+    """Cells won by each entry of ``field`` over every budget, and whether ``field[0]`` alone has the most."""
+    wins: dict = defaultdict(int)
+    for f in sorted({k[1] for k in cm}):
+        for e, w in _wins(cm, field, f, sets).items():
+            wins[e] += w
+    top = max(wins.values()) if wins else 0
+    return dict(wins), wins.get(field[0], 0) == top and sum(1 for v in wins.values() if v == top) == 1
 
 
 def goal(per_set: dict) -> dict:
@@ -216,27 +222,17 @@ def goal(per_set: dict) -> dict:
                         if other in c:
                             beat[other][1] += 1
                             beat[other][0] += int(c[tmd][0] < c[other][0])
-            field = [tmd] + [e for e in main if e != "tmd"]
-            wins = defaultdict(int)
-            for f in sorted({k[1] for k in cm}):
-                for e, w in _wins(cm, field, f, sets).items():
-                    wins[e] += w
-            top = max(wins.values()) if wins else 0
+            wins, most = _total_wins(cm, [tmd] + [e for e in main if e != "tmd"], sets)
             res[tmd] = {"beats_random": beat["random"], "beats_maxmin": beat["maxmin"],
                         "share_random": beat["random"][0] / max(beat["random"][1], 1),
                         "share_maxmin": beat["maxmin"][0] / max(beat["maxmin"][1], 1),
-                        "wins": dict(wins), "most_wins": wins.get(tmd, 0) == top and
-                        sum(1 for v in wins.values() if v == top) == 1}
+                        "wins": wins, "most_wins": most}
         ents = entries(mrows, model)
         field = unweighted_field(ents)
         if "tmd (unweighted)" in field and len(field) == len([e for e in ents if "(unweighted)" not in e]):  # every picker unweighted: does TMD still win the most cells?
-            wins = defaultdict(int)
-            for f in sorted({k[1] for k in cm}):
-                for e, w in _wins(cm, field, f, sets).items():
-                    wins[e] += w
-            top = max(wins.values()) if wins else 0
-            res["all_unweighted"] = {"wins": dict(wins), "most_wins": wins.get("tmd (unweighted)", 0) == top and
-                                     sum(1 for v in wins.values() if v == top) == 1}
+            field.remove("tmd (unweighted)")
+            wins, most = _total_wins(cm, ["tmd (unweighted)", *field], sets)
+            res["all_unweighted"] = {"wins": wins, "most_wins": most}
         res["threshold"] = GOAL_SHARE[model]
         out[model] = res
     return out
