@@ -240,6 +240,8 @@ def _int_list(sel: dict, key: str, path: str) -> np.ndarray:
     for v in vals:
         if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, float) and float(v).is_integer())):
             raise InputError(path, f"key {key!r}: {v!r} is not an integer graph id")
+        if not -2**63 <= int(v) < 2**63:
+            raise InputError(path, f"key {key!r}: {v!r} is out of the int64 range of graph ids")
         out.append(int(v))
     return np.asarray(out, dtype=np.int64)
 
