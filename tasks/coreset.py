@@ -97,18 +97,28 @@ class PartCache:
 
 
 class PairStore:
-    """Exact TMD values of graph pairs, persisted in chunks, keyed by the graphs' content hashes."""
+    """Exact TMD values of graph pairs, persisted in chunks, keyed by the graphs' content hashes.
+
+    The store is sharded by part: the pairs of a part (for a single-part run, the pool) live under
+    ``<cache>/pairs/<part key>/``, the key a digest of the part's graphs and the TMD parameters, so a run
+    reads only the pairs of its own graphs (a DD selection does not load NCI1's pairs), whatever else the
+    cache holds.  :attr:`loaded` counts the stored pairs read, :attr:`reused` those of them the run asked for.
+    Chunks of the older flat layout (directly under ``pairs/``) are not read.
+    """
 
     def __init__(self, cache_dir: str | Path, hashes: list[str], depth: int, weights, flush_every: int | None = None,
                  flush_seconds: float = 5.0):
         from tmdlib.distance.fingerprint import engine_fingerprint
 
-        self.dir = Path(cache_dir) / "pairs"
-        self.dir.mkdir(parents=True, exist_ok=True)
-        io.remove_stale_temps(self.dir)
+        root = Path(cache_dir) / "pairs"
         salt = _digest("tmd-pair-1", engine_fingerprint(), depth, list(np.asarray(weights, float).tolist()))
         # one 64-bit id per graph (content hash + parameters); a pair's key is the two ids, smaller first
         self.ids = np.array([int(_digest(salt, h)[:16], 16) for h in hashes], dtype=np.uint64)
+        self.shard = _digest("pair-shard-1", salt, *np.unique(self.ids).tolist())[:24]
+        self.dir = root / self.shard
+        self.dir.mkdir(parents=True, exist_ok=True)
+        io.remove_stale_temps(self.dir)
+        self.legacy = sum(1 for _ in root.glob("*.npz"))  # the older flat layout: not read
         self.values: dict[tuple[int, int], float] = {}
         for f in sorted(self.dir.glob("*.npz")):
             chunk = PartCache.load(f)
@@ -117,6 +127,8 @@ class PairStore:
             for a, b, v in zip(chunk["a"].tolist(), chunk["b"].tolist(), chunk["v"].tolist()):
                 self.values[(a, b)] = v
         self.loaded = len(self.values)
+        self.fresh: dict[tuple[int, int], float] = {}  # pairs computed by this run
+        self.reused = 0
         self.pending: list[tuple[int, int, float]] = []
         # a chunk every flush_every new pairs (TMDSUB_PAIR_FLUSH) or flush_seconds, whichever comes first
         self.flush_every = int(flush_every or os.environ.get("TMDSUB_PAIR_FLUSH", 2000))
@@ -124,7 +136,7 @@ class PairStore:
         self.last_flush = time.monotonic()
 
     def wrap(self, exact):
-        """``exact(i, j)`` that serves stored pairs and stores the new ones."""
+        """``exact(i, j)`` that serves stored pairs (counted in :attr:`reused`) and stores the new ones."""
         def cached(i, j):
             i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
             a, b = self.ids[i], self.ids[j]
@@ -133,6 +145,10 @@ class PairStore:
             miss = []
             for k, key in enumerate(zip(lo, hi)):
                 v = self.values.get(key)
+                if v is not None:
+                    self.reused += 1
+                else:
+                    v = self.fresh.get(key)  # computed this run (two graphs with the same content)
                 if v is None:
                     miss.append(k)
                 else:
@@ -142,7 +158,7 @@ class PairStore:
                 vals = np.asarray(exact(i[miss], j[miss]), dtype=np.float64)
                 out[miss] = vals
                 for k, v in zip(miss.tolist(), vals.tolist()):
-                    self.values[(lo[k], hi[k])] = v
+                    self.fresh[(lo[k], hi[k])] = v
                     self.pending.append((lo[k], hi[k], v))
                 if len(self.pending) >= self.flush_every or time.monotonic() - self.last_flush > self.flush_seconds:
                     self.flush()
@@ -238,12 +254,21 @@ def solve_here(spec: PartSpec, cache_dir: str | Path | None = None, hashes: list
                           resolve_weights(spec.depth, spec.weights))
         exact = store.wrap(exact)
         if store.loaded:
-            progress.show(f"({store.loaded} exact pairs from an earlier run)")
+            progress.show(f"({store.loaded} exact pairs of these graphs from an earlier run)")
+        if store.legacy:
+            progress.show(f"({store.legacy} pair chunks of an older cache layout in {store.dir.parent} are not "
+                          f"read; delete them to free the disk)")
     try:
-        return solve_part(spec, exact=exact, progress=progress.show)
+        result = solve_part(spec, exact=exact, progress=progress.show)
     finally:
         if store is not None:
             store.flush()
+    if store is not None:
+        same = result.pairs_computed - store.reused - len(store.fresh)
+        progress.show(f"{result.pairs_computed} exact pairs used: {store.reused} read from the cache "
+                      f"({store.loaded} stored), {len(store.fresh)} computed now"
+                      + (f", {same} of graphs identical to a computed pair's" if same else ""))
+    return result
 
 
 def part_mapper(cache_dir: str | Path | None, pool: GraphDataset, depth: int, weights, seed: int, part_size: int,

@@ -62,6 +62,20 @@ class PairCache:
         ``exact(i, j) -> d`` for int arrays of equal length (positions), returning float array.
     n : int
         Number of graphs (positions ``0..n-1``).
+    progress : callable, optional
+        Receives a status line (:meth:`status`) at most every ``every`` seconds while exact pairs are
+        computed.  The search names what the pairs are for (:attr:`phase`) and how far it is
+        (:attr:`plan`), which gives the ETA.
+    every : float
+        Seconds between two status lines.
+    size : ndarray of float, shape (n,), optional
+        A size per graph (its node count): a batch is then sent to ``exact`` in slices of at most
+        ``slice_cost`` in :math:`\sum_k \mathrm{size}_{i_k}\,\mathrm{size}_{j_k}` (:meth:`slices`), so that a
+        status line comes between slices of a long batch (a DD pair costs ~0.3 s).  The slices depend on
+        the pairs only, never on time: a run gives the same bits with or without progress.
+    slice_cost : float
+        The largest slice, in the units above (``2e6``: a few seconds of DD pairs, thousands of molecule
+        pairs).
 
     Attributes
     ----------
@@ -69,15 +83,108 @@ class PairCache:
         Distinct pairs computed so far (the count every budget and report uses).
     calls, seconds
         Batches sent to ``exact`` and the time they took.
+    phase : str or callable
+        What the current pairs are for (a callable is evaluated when a line is shown).
+    plan : callable, optional
+        ``plan() -> (done, total)`` of the current phase, in the phase's own units (pairs, candidates).
+    max_pairs : float
+        The budget of exact pairs, shown with its own ETA when finite.
     """
 
-    def __init__(self, exact: Exact, n: int):
+    def __init__(self, exact: Exact, n: int, progress: ProgressFn | None = None, every: float = 10.0,
+                 size: np.ndarray | None = None, slice_cost: float = 2e6):
         self.exact = exact
         self.n = int(n)
         self.store: dict[int, float] = {}
         self.computed = 0
         self.calls = 0
         self.seconds = 0.0
+        self.progress, self.every = progress, float(every)
+        self.size = None if size is None else np.asarray(size, dtype=np.float64)
+        self.slice_cost = float(slice_cost)
+        self.max_pairs = np.inf
+        self.phase: str | Callable[[], str] = "exact pairs"
+        self.plan: Callable[[], tuple[float, float]] | None = None
+        self._phase_start = (time.monotonic(), 0)
+        self._last_line = time.monotonic()
+
+    def start_phase(self, phase, plan: Callable[[], tuple[float, float]] | None = None) -> None:
+        """Name what the next pairs are for; ``plan() -> (done, total)`` gives the phase's ETA."""
+        self.phase, self.plan = phase, plan
+        self._phase_start = (time.monotonic(), self.computed)
+
+    def status(self) -> str:
+        """``<phase>: <done>/<total> (ETA), <computed> exact pairs (<rate>/s)[, budget <c>/<max> (ETA)]``."""
+        now = time.monotonic()
+        t0, c0 = self._phase_start
+        phase = self.phase() if callable(self.phase) else self.phase
+        line = f"{phase}:"
+        if self.plan is not None:
+            done, total = self.plan()
+            if total > 0:
+                eta = (now - t0) / done * (total - done) if done > 0 else float("nan")
+                line += f" {done:.0f}/{total:.0f} ({100.0 * done / total:.0f}%, ETA {eta:.0f}s),"
+        rate = (self.computed - c0) / max(now - t0, 1e-9)
+        line += f" {self.computed} exact pairs ({rate:.3g}/s)"
+        if np.isfinite(self.max_pairs) and self.max_pairs > 0:
+            left = max(self.max_pairs - self.computed, 0.0)
+            eta = left / rate if rate > 0 else float("nan")
+            line += f", budget {self.computed}/{self.max_pairs:.0f} (ETA {eta:.0f}s)"
+        return line
+
+    def _beat(self) -> None:
+        if self.progress is not None and time.monotonic() - self._last_line >= self.every:
+            self._last_line = time.monotonic()
+            self.progress(self.status())
+
+    def _compute(self, ks: np.ndarray) -> np.ndarray:
+        """``exact`` of the pair keys ``ks``, in slices of bounded cost when sizes are known (:meth:`slices`)."""
+        i, j = ks // self.n, ks % self.n
+        if self.size is None:
+            return np.asarray(self.exact(i, j), dtype=np.float64)
+        out, shown = np.empty(ks.size), 0
+        pieces = self.slices(i, j)
+        for r, sel in enumerate(pieces):
+            out[sel] = np.asarray(self.exact(i[sel], j[sel]), dtype=np.float64)
+            if r + 1 < len(pieces):
+                self.computed += sel.size  # counted as they come, so the status line moves
+                shown += sel.size
+                self._beat()
+        self.computed -= shown  # the caller counts the batch once
+        return out
+
+    def slices(self, i: np.ndarray, j: np.ndarray) -> list[np.ndarray]:
+        r"""Split a batch of pairs into slices of cost at most :attr:`slice_cost` (:math:`\mathrm{size}_i\,\mathrm{size}_j`
+        per pair), keeping together the pairs that share a graph on the side with fewer distinct graphs (the
+        exact engine computes each such group as one block); a group costlier than a slice is cut in even
+        pieces.  Depends on the pairs only, so the same batch always gives the same slices.
+
+        Returns
+        -------
+        list of ndarray of int64
+            Indices into the batch, covering it once.
+        """
+        side = j if np.unique(i).size >= np.unique(j).size else i
+        order = np.argsort(side, kind="stable")
+        cost = self.size[i[order]] * self.size[j[order]]
+        bounds = np.flatnonzero(np.diff(side[order])) + 1
+        atoms = []  # (start, stop) into order: whole groups, or even pieces of a costly group
+        for a, b in zip(np.r_[0, bounds], np.r_[bounds, order.size]):
+            c = float(cost[a:b].sum())
+            m = max(1, min(b - a, math.ceil(c / self.slice_cost)))
+            edges = np.linspace(a, b, m + 1).round().astype(np.int64)
+            atoms.extend(zip(edges[:-1].tolist(), edges[1:].tolist()))
+        out, cur, cur_cost = [], [], 0.0
+        for a, b in atoms:
+            c = float(cost[a:b].sum())
+            if cur and cur_cost + c > self.slice_cost:
+                out.append(np.concatenate([order[x:y] for x, y in cur]))
+                cur, cur_cost = [], 0.0
+            cur.append((a, b))
+            cur_cost += c
+        if cur:
+            out.append(np.concatenate([order[x:y] for x, y in cur]))
+        return out
 
     def get(self, i, j) -> np.ndarray:
         """Exact distances of pairs ``(i[k], j[k])``, shape ``(P,)`` (``0`` where ``i[k] == j[k]``)."""
@@ -98,7 +205,7 @@ class PairCache:
         if todo:
             ks = np.fromiter(todo.keys(), dtype=np.int64, count=len(todo))
             t0 = time.perf_counter()
-            vals = np.asarray(self.exact(ks // self.n, ks % self.n), dtype=np.float64)
+            vals = self._compute(ks)
             self.seconds += time.perf_counter() - t0
             self.calls += 1
             self.computed += ks.size
@@ -106,6 +213,7 @@ class PairCache:
                 self.store[key] = v
                 for pos in todo[key]:
                     out[pos] = v
+            self._beat()
         return out
 
 
@@ -169,6 +277,15 @@ def nearest_two(points: np.ndarray, medoids: np.ndarray, bounds: np.ndarray, cac
         t = np.zeros(P, np.int64)  # next medoid to try, per point (into order's row)
         rows = np.arange(P)
         first = True
+        own_plan = cache.progress is not None and cache.plan is None
+        if own_plan:  # pairs done / at most to do: every untried medoid whose LB is still below the stop
+            c0, cols = cache.computed, np.arange(k)
+
+            def plan() -> tuple[float, float]:
+                left = int(((cols[None, :] >= t[:, None]) & (sorted_lb < stop[:, None])).sum())
+                return cache.computed - c0, cache.computed - c0 + left
+
+            cache.plan = plan
         while first or cache.computed < max_pairs:
             first = False
             live = rows[t < k]
@@ -194,6 +311,8 @@ def nearest_two(points: np.ndarray, medoids: np.ndarray, bounds: np.ndarray, cac
             n1[b1], d1[b1] = m[better1], d[better1]
             n2[b2], d2[b2] = m[better2], d[better2]
             t[live] += 1
+        if own_plan:
+            cache.plan = None
         slot = np.searchsorted(medoids, points)
         own = np.flatnonzero((slot < k) & (medoids[np.minimum(slot, k - 1)] == points) & (n1 != slot))
         n2[own], d2[own] = n1[own], d1[own]
@@ -223,7 +342,10 @@ def nearest_medoids(lb: LowerBound, cache: PairCache, medoids, chunk: int = 4096
     med = np.unique(np.asarray(medoids, dtype=np.int64))
     n = len(lb)
     assignment, distance = np.empty(n, np.int64), np.empty(n)
+    at = [0]
+    cache.start_phase("nearest medoid of every graph (graphs)", lambda: (at[0], n))
     for a in range(0, n, chunk):
+        at[0] = a
         pts = np.arange(a, min(n, a + chunk))
         near = nearest_two(pts, med, lb.block(pts, med), cache, second=False)
         assignment[pts], distance[pts] = med[near.n1], near.d1
@@ -330,6 +452,8 @@ class SwapState:
         self.n1, self.n2 = np.empty(n, np.int64), np.empty(n, np.int64)
         self.d1, self.d2 = np.empty(n), np.empty(n)
         # medoids first: their rows are the pivots' distances for everyone else
+        cache.start_phase("nearest two medoids of every graph (pairs, at most)")
+        cache.max_pairs = max_pairs
         self._renew(self.medoids)
         self._renew(np.setdiff1d(np.arange(n), self.medoids))
 
@@ -511,13 +635,18 @@ def _candidates(assign: np.ndarray, medoids: np.ndarray, lb: np.ndarray, per_clu
 
 
 def _swap_round(state: SwapState, cand: np.ndarray, memo: _RetryMemo, stats: SearchStats, tol: float,
-                swaps: int) -> int:
+                swaps: int, round_no: int = 1) -> int:
     """One eager pass over the candidates ``cand``: each improving swap is made at once.
 
     ``swaps`` is the swap count before the round (the memo's clock); returns the count after it.
     """
     cache = state.cache
-    for x in cand.tolist():
+    at = [0]
+    cache.start_phase(lambda: f"swap round {round_no}: {swaps_now[0]} swaps so far (candidates)",
+                      lambda: (at[0], cand.size))
+    swaps_now = [swaps]
+    for at[0], x in enumerate(cand.tolist()):
+        swaps_now[0] = swaps
         if cache.computed >= state.max_pairs:
             break
         if np.any(state.medoids == x):
@@ -662,7 +791,7 @@ def refine_kmedoids(lb: LowerBound, cache: PairCache, k: int, *, seed: int = 0, 
     for rounds in range(1, max_rounds + 1):
         start_obj, start_swaps = state.objective, swaps
         swaps = _swap_round(state, _candidates(state.n1, state.medoids, bound, per_cluster, allowed, rng), memo,
-                            stats, tol, swaps)
+                            stats, tol, swaps, rounds)
         if progress:
             progress(f"round {rounds}: {swaps - start_swaps} swaps, objective {state.d1.sum():.6g} "
                      f"({cache.computed} exact pairs)")
@@ -742,7 +871,8 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
         ``exact(i, j) -> d`` on positions of ``spec.ds`` (e.g. a persisted store in front of the engine).
         Default: a :class:`~tmdlib.distance.engine.PairEngine` on ``spec.ds``.
     progress : callable, optional
-        Called with a status line after the proxy and after each swap round.
+        Called with a status line after the proxy and after each swap round, and every 10 s while exact
+        pairs are computed (:meth:`PairCache.status`: the phase, its ETA, the pairs and the budget).
 
     Returns
     -------
@@ -754,7 +884,7 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
     t0 = time.perf_counter()
     if exact is None:
         exact = PairEngine(spec.ds, spec.depth, spec.weights, num_threads=spec.num_threads)
-    cache = PairCache(exact, len(spec.ds))
+    cache = PairCache(exact, len(spec.ds), progress=progress, size=np.diff(spec.ds.node_ptr))
     if len(spec.ds) <= EXHAUSTIVE_PART:
         out = _exhaustive(cache, int(spec.k), spec.seed, spec.candidates, spec.fixed)
     else:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -160,14 +161,77 @@ def test_part_mapper_one_part_persists_exact_pairs(mutag, tmp_path, capsys):
 
     mapper = part_mapper(str(tmp_path), mutag, 4, "pascal", 0, 4000)
     a = tmd_coreset(mutag, 19, engine="scalable", map_parts=mapper)
-    assert list((tmp_path / "pairs").glob("*.npz"))
+    assert list((tmp_path / "pairs").glob("*/*.npz"))
     capsys.readouterr()
     b = tmd_coreset(mutag, 19, engine="scalable", map_parts=part_mapper(str(tmp_path), mutag, 4, "pascal", 0, 4000))
-    assert "exact pairs from an earlier run" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "exact pairs of these graphs from an earlier run" in err and ", 0 computed now" in err
     c = tmd_coreset(mutag, 19, engine="scalable")
     for x in (a, b):
         assert np.array_equal(x.medoids, c.medoids) and np.array_equal(x.distance, c.distance)
         assert x.pairs_computed == c.pairs_computed and x.info == c.info
+
+
+def test_pair_store_reads_only_the_pairs_of_its_own_graphs(mutag, tmp_path, capsys):
+    """The pair cache is sharded by part: a pool reads none of another pool's pairs, and reports what it reused."""
+    from tasks.coreset import PairStore, part_mapper
+
+    first, other = mutag.take(np.arange(100)), mutag.take(np.arange(100, 188))
+    tmd_coreset(first, 10, engine="scalable", map_parts=part_mapper(str(tmp_path), first, 4, "pascal", 0, 4000))
+    assert len(list((tmp_path / "pairs").iterdir())) == 1
+    capsys.readouterr()
+    b = tmd_coreset(other, 9, engine="scalable", map_parts=part_mapper(str(tmp_path), other, 4, "pascal", 0, 4000))
+    err = capsys.readouterr().err
+    assert "from an earlier run" not in err  # nothing of the first pool was read
+    assert re.search(rf"{b.pairs_computed} exact pairs used: 0 read from the cache \(0 stored\), [1-9]\d* computed now",
+                     err)
+    assert len(list((tmp_path / "pairs").iterdir())) == 2
+    from tasks.coreset import part_hashes
+    from tmdlib.distance.weights import resolve_weights
+
+    store = PairStore(tmp_path, part_hashes(first), 4, resolve_weights(4, "pascal"))
+    assert store.loaded > 0 and store.reused == 0
+    again = PairStore(tmp_path, part_hashes(first)[::-1], 4, resolve_weights(4, "pascal"))
+    assert again.shard == store.shard  # the part's graphs, not their order, name the shard
+    # a chunk of the older flat layout is reported, not read
+    (tmp_path / "pairs" / "0123.npz").write_bytes(b"")
+    c = tmd_coreset(other, 9, engine="scalable", map_parts=part_mapper(str(tmp_path), other, 4, "pascal", 0, 4000))
+    err = capsys.readouterr().err
+    assert "1 pair chunks of an older cache layout" in err
+    assert f"{c.pairs_computed} read from the cache" in err and np.array_equal(c.medoids, b.medoids)
+
+
+def test_a_long_search_shows_each_phase_with_an_eta(mutag):
+    """Status lines come while exact pairs are computed (the phase, its progress, an ETA, the budget), and showing
+    them (batches sent in slices) changes nothing in the result."""
+    lines = []
+    spec = plan_parts(mutag, 19, part_size=4000)[1][0]
+    quiet = solve_part(spec)
+    heard = solve_part(spec, progress=lines.append)
+    assert np.array_equal(quiet.medoids, heard.medoids) and np.array_equal(quiet.distance, heard.distance)
+    assert quiet.pairs_computed == heard.pairs_computed
+    # every=0: a line after every slice of exact pairs
+    lines.clear()
+    from tmdlib.select.scalable import LowerBound as LB, refine_kmedoids
+
+    from tmdlib.distance.engine import PairEngine
+
+    # small slices: several status lines inside one batch, and the same bits as whole batches
+    cache = PairCache(PairEngine(mutag), len(mutag), progress=lines.append, every=0.0,
+                      size=np.diff(mutag.node_ptr), slice_cost=2000.0)
+    res = refine_kmedoids(LB.of(mutag), cache, 19, max_pairs=2000, progress=lines.append)
+    silent = refine_kmedoids(LB.of(mutag), PairCache(PairEngine(mutag), len(mutag), size=np.diff(mutag.node_ptr),
+                                                     slice_cost=2000.0), 19, max_pairs=2000)
+    assert np.array_equal(res.medoids, silent.medoids) and np.array_equal(res.distance, silent.distance)
+    # other slices group pairs otherwise inside the engine (block or per pair): the same values to rounding
+    whole = refine_kmedoids(LB.of(mutag), PairCache(PairEngine(mutag), len(mutag)), 19, max_pairs=2000)
+    assert np.array_equal(res.medoids, whole.medoids) and np.allclose(res.distance, whole.distance, rtol=1e-12)
+    nearest = [s for s in lines if s.startswith("nearest two medoids of every graph")]
+    assert nearest and all("ETA" in s and "exact pairs (" in s for s in nearest)
+    assert any("budget" in s and "/2000" in s for s in nearest)
+    rounds = [s for s in lines if s.startswith("swap round 1")]
+    assert rounds and all("(candidates):" in s for s in rounds)
+    assert res.pairs_computed == cache.computed
 
 
 def test_part_mapper_several_parts_cached(mutag, tmp_path):
@@ -200,3 +264,20 @@ def test_part_mapper_refuses_parts_planned_with_other_parameters(mutag, tmp_path
     with pytest.raises(ValueError, match="this mapper was made for"):
         tmd_coreset(mutag, 19, engine="scalable", seed=1, part_size=100, map_parts=mapper)
     assert not (tmp_path / "parts").exists()
+
+
+def test_slices_keep_the_engines_groups_and_bound_the_cost():
+    """A batch is cut into slices of bounded cost that cover it once, never splitting a group of pairs that share a
+    graph (the engine's block) unless the group alone is costlier than a slice; the same batch, the same slices."""
+    size = np.array([10.0, 10, 10, 10, 100, 10])
+    cache = PairCache(lambda i, j: np.zeros(i.size), 6, size=size, slice_cost=450.0)
+    i = np.array([0, 1, 2, 3, 0, 1, 2, 3, 5])
+    j = np.array([4, 4, 4, 4, 5, 5, 5, 5, 4])  # j has fewer distinct graphs: groups of graph 4 and of graph 5
+    pieces = cache.slices(i, j)
+    assert np.array_equal(np.sort(np.concatenate(pieces)), np.arange(i.size))
+    costs = [float((size[i[p]] * size[j[p]]).sum()) for p in pieces]
+    # graph 4's group costs 5 * 1000: cut in even pieces of at most one slice; graph 5's (4 * 100) stays whole
+    assert max(costs) <= 1000.0 and any(set(p.tolist()) == {4, 5, 6, 7} for p in pieces)
+    assert all(set(j[p].tolist()) in ({4}, {5}) for p in pieces)
+    again = cache.slices(i, j)
+    assert all(np.array_equal(a, b) for a, b in zip(pieces, again)) and len(again) == len(pieces)
