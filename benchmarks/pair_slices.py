@@ -1,14 +1,14 @@
-"""Exact pairs sent to the engine in slices (status lines during a long batch) against whole batches.
+"""One batch of exact pairs sent to the engine whole, and cut in slices of bounded cost (status lines between them).
 
 Usage::
 
-    python benchmarks/pair_slices.py DD --k 118 --max-pairs 600
+    python benchmarks/pair_slices.py DD --limit 300 --pairs 60 --medoids 6 --costs whole,5e6,whole,5e6
 
-Runs the scalable engine's search on one part (:func:`tmdlib.select.scalable.refine_kmedoids`) twice with the
-same budget of exact pairs: once with the batches whole (no status line until a batch ends), once cut into slices
-of bounded cost (:meth:`tmdlib.select.scalable.PairCache.slices`, as :func:`~tmdlib.select.scalable.solve_part`
-does) with a status line every ``--every`` seconds.  Prints wall and CPU seconds of each, their ratio, the number
-of status lines and the longest gap between two of them, and whether both found the same medoids.
+A batch like the scalable search's first one (each of ``--pairs`` graphs against one of ``--medoids`` medoids, as
+in its nearest-medoid phase) goes through :class:`tmdlib.select.scalable.PairCache` once per entry of ``--costs``:
+``whole`` (no size given: one call to the engine) or a slice cost (:meth:`~tmdlib.select.scalable.PairCache.slices`,
+what :func:`~tmdlib.select.scalable.solve_part` does with ``slice_cost=5e6``).  Prints the slices, wall and CPU
+seconds of each entry (repeat entries to see the noise), and whether the values agree.
 """
 from __future__ import annotations
 
@@ -32,38 +32,39 @@ def cpu() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dataset")
-    ap.add_argument("--k", type=int, default=118)
-    ap.add_argument("--max-pairs", type=int, default=600)
-    ap.add_argument("--every", type=float, default=10.0)
+    ap.add_argument("--limit", type=int, default=300, help="the first N graphs (0: all)")
+    ap.add_argument("--pairs", type=int, default=60)
+    ap.add_argument("--medoids", type=int, default=6)
+    ap.add_argument("--costs", default="whole,5e6,whole,5e6")
     args = ap.parse_args()
 
     from tmdlib.datasets import load_builtin, to_dataset
     from tmdlib.distance.engine import PairEngine
-    from tmdlib.distance.lower import LowerBound
-    from tmdlib.select.scalable import PairCache, refine_kmedoids
+    from tmdlib.select.scalable import PairCache
 
     ds = to_dataset(load_builtin(args.dataset, ROOT / "data" / "raw"))
-    lb = LowerBound.of(ds)
-    PairEngine(ds)(np.array([0]), np.array([1]))  # compile outside the timings
-    runs = {}
-    for name in ("whole", "sliced"):
-        stamps = []
-
-        def heard(line: str) -> None:
-            stamps.append(time.monotonic())
-            print(f"  [{name}] {line}", flush=True)
-
-        size = np.diff(ds.node_ptr) if name == "sliced" else None
-        cache = PairCache(PairEngine(ds), len(ds), progress=heard, every=args.every, size=size)
+    if args.limit:
+        ds = ds.take(np.arange(min(args.limit, len(ds))))
+    eng = PairEngine(ds)
+    rng = np.random.default_rng(0)
+    med = rng.choice(len(ds), args.medoids, replace=False)
+    pts = np.setdiff1d(np.arange(len(ds)), med)[:args.pairs]
+    i, j = pts, med[rng.integers(0, args.medoids, pts.size)]
+    eng(i[:8], np.full(8, med[0]))  # compile the block and the per-pair paths outside the timings
+    eng(i[:1], j[:1])
+    size = np.diff(ds.node_ptr).astype(float)
+    ref = None
+    for entry in args.costs.split(","):
+        whole = entry == "whole"
+        cache = PairCache(eng, len(ds), size=None if whole else size, slice_cost=2e6 if whole else float(entry))
+        if not whole:
+            lo, hi = np.minimum(i, j), np.maximum(i, j)
+            print(f"{entry}: slices of {[len(s) for s in cache.slices(lo, hi)]} pairs")
         t0, c0 = time.monotonic(), cpu()
-        res = refine_kmedoids(lb, cache, args.k, max_pairs=args.max_pairs, progress=heard)
-        wall, cpu_s = time.monotonic() - t0, cpu() - c0
-        gaps = np.diff([t0, *stamps, time.monotonic()])
-        runs[name] = (wall, cpu_s, len(stamps), float(gaps.max()), res)
-        print(f"{name}: {wall:.1f} s wall, {cpu_s:.1f} CPU s, {cache.computed} exact pairs, {len(stamps)} status "
-              f"lines, longest silence {gaps.max():.1f} s, objective {res.distance.sum():.6g}", flush=True)
-    (w0, c0, *_, r0), (w1, c1, *_, r1) = runs["whole"], runs["sliced"]
-    print(f"sliced / whole: wall {w1 / w0:.3f}, CPU {c1 / c0:.3f}; same medoids: {np.array_equal(r0.medoids, r1.medoids)}")
+        v = cache.get(i, j)
+        print(f"{entry}: {time.monotonic() - t0:.1f} s wall, {cpu() - c0:.1f} CPU s", flush=True)
+        ref = v if ref is None else ref
+        print(f"   max relative difference to the first entry: {np.max(np.abs(v - ref) / np.maximum(ref, 1e-300)):.1e}")
 
 
 if __name__ == "__main__":

@@ -74,8 +74,11 @@ class PairCache:
         status line comes between slices of a long batch (a DD pair costs ~0.3 s).  The slices depend on
         the pairs only, never on time: a run gives the same bits with or without progress.
     slice_cost : float
-        The largest slice, in the units above (``2e6``: a few seconds of DD pairs, thousands of molecule
+        The largest slice, in the units above (``5e6``: ~60 DD pairs, 10-30 s on two cores; ~10,000 molecule
         pairs).
+    min_group : int
+        The exact engine's smallest block (:class:`~tmdlib.distance.engine.PairEngine`): groups of fewer
+        pairs sharing a graph are computed one pair at a time and are sliced together.
 
     Attributes
     ----------
@@ -92,7 +95,7 @@ class PairCache:
     """
 
     def __init__(self, exact: Exact, n: int, progress: ProgressFn | None = None, every: float = 10.0,
-                 size: np.ndarray | None = None, slice_cost: float = 2e6):
+                 size: np.ndarray | None = None, slice_cost: float = 5e6, min_group: int = 4):
         self.exact = exact
         self.n = int(n)
         self.store: dict[int, float] = {}
@@ -101,7 +104,7 @@ class PairCache:
         self.seconds = 0.0
         self.progress, self.every = progress, float(every)
         self.size = None if size is None else np.asarray(size, dtype=np.float64)
-        self.slice_cost = float(slice_cost)
+        self.slice_cost, self.min_group = float(slice_cost), int(min_group)
         self.max_pairs = np.inf
         self.phase: str | Callable[[], str] = "exact pairs"
         self.plan: Callable[[], tuple[float, float]] | None = None
@@ -156,8 +159,10 @@ class PairCache:
     def slices(self, i: np.ndarray, j: np.ndarray) -> list[np.ndarray]:
         r"""Split a batch of pairs into slices of cost at most :attr:`slice_cost` (:math:`\mathrm{size}_i\,\mathrm{size}_j`
         per pair), keeping together the pairs that share a graph on the side with fewer distinct graphs (the
-        exact engine computes each such group as one block); a group costlier than a slice is cut in even
-        pieces.  Depends on the pairs only, so the same batch always gives the same slices.
+        exact engine computes each such group of at least :attr:`min_group` pairs as one block); a group
+        costlier than a slice is cut in even pieces of at least ``min_group`` pairs; the pairs of smaller
+        groups (computed one by one, in parallel) come last, in slices of their own.  Depends on the pairs
+        only, so the same batch always gives the same slices.
 
         Returns
         -------
@@ -165,13 +170,21 @@ class PairCache:
             Indices into the batch, covering it once.
         """
         side = j if np.unique(i).size >= np.unique(j).size else i
-        order = np.argsort(side, kind="stable")
+        values, count = np.unique(side, return_counts=True)
+        # groups the engine computes as blocks first, then the pairs it computes one by one (in parallel
+        # with each other: kept together in slices of their own rather than a few beside each block)
+        big = count[np.searchsorted(values, side)] >= self.min_group
+        order = np.lexsort((np.arange(side.size), side, ~big))
         cost = self.size[i[order]] * self.size[j[order]]
-        bounds = np.flatnonzero(np.diff(side[order])) + 1
+        key = np.where(big[order], side[order], -1)
+        bounds = np.flatnonzero(np.diff(key)) + 1
         atoms = []  # (start, stop) into order: whole groups, or even pieces of a costly group
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, order.size]):
             c = float(cost[a:b].sum())
-            m = max(1, min(b - a, math.ceil(c / self.slice_cost)))
+            if key[a] < 0:  # the pairs computed one by one: any cut will do
+                m = max(1, min(b - a, math.ceil(c / self.slice_cost)))
+            else:  # a block: pieces of at least min_group pairs, so each stays a block
+                m = max(1, min((b - a) // self.min_group, math.ceil(c / self.slice_cost)))
             edges = np.linspace(a, b, m + 1).round().astype(np.int64)
             atoms.extend(zip(edges[:-1].tolist(), edges[1:].tolist()))
         out, cur, cur_cost = [], [], 0.0

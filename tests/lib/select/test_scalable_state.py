@@ -267,17 +267,20 @@ def test_part_mapper_refuses_parts_planned_with_other_parameters(mutag, tmp_path
 
 
 def test_slices_keep_the_engines_groups_and_bound_the_cost():
-    """A batch is cut into slices of bounded cost that cover it once, never splitting a group of pairs that share a
-    graph (the engine's block) unless the group alone is costlier than a slice; the same batch, the same slices."""
-    size = np.array([10.0, 10, 10, 10, 100, 10])
-    cache = PairCache(lambda i, j: np.zeros(i.size), 6, size=size, slice_cost=450.0)
-    i = np.array([0, 1, 2, 3, 0, 1, 2, 3, 5])
-    j = np.array([4, 4, 4, 4, 5, 5, 5, 5, 4])  # j has fewer distinct graphs: groups of graph 4 and of graph 5
+    """A batch is cut into slices of bounded cost that cover it once: a group of pairs sharing a graph (the engine's
+    block) is cut only when costlier than a slice, and then in pieces that are still blocks (>= min_group pairs);
+    pairs of smaller groups (computed one by one) come last, together; the same batch, the same slices."""
+    size = np.array([10.0] * 9 + [100.0, 10.0])
+    cache = PairCache(lambda i, j: np.zeros(i.size), 11, size=size, slice_cost=450.0)
+    i = np.r_[np.arange(9), 0, 1, 2]
+    j = np.r_[np.full(9, 9), 10, 10, 10]  # j has fewer distinct graphs: a block of graph 9 (9 pairs), 3 pairs of 10
     pieces = cache.slices(i, j)
     assert np.array_equal(np.sort(np.concatenate(pieces)), np.arange(i.size))
-    costs = [float((size[i[p]] * size[j[p]]).sum()) for p in pieces]
-    # graph 4's group costs 5 * 1000: cut in even pieces of at most one slice; graph 5's (4 * 100) stays whole
-    assert max(costs) <= 1000.0 and any(set(p.tolist()) == {4, 5, 6, 7} for p in pieces)
-    assert all(set(j[p].tolist()) in ({4}, {5}) for p in pieces)
+    assert all(len(set(j[p].tolist())) == 1 for p in pieces)
+    blocks = [p for p in pieces if j[p[0]] == 9]
+    assert len(blocks) == 2 and all(p.size >= 4 for p in blocks)  # 9,000 > 450: cut, but each piece a block
+    assert set(pieces[-1].tolist()) == {9, 10, 11}  # the one-by-one pairs, last and together
     again = cache.slices(i, j)
-    assert all(np.array_equal(a, b) for a, b in zip(pieces, again)) and len(again) == len(pieces)
+    assert len(again) == len(pieces) and all(np.array_equal(a, b) for a, b in zip(pieces, again))
+    small = PairCache(lambda i, j: np.zeros(i.size), 11, size=size, slice_cost=1e9)
+    assert len(small.slices(i, j)) == 1  # a cheap batch stays whole
