@@ -114,7 +114,8 @@ def test_killed_scalable_selection_resumes_to_the_same_result(tmp_path, part_siz
     env = {**os.environ, "TMDSUB_PAIR_FLUSH": "50"}
     proc = subprocess.Popen([str(exe), *base, "--cache-dir", "cache", "--out", "sel.json"], cwd=ws, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    killed = _kill_when(proc, lambda: any((ws / "cache" / folder).glob("*.npz")) if (ws / "cache" / folder).exists()
+    # pairs: one shard per part under pairs/; parts: one file each under parts/
+    killed = _kill_when(proc, lambda: any((ws / "cache" / folder).rglob("*.npz")) if (ws / "cache" / folder).exists()
                         else False)
     assert killed, "the run finished before anything was cached: nothing to resume"
     assert not (ws / "sel.json").exists()
