@@ -355,10 +355,9 @@ def nearest_medoids(lb: LowerBound, cache: PairCache, medoids, chunk: int = 4096
     med = np.unique(np.asarray(medoids, dtype=np.int64))
     n = len(lb)
     assignment, distance = np.empty(n, np.int64), np.empty(n)
-    at = [0]
-    cache.start_phase("nearest medoid of every graph (graphs)", lambda: (at[0], n))
+    a = 0  # the closure below reads the loop's current a
+    cache.start_phase("nearest medoid of every graph (graphs)", lambda: (a, n))
     for a in range(0, n, chunk):
-        at[0] = a
         pts = np.arange(a, min(n, a + chunk))
         near = nearest_two(pts, med, lb.block(pts, med), cache, second=False)
         assignment[pts], distance[pts] = med[near.n1], near.d1
@@ -654,12 +653,10 @@ def _swap_round(state: SwapState, cand: np.ndarray, memo: _RetryMemo, stats: Sea
     ``swaps`` is the swap count before the round (the memo's clock); returns the count after it.
     """
     cache = state.cache
-    at = [0]
-    cache.start_phase(lambda: f"swap round {round_no}: {swaps_now[0]} swaps so far (candidates)",
-                      lambda: (at[0], cand.size))
-    swaps_now = [swaps]
-    for at[0], x in enumerate(cand.tolist()):
-        swaps_now[0] = swaps
+    pos = 0  # the closures below read the loop's current pos and swaps
+    cache.start_phase(lambda: f"swap round {round_no}: {swaps} swaps so far (candidates)",
+                      lambda: (pos, cand.size))
+    for pos, x in enumerate(cand.tolist()):
         if cache.computed >= state.max_pairs:
             break
         if np.any(state.medoids == x):
@@ -897,7 +894,7 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
     t0 = time.perf_counter()
     if exact is None:
         exact = PairEngine(spec.ds, spec.depth, spec.weights, num_threads=spec.num_threads)
-    cache = PairCache(exact, len(spec.ds), progress=progress, size=np.diff(spec.ds.node_ptr))
+    cache = PairCache(exact, len(spec.ds), progress=progress, size=spec.ds.nodes_per_graph)
     if len(spec.ds) <= EXHAUSTIVE_PART:
         out = _exhaustive(cache, int(spec.k), spec.seed, spec.candidates, spec.fixed)
     else:
