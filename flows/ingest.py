@@ -14,7 +14,7 @@ from tmdlib import datasets as tds
 from tmdlib.datasets.registry import known_datasets_text
 from tmdlib.datasets.task import table_task, with_task
 from tasks.ingest import (append_batches, batch_sources, csv_columns, read_source, source_settings,
-                          verify_checksums, write_graph_store)
+                          verify_checksums, write_graph_store, write_smiles_store)
 
 
 def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smiles_csv: str | None,
@@ -123,11 +123,15 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
     if kind == "smiles":
         found, split, keep = csv_columns(path, labels, split_column, keep_columns)
         options = {"label_column": list(found) or None, "split_column": split, "keep_columns": keep}
+    batches = batch_sources(append_dir)
+    if kind == "smiles" and not batches:  # streamed into the store, a row group per chunk
+        summary = write_smiles_store(path, out, name, smiles_column, standin=standin, workers=workers, limit=limit,
+                                     task=task, task_source="builtin" if builtin_task else None, **options)
+        return {**summary, "batches": []}
     table = read_source(kind, path, name, node_attributes, smiles_column, standin=standin, workers=workers,
                         limit=limit, task=task, **options)
     if builtin_task:  # the registry's task, not one the user asked for
         table = with_task(table, replace(table_task(table), source="builtin"))
-    batches = batch_sources(append_dir)
     if batches:  # named columns as for the base; a batch's own y / label / split columns otherwise
         table = append_batches(table, batches, node_attributes, smiles_column, labels,
                                split_column=split_column, keep_columns=keep_columns)

@@ -124,15 +124,44 @@ def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
     if kind == "ogb":
         return tds.read_ogb(path, name=name, task=task)
     if kind == "smiles":
-        info = tds.DATASETS.get(name)
-        total = min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit
         return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column or None,
                                    split_column=split_column or None, keep_columns=keep_columns or (), task=task,
                                    standin=standin, workers=workers, limit=limit,
-                                   progress=_print_progress(name, total), name=name)
+                                   progress=_print_progress(name, _smiles_total(name, limit)), name=name)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
+
+
+def _smiles_total(name: str, limit: int | None) -> int | None:
+    """Molecules a SMILES source will give, when known (a built-in pool), for the progress lines' ETA."""
+    info = tds.DATASETS.get(name)
+    return min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit
+
+
+@task(name="write-smiles-store", persist_result=False)
+def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smiles", label_column=None,
+                       standin: str | None = None, workers: int = 1, limit: int | None = None, *,
+                       split_column: str | None = None, keep_columns=(), task=None,
+                       task_source: str | None = None) -> dict:
+    """Convert a SMILES CSV straight into the graph store ``out`` (atomically), one row group per chunk as the
+    molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not grow with the
+    pool); return the same summary as :func:`write_graph_store`."""
+    with io.atomic_path(out) as tmp:
+        stats = tds.write_smiles_parquet(path, tmp, smiles_column=smiles_column, label_column=label_column or None,
+                                         split_column=split_column or None, keep_columns=keep_columns or (),
+                                         task=task, task_source=task_source, standin=standin, workers=workers,
+                                         limit=limit, progress=_print_progress(name, _smiles_total(name, limit)),
+                                         name=name)
+    graphs = stats["graphs"]
+    return {
+        "path": str(Path(out)),
+        "task": stats["task"].describe(),
+        "graphs": graphs,
+        "mean_nodes": stats["nodes"] / graphs,
+        "mean_edges": stats["edges"] / graphs,
+        "sha256": io.sha256_file(out),
+    }
 
 
 BATCH_KINDS = {".csv": "smiles", ".parquet": "parquet"}

@@ -19,7 +19,7 @@ from .registry import (ACE_SETS, DATASETS, DatasetInfo, check_dataset_name, data
                        load_builtin, metric_for)
 from .schema import (base_fields, build_graph_table, canonical_edges, graph_table_metadata, ogb_fields,
                      tu_fields, validate_graph_table)
-from .smiles import csv_header, default_csv_columns, read_smiles_csv
+from .smiles import csv_header, default_csv_columns, read_smiles_csv, write_smiles_parquet
 from .task import (META_TASK, TASK_TYPES, TaskSpec, infer_task, store_task, table_labels, table_task,
                    task_and_labels, task_of_metadata, validate_labels)
 from .tu import read_tu
@@ -51,6 +51,7 @@ __all__ = [
     "read_graph_parquet",
     "read_ogb",
     "read_smiles_csv",
+    "write_smiles_parquet",
     "read_tu",
     "sha256_file",
     "store_task",

@@ -57,6 +57,7 @@ __all__ = [
     "feature_table_of",
     "encode_feature_table",
     "dictionary_pays_off",
+    "edge_list_arrays",
     "node_feature_rows",
     "feature_column",
     "base_fields",
@@ -243,6 +244,31 @@ def canonical_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[n
     return key // n, key % n
 
 
+def edge_list_arrays(src: np.ndarray, dst: np.ndarray, node_ptr: np.ndarray) -> tuple[pa.ListArray, pa.ListArray]:
+    """The ``edge_src`` and ``edge_dst`` columns: each graph's edges in graph-local node ids.
+
+    Parameters
+    ----------
+    src, dst : ndarray of int, shape (M,)
+        Canonical edges in global node ids (:func:`canonical_edges`: sorted by ``src``), none joining two
+        graphs.
+    node_ptr : ndarray of int, shape (G + 1,)
+        Graph ``g`` owns global nodes ``node_ptr[g]:node_ptr[g + 1]``.
+
+    Returns
+    -------
+    edge_src, edge_dst : pyarrow.ListArray of int32, length G
+    """
+    node_ptr = np.asarray(node_ptr, dtype=np.int64)
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    edge_ptr = np.searchsorted(src, node_ptr, side="left")
+    base = np.repeat(node_ptr[:-1], np.diff(edge_ptr))
+    offsets = _offsets32(edge_ptr, "edges")
+    return (pa.ListArray.from_arrays(offsets, pa.array((src - base).astype(np.int32))),
+            pa.ListArray.from_arrays(offsets, pa.array((dst - base).astype(np.int32))))
+
+
 def _offsets32(ptr: np.ndarray, what: str) -> pa.Array:
     """``ptr`` as an Arrow int32 offsets array (list<...> offsets are 32-bit)."""
     ptr = np.asarray(ptr, dtype=np.int64)
@@ -340,10 +366,7 @@ def build_graph_table(
     """
     node_ptr = np.asarray(node_ptr, dtype=np.int64)
     g = node_ptr.size - 1
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
-    edge_ptr = np.searchsorted(src, node_ptr, side="left")
-    base = np.repeat(node_ptr[:-1], np.diff(edge_ptr))
+    edge_src, edge_dst = edge_list_arrays(src, dst, node_ptr)
     if y is None:
         y_arr = pa.nulls(g, pa.float64())
     else:
@@ -361,8 +384,8 @@ def build_graph_table(
         pa.array(np.arange(g, dtype=np.int64)),
         pa.array(np.diff(node_ptr)),
         feat_col,
-        pa.ListArray.from_arrays(_offsets32(edge_ptr, "edges"), pa.array((src - base).astype(np.int32))),
-        pa.ListArray.from_arrays(_offsets32(edge_ptr, "edges"), pa.array((dst - base).astype(np.int32))),
+        edge_src,
+        edge_dst,
         y_arr,
     ]
     fields = base_fields(feat_field.name == "x_id") + list(extra_fields or [])
