@@ -81,14 +81,15 @@ def main() -> None:
     ap.add_argument("--test-fraction", type=float, default=0.2)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--part-size", type=int, default=4000)
-    ap.add_argument("--max-pairs", type=float, default=0, help="budget of exact pairs for the search (0 = none)")
+    ap.add_argument("--max-pairs", default="auto",
+                    help="budget of exact pairs for the search: auto (chosen from the pool, the default), N, 0 = none")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--exact", action="store_true", help="also FasterPAM on the full matrix (the reference)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
 
     from tmdlib.select.certificate import tmd_coreset
-    from tmdlib.select.scalable import plan_parts
+    from tmdlib.select.scalable import plan_parts, resolve_max_pairs
 
     pool = load_pool(args)
     n = len(pool)
@@ -107,7 +108,9 @@ def main() -> None:
     for f in [float(x) for x in args.fractions.split(",")]:
         k = max(1, math.ceil(f * n))
         parts, _ = plan_parts(pool, k, args.depth, "pascal", seed=args.seed, part_size=args.part_size)
-        options = {"part_size": args.part_size, "max_pairs": args.max_pairs or None}
+        budget = resolve_max_pairs(args.max_pairs if args.max_pairs == "auto" else float(args.max_pairs),
+                                   pool.nodes_per_graph)
+        options = {"part_size": args.part_size, "max_pairs": budget or 0}
         if len(parts) > 1:  # a pool per run, shut down before reading the CPU time of its (exited) workers
             pool_ex = ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
             done = {"n": 0}
@@ -132,7 +135,7 @@ def main() -> None:
         row = {"dataset": args.dataset, "n_train": n, "fraction": f, "k": k, "parts": len(parts),
                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "pairs": int(cert.pairs_computed),
                "pairs_share_n2": cert.pairs_computed / n**2, "epsilon": float(cert.epsilon),
-               "max_pairs": args.max_pairs or None}
+               "max_pairs": budget, "max_pairs_given": args.max_pairs}
         if D is not None:
             w1 = time.perf_counter()
             res = kmedoids_coreset(D, k, seed=args.seed, restarts=5)

@@ -7,6 +7,8 @@ import numpy as np
 
 from tasks.coreset import part_mapper
 from tmdlib.select.api import check_engine
+from tmdlib.select.certificate import resolve_engine
+from tmdlib.select.scalable import AUTO_PAIR_WORK, auto_pair_budget
 from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
                           store_content_hash, store_segments, store_smiles, store_split,
                           store_task)
@@ -19,7 +21,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 seed: int = 0, test_fraction: float = 0.2, matrix: str | None = None, restarts: int = 5,
                 backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
                 weights="pascal", cache_dir: str | None = None, part_size: int = 4000,
-                max_pairs: float | None = None, threads: int | None = None, trust_matrix: bool = False) -> dict:
+                max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False) -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
     ``selection.json`` (the selection, its certificate, the split, the store's content hash).
@@ -39,6 +41,11 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mat = load_matrix(matrix, len(ds))[np.ix_(train, train)] if matrix else None
     have = read_ledger(labelled, ds.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
     pool = ds.take(train)
+    if method == "tmd" and max_pairs == "auto" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable":
+        max_pairs = auto_pair_budget(pool.nodes_per_graph)
+        print(f"pair budget for the search, chosen from the pool: {max_pairs:,} exact pairs ({AUTO_PAIR_WORK:.3g} node "
+              f"pairs of TMD work per graph at {pool.nodes_per_graph.mean():.1f} nodes per graph); --max-pairs N sets "
+              "one, 0 none; the certificate is exact either way", flush=True)
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads)
     sel = select_task(pool, method, fraction=fraction, k=count, seed=seed, engine=engine, depth=depth,
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),

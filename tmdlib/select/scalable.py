@@ -965,8 +965,55 @@ def _give_fixed_room(budgets: np.ndarray, need: np.ndarray) -> np.ndarray:
     return budgets
 
 
+#: Exact-TMD work per graph of the pool that the search may spend when its budget is chosen from the pool
+#: (``max_pairs="auto"``), in node pairs: a pair of graphs of :math:`|V_i|` and :math:`|V_j|` nodes costs about
+#: :math:`|V_i||V_j|` (its computation trees, level by level).  Pools of small graphs never reach it (MOSES at 1 %
+#: spends ~35 pairs of ~470 node pairs per graph, 2 % of it; NCI1 at 10 % ~30 %); pools of large, hardly
+#: repeating graphs (DD: ~0.3 CPU s per pair of 284-node graphs) are held to ~3,000 pairs, ~10 min on 2 cores.
+AUTO_PAIR_WORK = 2.5e5
+
+
+def auto_pair_budget(nodes_per_graph) -> int:
+    r"""The search's budget of exact pairs chosen from the pool (``max_pairs="auto"``).
+
+    .. math:: B = \left\lceil \frac{W\,n}{\bar v^{2}} \right\rceil
+
+    with :math:`W` = :data:`AUTO_PAIR_WORK` node pairs of work per graph, :math:`n` graphs and :math:`\bar v`
+    their mean number of nodes (:math:`\bar v^2` the mean work of a pair).  Deterministic: the same pool gets
+    the same budget, and so the same coreset, on every machine.  The certificate is exact whatever the budget.
+
+    Parameters
+    ----------
+    nodes_per_graph : array_like of int, shape (n,)
+
+    Returns
+    -------
+    int
+        At least ``n`` (one exact pair per graph).
+    """
+    v = np.asarray(nodes_per_graph, dtype=np.float64)
+    if v.size == 0:
+        return 0
+    mean = max(float(v.mean()), 1.0)
+    return max(int(math.ceil(AUTO_PAIR_WORK * v.size / (mean * mean))), int(v.size))
+
+
+def resolve_max_pairs(max_pairs, nodes_per_graph) -> float | None:
+    """``max_pairs`` as a number of pairs: ``"auto"`` -> :func:`auto_pair_budget`; ``None`` or ``0`` -> None (no
+    budget); a positive number as it is."""
+    if isinstance(max_pairs, str):
+        if max_pairs != "auto":
+            raise ValueError(f"max_pairs must be a number of pairs, 0 / None (no budget) or 'auto'; got {max_pairs!r}")
+        return float(auto_pair_budget(nodes_per_graph))
+    if max_pairs is None or max_pairs == 0:
+        return None
+    if not max_pairs > 0:
+        raise ValueError(f"max_pairs must be positive, 0 / None (no budget) or 'auto'; got {max_pairs!r}")
+    return float(max_pairs)
+
+
 def plan_parts(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
-               fixed=None, part_size: int = 4000, max_pairs: float | None = None,
+               fixed=None, part_size: int = 4000, max_pairs: float | str | None = "auto",
                num_threads: int | None = None) -> tuple[list[np.ndarray], list[PartSpec]]:
     """Split a pool into parts and give each its budget.
 
@@ -984,6 +1031,7 @@ def plan_parts(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, se
     n = len(ds)
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}], got {k}")
+    max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
     cand = None if candidates is None else np.asarray(candidates, bool)
     fix = None if fixed is None else np.asarray(fixed, bool)
     parts = [np.arange(n)] if n <= part_size else partition(structure_embedding(ds, depth, weights), part_size)
@@ -1092,7 +1140,8 @@ def combine_parts(n: int, parts: Sequence[np.ndarray], results: Sequence, part_s
 
 
 def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
-                     fixed=None, part_size: int = 4000, max_pairs: float | None = None, num_threads: int | None = None,
+                     fixed=None, part_size: int = 4000, max_pairs: float | str | None = "auto",
+                     num_threads: int | None = None,
                      map_parts: Callable[[list[PartSpec]], Sequence[PartResult]] | None = None,
                      progress: ProgressFn | None = None) -> ScalableCoreset:
     r"""TMD k-medoids coreset of ``ds`` without the :math:`n \times n` matrix, with its exact certificate.
@@ -1113,8 +1162,10 @@ def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal",
         Graphs allowed to / required to be medoids.
     part_size : int
         Largest part solved as one k-medoids problem (larger pools are partitioned, see :func:`partition`).
-    max_pairs : int, optional
-        Budget of exact TMD evaluations over all parts (split in proportion to part sizes).
+    max_pairs : int or "auto", optional
+        Budget of exact TMD evaluations of the search over all parts (split in proportion to part sizes);
+        ``"auto"`` (default): chosen from the pool (:func:`auto_pair_budget`); None or 0: none.  The
+        certificate is exact whatever the budget.
     num_threads : int, optional
         numba threads of the exact TMD computations.
     map_parts : callable, optional
@@ -1132,6 +1183,7 @@ def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal",
         :meth:`ScalableCoreset.certificate` (what :func:`tmdlib.select.certificate.tmd_coreset` returns)
         turns it into a certificate.
     """
+    max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
     parts, specs = plan_parts(ds, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
                               part_size=part_size, max_pairs=max_pairs, num_threads=num_threads)
     results = solve_in_order(specs, progress) if map_parts is None else list(map_parts(specs))

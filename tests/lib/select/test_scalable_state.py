@@ -12,7 +12,7 @@ import tmdlib
 from tmdlib.distance.lower import LowerBound
 from tmdlib.select.certificate import certificate_from_assignment, tmd_coreset
 from tmdlib.select.scalable import (EngineInfo, PairCache, PartResult, PartSpec, SwapState, Verdict, nearest_two,
-                                    plan_parts, scalable_coreset, solve_part)
+                                    auto_pair_budget, plan_parts, scalable_coreset, solve_part)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,8 @@ def test_map_parts_decides_where_parts_run(mutag):
     b = scalable_coreset(mutag, 19, part_size=100)
     assert len(seen) == a.info.parts == 2
     assert np.array_equal(a.medoids, b.medoids) and np.array_equal(a.distance, b.distance)
-    assert a.info.to_json() == {"parts": 2, "part_size": 100, "swaps": b.info.swaps, "max_pairs": None}
+    assert a.info.to_json() == {"parts": 2, "part_size": 100, "swaps": b.info.swaps,
+                                "max_pairs": float(auto_pair_budget(mutag.nodes_per_graph))}
     with pytest.raises(ValueError, match="results for 2 parts"):
         scalable_coreset(mutag, 19, part_size=100, map_parts=lambda specs: [])
     cert = tmd_coreset(mutag, 19, engine="scalable", part_size=100, map_parts=map_parts)
