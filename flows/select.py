@@ -41,7 +41,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mat = load_matrix(matrix, len(ds))[np.ix_(train, train)] if matrix else None
     have = read_ledger(labelled, ds.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
     pool = ds.take(train)
-    if method == "tmd" and max_pairs == "auto" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable":
+    scalable = method == "tmd" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable"
+    if scalable and max_pairs == "auto":  # say what the engine chose, before the long search
         max_pairs = auto_pair_budget(pool.nodes_per_graph)
         print(f"pair budget for the search, chosen from the pool: {max_pairs:,} exact pairs ({AUTO_PAIR_WORK:.3g} node "
               f"pairs of TMD work per graph at {pool.nodes_per_graph.mean():.1f} nodes per graph); --max-pairs N sets "

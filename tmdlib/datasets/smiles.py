@@ -1,14 +1,13 @@
 """Build a molecule graph table from a CSV of SMILES strings.
 
-Each SMILES goes through ``ogb.utils.smiles2graph`` (rdkit), so atoms get the
-same 9 categorical features as the OGB files and the same 174-wide one-hot
-encoding (:func:`tmdlib.datasets.ogb.one_hot_atom_features`).  ogb and rdkit
-are imported only when this reader is called.
+Each SMILES is parsed once by rdkit and its atoms get the 9 categorical features of the OGB files
+(:func:`mol_graph`, equal to ``ogb.utils.smiles2graph``'s codes) and the same 174-wide one-hot encoding
+(:func:`tmdlib.datasets.ogb.one_hot_atom_features`).  ogb and rdkit are imported only when this reader is called.
 
-The CSV is streamed (plain or ``.gz``) in chunks of rows, so a pool of millions
-of molecules (MOSES: 1.58 M) never sits in memory as text, and chunks may be
-converted by several processes; atoms are kept as raw codes and dictionary-
-encoded at the end (:func:`tmdlib.datasets.ogb.distinct_atom_rows`).
+The CSV is streamed (plain or ``.gz``) in chunks of rows, so a pool of millions of molecules (MOSES: 1.58 M)
+never sits in memory as text, and chunks may be converted by several processes.  :func:`write_smiles_parquet`
+writes each converted chunk to the store as a Parquet row group as it comes (two passes, memory independent of
+the pool); :func:`read_smiles_csv` builds the same table in memory.
 
 Labels come from one or several columns (several: ``y`` is ``list<double>``, one value per target); their task
 type is decided once all rows are read (:func:`tmdlib.datasets.task.task_and_labels`: inferred, or forced and
