@@ -490,9 +490,11 @@ class _Assembly:
         rows, index = distinct_atom_rows(codes)
         ids = np.empty(rows.shape[0], dtype=np.int32)
         for r, row in enumerate(rows.astype(np.int16)):
-            ids[r] = self.atom_ids.setdefault(row.tobytes(), len(self.atom_ids))
-            if ids[r] == len(self.atom_rows):
+            key = row.tobytes()
+            if key not in self.atom_ids:
+                self.atom_ids[key] = len(self.atom_rows)
                 self.atom_rows.append(row)
+            ids[r] = self.atom_ids[key]
         src, dst = canonical_edges(bonds[:, 0], bonds[:, 1], int(node_ptr[-1]))
         edge_src, edge_dst = edge_list_arrays(src, dst, node_ptr)
         columns = {
@@ -513,13 +515,16 @@ class _Assembly:
         self.edges += src.size // 2
         return pa.table(columns)
 
-    def finish(self, task) -> TaskSpec:
-        """Decide the task from every label (all offending lines in one error) and the final schema."""
+    def finish(self, task, task_source: str | None = None) -> TaskSpec:
+        """Decide the task from every label (all offending lines in one error) and the final schema;
+        ``task_source``, when given, is recorded as the task's source."""
         if not self.graphs:
             raise InputError(self.path, "no molecules (the CSV has no data rows)")
         cols = self.cols
         y = np.concatenate(self.y)
         spec, y = _task_of(y, cols.labels, task, cols.standin, self.path, np.concatenate(self.lines))
+        if task_source is not None:
+            spec = replace(spec, source=task_source)
         self.y = self.lines = None
         self.labels = y if (cols.labels or cols.standin) else None
         one_hot = one_hot_atom_features(np.stack(self.atom_rows))
@@ -544,7 +549,7 @@ class _Assembly:
         """The final table of the raw table whose first graph is ``start`` (after :meth:`finish`)."""
         raw = raw.combine_chunks()
         g = raw.num_rows
-        gid = raw.column("x_gid").chunk(0) if raw.column("x_gid").num_chunks else pa.array([], pa.list_(pa.int32()))
+        gid = raw.column("x_gid").chunk(0)  # a raw table holds one converted chunk: never empty
         node_ptr = np.asarray(gid.offsets, dtype=np.int64)
         node_ptr -= node_ptr[0]
         feature = self.remap[np.asarray(gid.flatten(), dtype=np.int64)]
@@ -691,10 +696,7 @@ progress, name
         finally:
             if writer is not None:
                 writer.close()
-        spec = build.finish(task)
-        if task_source is not None:
-            spec = replace(spec, source=task_source)
-            build.schema = with_task(build.schema.empty_table(), spec).schema
+        spec = build.finish(task, task_source)
         source, start = pq.ParquetFile(scratch), 0
         try:
             with pq.ParquetWriter(out, build.schema, compression="zstd") as writer:
