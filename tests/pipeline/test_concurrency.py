@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -181,13 +182,45 @@ def _same_as_lone(ws: Path, ref: Path) -> None:
         assert (ws / "data" / "tmd" / "M40" / name).read_bytes() == (ref / name).read_bytes(), name
 
 
+def _lock_taken(ws: Path) -> bool:
+    """Probe the flock itself (the holder record alone may outlive a release by a few microseconds)."""
+    import fcntl
+
+    from tasks.locking import LOCK_NAME
+
+    fd = os.open(ws / LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def test_two_cli_runs_on_one_workspace_second_refused(ws_store, tmp_path):
     ws, ref = ws_store
-    first = _tmdsub(ws, tmp_path / "first.log")
+    # The first run holds the lock only for a few seconds, less than a loaded machine may take to start
+    # the second one: it is stopped (SIGSTOP keeps its flock) while the second starts and is refused.
+    for attempt in range(3):
+        first = _tmdsub(ws, tmp_path / "first.log")
+        try:
+            _wait_for(lambda: _held(ws), proc=first)
+            os.killpg(first.pid, signal.SIGSTOP)
+            if _lock_taken(ws):
+                break
+            os.killpg(first.pid, signal.SIGCONT)  # stopped just as it let go: run it again
+            assert _finish(first) == 0, (tmp_path / "first.log").read_text()
+            shutil.rmtree(ws / "data" / "tmd", ignore_errors=True)
+        except BaseException:
+            _reap(first)
+            raise
+    else:
+        pytest.fail("the first run never stayed stopped while holding the lock")
     try:
-        _wait_for(lambda: _held(ws), proc=first)
         second = _tmdsub(ws, tmp_path / "second.log")
         rc2 = _finish(second)
+        os.killpg(first.pid, signal.SIGCONT)
         rc1 = _finish(first)
     finally:
         _reap(first)
@@ -204,8 +237,6 @@ def test_two_cli_runs_on_one_workspace_second_refused(ws_store, tmp_path):
 @pytest.mark.slow
 def test_two_cli_runs_second_waits_and_reuses(ws_store, tmp_path):
     ws, ref = ws_store
-    import shutil
-
     shutil.rmtree(ws / "data" / "tmd", ignore_errors=True)
     first = _tmdsub(ws, tmp_path / "first.log")
     try:
