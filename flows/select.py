@@ -1,17 +1,19 @@
 """Selection flows: ``tmdsub select`` (graphs) and ``tmdsub nodes`` (nodes per graph)."""
 from __future__ import annotations
 
-from prefect import flow
+from pathlib import Path
 
 import numpy as np
+from prefect import flow
 
-from tasks.coreset import part_mapper
+from tasks.coreset import part_hashes, part_mapper
 from tmdlib.select.api import check_engine
 from tmdlib.select.certificate import resolve_engine
 from tmdlib.select.scalable import AUTO_PAIR_WORK, auto_pair_budget
 from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
-                          store_content_hash, store_segments, store_smiles, store_split,
-                          store_task)
+                          open_graph_store,
+                          store_segments, store_smiles, store_split, store_task)
+from tmdlib.datasets.identity import content_hash
 from tasks.labels import read_ledger
 from tasks.select import select_task, subsample_nodes_task, write_json, write_parquet
 
@@ -31,30 +33,36 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     already in the label ledger ``labelled`` are reused first (only their ids are read).  The scalable engine's
     parts run on this flow's task runner, finished parts and exact pairs cached under ``cache_dir``.
     """
-    ds = load_graph_store(graphs)
-    train, test = store_split(graphs, store_segments(graphs, len(ds)), test_fraction, seed)
-    store_hash = store_content_hash(ds)
+    store = open_graph_store(graphs)  # ids and sizes; the graphs are read a chunk at a time
+    train, test = store_split(graphs, store_segments(graphs, len(store)), test_fraction, seed)
+    hashes = part_hashes(store)  # one pass over the store, every graph checked
+    store_hash = content_hash(store.graph_ids, hashes)
     matrix = matrix_path(matrix)  # None when the tmd stage chose the scalable engine (meta.json only)
     check_engine(engine, bool(matrix))
     if matrix:
         check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=trust_matrix)
-    mat = load_matrix(matrix, len(ds))[np.ix_(train, train)] if matrix else None
-    have = read_ledger(labelled, ds.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
-    pool = ds.take(train)
+    mat = load_matrix(matrix, len(store))[np.ix_(train, train)] if matrix else None
+    have = read_ledger(labelled, store.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
+    pool = store.subset(train)
     scalable = method == "tmd" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable"
     if scalable and max_pairs == "auto":  # say what the engine chose, before the long search
         max_pairs = auto_pair_budget(pool.nodes_per_graph)
         print(f"pair budget for the search, chosen from the pool: {max_pairs:,} exact pairs ({AUTO_PAIR_WORK:.3g} node "
               f"pairs of TMD work per graph at {pool.nodes_per_graph.mean():.1f} nodes per graph); --max-pairs N sets "
               "one, 0 none; the certificate is exact either way", flush=True)
-    mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads)
+    if not scalable:  # the scalable engine reads the pool part by part; everything else holds it
+        pool = pool.load()
+    mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads,
+                         hashes=[hashes[i] for i in train.tolist()])
+    del hashes
     sel = select_task(pool, method, fraction=fraction, k=count, seed=seed, engine=engine, depth=depth,
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
-                      restarts=restarts, backend=backend, part_size=part_size, max_pairs=max_pairs)
+                      restarts=restarts, backend=backend, part_size=part_size, max_pairs=max_pairs,
+                      scratch_dir=str(Path(cache_dir) / "scratch") if cache_dir else None)
     doc = sel.to_json()
     doc.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,
-                "train_ids": ds.graph_ids[train].tolist(), "test_ids": ds.graph_ids[test].tolist()})
+                "train_ids": store.graph_ids[train].tolist(), "test_ids": store.graph_ids[test].tolist()})
     # How many labels were reused is reported (and in the label manifest), not stored: committing
     # labels to the ledger must not change selection.json when the medoids stay the same.
     reuse = {key: doc.pop(key) for key in ("labelled_in_pool", "reused_labels")}

@@ -198,16 +198,32 @@ class Progress:
         print(f"{self.what}: {head}{', ' if head else ''}elapsed {el:7.1f}s {note}", file=sys.stderr, flush=True)
 
 
-def run_parts(specs: list[PartSpec], cache: PartCache, submit=None) -> list[PartResult]:
+def _stub(specs, i: int) -> PartSpec:
+    """Spec ``i`` without reading its graphs where ``specs`` can (a :class:`~tmdlib.select.scalable.PartPlan`)."""
+    return specs.stub(i) if hasattr(specs, "stub") else specs[i]
+
+
+#: Parts submitted and not yet finished at any time (``TMDSUB_PARTS_IN_FLIGHT``): enough to keep every worker
+#: of a cluster busy, while the client holds the graphs of only these parts.
+PARTS_IN_FLIGHT = 64
+
+
+def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None = None) -> list[PartResult]:
     """Results of every part: cached ones read, the others run (``submit`` = a task's ``.submit``) and saved.
+
+    At most ``in_flight`` parts are submitted and unfinished at a time, each spec made (its graphs read) just
+    before it is submitted, so the client never holds the graphs of the whole pool.
 
     Parameters
     ----------
-    specs : list of PartSpec
-        One per part (:func:`tmdlib.select.scalable.plan_parts`).
-    cache : PartCache
+    specs : sequence of PartSpec
+        One per part (:func:`tmdlib.select.scalable.plan_parts`: a lazy :class:`~tmdlib.select.scalable.PartPlan`).
+    cache : PartCache, optional
+        Finished parts (None: nothing read or saved).
     submit : callable, optional
         ``submit(spec) -> future`` (default: :func:`solve_part_task` ``.submit`` on the flow's runner).
+    in_flight : int, optional
+        Default :data:`PARTS_IN_FLIGHT` (or ``TMDSUB_PARTS_IN_FLIGHT``).
 
     Returns
     -------
@@ -216,22 +232,37 @@ def run_parts(specs: list[PartSpec], cache: PartCache, submit=None) -> list[Part
     """
     from prefect.futures import as_completed
 
-    paths = [cache.path(s) for s in specs]
-    results: list[PartResult | None] = [cache.result(p) for p in paths]
+    paths = [cache.path(_stub(specs, i)) if cache else None for i in range(len(specs))]
+    results: list[PartResult | None] = [cache.result(p) if cache else None for p in paths]
     todo = [i for i, r in enumerate(results) if r is None]
     progress = Progress("coreset parts", len(specs), len(specs) - len(todo))
     if todo:
         progress.show(f"({len(specs) - len(todo)} cached)")
     submit = submit or solve_part_task.submit
-    futures = {submit(specs[i]): i for i in todo}
+    window = max(1, int(in_flight or os.environ.get("TMDSUB_PARTS_IN_FLIGHT", PARTS_IN_FLIGHT)))
+    queue = iter(todo)
+    futures: dict = {}
     pairs = 0
-    for fut in as_completed(list(futures)):
-        i = futures[fut]
-        res = fut.result()
-        cache.save(paths[i], res.to_arrays())
-        results[i] = res
-        pairs += int(res.pairs_computed)
-        progress.step(note=f"{pairs} exact pairs this run")
+
+    def top_up() -> None:
+        while len(futures) < window:
+            i = next(queue, None)
+            if i is None:
+                return
+            futures[submit(specs[i])] = i
+
+    top_up()
+    while futures:
+        for fut in as_completed(list(futures)):
+            i = futures.pop(fut)
+            res = fut.result()
+            if cache:
+                cache.save(paths[i], res.to_arrays())
+            results[i] = res
+            pairs += int(res.pairs_computed)
+            progress.step(note=f"{pairs} exact pairs this run")
+            break  # refill the window as soon as one part is done
+        top_up()
     return results  # type: ignore[return-value]
 
 
@@ -271,22 +302,22 @@ def solve_here(spec: PartSpec, cache_dir: str | Path | None = None, hashes: list
     return result
 
 
-def part_mapper(cache_dir: str | Path | None, pool: GraphDataset, depth: int, weights, seed: int, part_size: int,
-                threads: int | None = None, submit=None):
+def part_mapper(cache_dir: str | Path | None, pool, depth: int, weights, seed: int, part_size: int,
+                threads: int | None = None, submit=None, hashes: list[str] | None = None):
     """The pipeline's ``map_parts`` for :func:`tmdlib.select.scalable.scalable_coreset`, resumable via ``cache_dir``.
 
     * One part (pools up to ``part_size`` graphs): :func:`solve_here` -- solved in this process, exact
       pairs persisted as they come (:class:`PairStore`).
     * Several parts: one :func:`solve_part_task` each on the running flow's task runner (processes, or a
-      Dask cluster), finished parts cached (:class:`PartCache`, :func:`run_parts`); plain submits when
-      there is no ``cache_dir``.
+      Dask cluster), a bounded number in flight, finished parts cached (:class:`PartCache`,
+      :func:`run_parts`; nothing cached without ``cache_dir``).
 
     Progress with an ETA on stderr.
 
     Parameters
     ----------
     cache_dir : str or Path, optional
-    pool : GraphDataset
+    pool : GraphDataset or StoredGraphs
         The pool being selected from (its graphs' content hashes key the caches; computed only if needed).
     depth, weights, seed, part_size
         The selection's parameters (the caches' keys): the specs handed to ``map_parts`` must have the same.
@@ -294,6 +325,8 @@ def part_mapper(cache_dir: str | Path | None, pool: GraphDataset, depth: int, we
         numba threads of the exact TMD of a part solved here.
     submit : callable, optional
         ``submit(spec) -> future`` (default :func:`solve_part_task` ``.submit``).
+    hashes : list of str, optional
+        The pool's graph content hashes (:func:`part_hashes`) when the caller already has them.
 
     Returns
     -------
@@ -304,15 +337,15 @@ def part_mapper(cache_dir: str | Path | None, pool: GraphDataset, depth: int, we
 
     weights = resolve_weights(depth, weights)
     params = {"depth": depth, "weights": weights.tolist(), "seed": seed, "part_size": part_size}
-    hashes: list[str] = []
+    known: list[str] = list(hashes) if hashes is not None else []
 
     def pool_hashes() -> list[str]:
-        if not hashes:
-            hashes.extend(part_hashes(pool))
-        return hashes
+        if not known:
+            known.extend(part_hashes(pool))
+        return known
 
-    def map_parts(specs: list[PartSpec]) -> list[PartResult]:
-        for s in specs:  # a part solved with other parameters must not be stored under these keys
+    def map_parts(specs) -> list[PartResult]:
+        for s in (_stub(specs, i) for i in range(len(specs))):  # other parameters must not use these keys
             if (s.depth, s.seed) != (depth, seed) or not np.array_equal(resolve_weights(s.depth, s.weights), weights):
                 raise ValueError(f"part planned with depth={s.depth}, seed={s.seed}, weights={s.weights!r}; this "
                                  f"mapper was made for depth={depth}, seed={seed}, weights={weights.tolist()}")
@@ -320,19 +353,16 @@ def part_mapper(cache_dir: str | Path | None, pool: GraphDataset, depth: int, we
             spec = specs[0]
             return [solve_here(spec, cache_dir, [pool_hashes()[i] for i in spec.positions.tolist()] if cache_dir
                                else None, threads)]
-        if cache_dir:
-            return run_parts(specs, PartCache(cache_dir, pool_hashes(), params), submit)
-        from prefect.futures import wait
-
-        futs = [(submit or solve_part_task.submit)(s) for s in specs]
-        wait(futs)
-        return [f.result() for f in futs]
+        return run_parts(specs, PartCache(cache_dir, pool_hashes(), params) if cache_dir else None, submit)
 
     return map_parts
 
 
-def part_hashes(ds: GraphDataset) -> list[str]:
-    """Content hash of each graph (the TMD stage's block hashes)."""
+def part_hashes(ds) -> list[str]:
+    """Content hash of each graph (the TMD stage's block hashes), of a pool in memory or read from its store a
+    chunk at a time (:class:`~tmdlib.datasets.stored.StoredGraphs`)."""
     from tmdlib.datasets.identity import graph_hashes
 
-    return graph_hashes(ds)
+    if isinstance(ds, GraphDataset):
+        return graph_hashes(ds)
+    return [h for _, chunk in ds.chunks() for h in graph_hashes(chunk)]

@@ -20,6 +20,16 @@ def load_graph_store(path: str) -> GraphDataset:
     return to_dataset(read_graph_parquet(path))
 
 
+def open_graph_store(path: str):
+    """``data/graphs/<DATASET>.parquet`` as a :class:`tmdlib.datasets.stored.StoredGraphs`: graph ids and sizes read,
+    the graphs read (and checked) a chunk at a time when asked for."""
+    from tmdlib.datasets.stored import StoredGraphs
+
+    if not Path(path).exists():
+        raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
+    return StoredGraphs(path)
+
+
 def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Read a CSV with integer columns ``i,j`` of graph ids; return row positions into ``known_ids``.
 

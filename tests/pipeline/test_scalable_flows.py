@@ -33,7 +33,9 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", cwd=ws)
     assert res.returncode == 0, res.stderr
     assert "scalable engine" in res.stdout and "exact pairs computed" in res.stdout
-    budget = tmdlib.select.scalable.auto_pair_budget(np.full(150, 17.93))  # MUTAG's training pool, about
+    from tmdlib.select.scalable import auto_pair_budget
+
+    budget = auto_pair_budget(np.full(150, 17.93))  # MUTAG's training pool, about
     line = re.search(r"pair budget for the search, chosen from the pool: ([\d,]+) exact pairs", res.stdout)
     assert line and abs(int(line[1].replace(",", "")) - budget) < 0.1 * budget, res.stdout
     sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())

@@ -6,7 +6,7 @@ numpy arrays with :func:`to_dataset`.  What the labels are: :mod:`tmdlib.dataset
 
 Readers: :func:`read_tu` (TU text layout), :func:`read_ogb` (OGB raw layout),
 :func:`read_smiles_csv` (CSV of SMILES, needs ogb + rdkit),
-:func:`read_graph_parquet`.  Checks: :func:`validate_graph_table`,
+:func:`read_graph_parquet`, :class:`StoredGraphs` (a pool read from its store a chunk at a time).  Checks: :func:`validate_graph_table`,
 :func:`verify_sha256sums`, :func:`check_dataset_name`.  Every reader decides the task
 type of its labels (:mod:`tmdlib.datasets.task`: :class:`TaskSpec`, stored in the schema metadata).
 """
@@ -19,6 +19,7 @@ from .registry import (ACE_SETS, DATASETS, DatasetInfo, check_dataset_name, data
                        load_builtin, metric_for)
 from .schema import (base_fields, build_graph_table, canonical_edges, graph_table_metadata, ogb_fields,
                      tu_fields, validate_graph_table)
+from .stored import PartReader, StoredGraphs
 from .smiles import csv_header, default_csv_columns, read_smiles_csv, write_smiles_parquet
 from .task import (META_TASK, TASK_TYPES, TaskSpec, infer_task, store_task, table_labels, table_task,
                    task_and_labels, task_of_metadata, validate_labels)
@@ -47,6 +48,8 @@ __all__ = [
     "load_builtin",
     "metric_for",
     "ogb_fields",
+    "PartReader",
+    "StoredGraphs",
     "one_hot_atom_features",
     "read_graph_parquet",
     "read_ogb",

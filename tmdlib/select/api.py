@@ -157,8 +157,10 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
 
     Parameters
     ----------
-    data : GraphDataset or ndarray, shape (n, n)
+    data : GraphDataset, StoredGraphs or ndarray, shape (n, n)
         The pool: its graphs, or only its exact TMD matrix (then methods that need graphs or SMILES cannot run).
+        A :class:`~tmdlib.datasets.stored.StoredGraphs` (a pool read from its graph store a chunk at a time) is
+        read part by part by the scalable TMD engine, never held whole; other methods and engines load it.
     method : str
         A registered method (:func:`tmdlib.select.registry.method_names`; see :mod:`tmdlib.select.methods`).
     k, fraction : int or float
@@ -190,7 +192,7 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
     progress : callable, optional
         ``progress(line)`` for long runs (the scalable engine).
     **options
-        Method options: ``restarts`` (5), ``backend`` (``"fasterpam"``), ``part_size``, ``max_pairs``,
+        Method options: ``restarts`` (5), ``backend`` (``"fasterpam"``), ``part_size``, ``max_pairs``, ``scratch_dir``,
         ``memory_limit``, and the chemistry pickers' own.
 
     Returns
@@ -208,8 +210,10 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
     from ..datasets.limits import check_fits, format_size, memory_budget
     from .certificate import certificate_from_matrix, certify_medoids, engine_memory_bytes, resolve_engine
 
+    from ..datasets.stored import StoredGraphs
+
     spec = get_method(method)
-    if isinstance(data, GraphDataset):
+    if isinstance(data, (GraphDataset, StoredGraphs)):
         ds, n = data, len(data)
     else:
         if matrix is not None:
@@ -239,6 +243,8 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
             raise ValueError(f"smiles has {len(smiles)} entries, the pool has {n}")
     check_engine(engine, matrix is not None)
     resolved = "exact" if (matrix is not None or ds is None) else resolve_engine(engine, ds.nodes_per_graph)
+    if isinstance(ds, StoredGraphs) and not (method == "tmd" and resolved == "scalable"):
+        ds = ds.load()  # only the scalable TMD engine reads a pool part by part
     opts = {**options, "map_parts": map_parts, "progress": progress, "num_threads": num_threads}
     problem = Problem(n=n, k=kk, seed=int(seed), dataset=ds, matrix=matrix, distance=distance, smiles=smiles,
                       candidates=candidates, fixed=fixed, depth=int(depth), weights=weights, engine=resolved,

@@ -132,7 +132,7 @@ def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int,
     return 8 * (n * depth * (feature_rows + num_features) + m * m + m * km)
 
 
-def tmd_coreset(dataset: GraphDataset, k: int, depth: int = 4, weights="pascal", *, engine: str = "auto",
+def tmd_coreset(dataset, k: int, depth: int = 4, weights="pascal", *, engine: str = "auto",
                 seed: int = 0, restarts: int = 5, candidates=None, fixed=None,
                 memory_limit: float = DEFAULT_MEMORY_LIMIT, num_threads: int | None = None,
                 **scalable_options) -> CoresetCertificate:
@@ -140,8 +140,9 @@ def tmd_coreset(dataset: GraphDataset, k: int, depth: int = 4, weights="pascal",
 
     Parameters
     ----------
-    dataset : GraphDataset
-        The ``n`` graphs to cover (e.g. the training pool).
+    dataset : GraphDataset or StoredGraphs
+        The ``n`` graphs to cover (e.g. the training pool); a pool on disk
+        (:class:`~tmdlib.datasets.stored.StoredGraphs`) is read part by part by the scalable engine.
     k : int
         Number of medoids, ``1 <= k <= n``.
     depth : int, default 4
@@ -170,6 +171,8 @@ def tmd_coreset(dataset: GraphDataset, k: int, depth: int = 4, weights="pascal",
 
         return scalable_coreset(dataset, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
                                 num_threads=num_threads, **scalable_options).certificate()
+    if not isinstance(dataset, GraphDataset):  # a pool on disk (StoredGraphs): the matrix needs all of it
+        dataset = dataset.load()
     D = tmd_matrix(dataset, depth, weights, memory_limit=memory_limit, num_threads=num_threads)
     res = kmedoids_coreset(D, k, seed=seed, restarts=restarts, candidates=candidates, fixed=fixed)
     return certificate_from_matrix(D, res.medoids, "exact",

@@ -56,7 +56,8 @@ def _tmd(problem: Problem) -> Picked:
         from .certificate import tmd_coreset
 
         o = problem.options
-        scal = {key: o[key] for key in ("part_size", "max_pairs", "map_parts", "progress") if o.get(key) is not None}
+        scal = {key: o[key] for key in ("part_size", "max_pairs", "map_parts", "progress", "scratch_dir")
+                if o.get(key) is not None}
         cert = tmd_coreset(problem.dataset, problem.k, problem.depth, problem.weights, engine="scalable",
                            seed=problem.seed, candidates=problem.candidates, fixed=problem.fixed,
                            num_threads=o.get("num_threads"), **scal)

@@ -46,7 +46,8 @@ from ..distance.lower import LowerBound, structure_embedding
 from ..graph import GraphDataset
 
 __all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",
-           "refine_kmedoids", "PartSpec", "PartResult", "solve_part", "partition", "part_budgets", "plan_parts",
+           "refine_kmedoids", "PartSpec", "PartResult", "PartPlan", "solve_part", "partition", "part_budgets", "plan_parts",
+           "pool_embedding",
            "solve_in_order", "EngineInfo", "ScalableCoreset", "combine_parts", "scalable_coreset", "EXHAUSTIVE_PART"]
 
 Exact = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -840,8 +841,8 @@ class PartSpec:
 
     Attributes
     ----------
-    ds : GraphDataset
-        The part's ``m`` graphs.
+    ds : GraphDataset or None
+        The part's ``m`` graphs (None in :meth:`PartPlan.stub`).
     k : int
         The part's share of the budget (never below its fixed medoids).
     positions : ndarray of int64, shape (m,)
@@ -1012,21 +1013,75 @@ def resolve_max_pairs(max_pairs, nodes_per_graph) -> float | None:
     return float(max_pairs)
 
 
-def plan_parts(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
+def pool_embedding(ds, depth: int = 4, weights="pascal") -> np.ndarray:
+    """:func:`~tmdlib.distance.lower.structure_embedding` of a pool held in memory, or of one read a chunk at a
+    time (:class:`~tmdlib.datasets.stored.StoredGraphs`): the same rows, one per graph."""
+    if isinstance(ds, GraphDataset):
+        return structure_embedding(ds, depth, weights)
+    out = None
+    for start, chunk in ds.chunks():
+        emb = structure_embedding(chunk, depth, weights)
+        if out is None:
+            out = np.empty((len(ds), emb.shape[1]), dtype=emb.dtype)
+        out[start:start + len(chunk)] = emb
+    return out if out is not None else np.zeros((0, int(depth) * 8 + 1), np.float32)
+
+
+class PartPlan(Sequence):
+    """The parts of a pool as a sequence of :class:`PartSpec`, each made when it is asked for.
+
+    ``plan[p]`` reads part ``p``'s graphs (``pool.take`` in memory, or a
+    :class:`~tmdlib.datasets.stored.PartReader` for a pool on disk) and builds its spec, so a mapper that
+    holds only the parts in flight holds only their graphs.  :meth:`stub` is the spec without its graphs
+    (``ds=None``: budgets, positions and masks, e.g. to key a cache).  :meth:`close` removes a reader's scratch.
+    """
+
+    def __init__(self, pool, parts: list[np.ndarray], stubs: list[PartSpec], reader=None):
+        self.pool, self.parts, self.stubs, self.reader = pool, parts, stubs, reader
+
+    def __len__(self) -> int:
+        return len(self.stubs)
+
+    def __getitem__(self, p):
+        if isinstance(p, slice):
+            return [self[i] for i in range(*p.indices(len(self)))]
+        graphs = self.reader.load(p) if self.reader is not None else self.pool.take(self.parts[p])
+        return replace(self.stubs[p], ds=graphs)
+
+    def __iter__(self):
+        return (self[p] for p in range(len(self)))
+
+    def stub(self, p: int) -> PartSpec:
+        """Part ``p``'s spec without its graphs."""
+        return self.stubs[p]
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+
+def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
                fixed=None, part_size: int = 4000, max_pairs: float | str | None = "auto",
-               num_threads: int | None = None) -> tuple[list[np.ndarray], list[PartSpec]]:
+               num_threads: int | None = None, scratch_dir=None) -> tuple[list[np.ndarray], PartPlan]:
     """Split a pool into parts and give each its budget.
 
     Pools of at most ``part_size`` graphs are one part; larger ones are split by :func:`partition` of
-    their structure embedding.  Budgets: :func:`part_budgets`, then every part keeps at least its fixed
-    medoids (the others give way).
+    their structure embedding (:func:`pool_embedding`).  Budgets: :func:`part_budgets`, then every part keeps
+    at least its fixed medoids (the others give way).
+
+    Parameters
+    ----------
+    ds : GraphDataset or StoredGraphs
+        The pool, in memory or read from its store a chunk at a time
+        (:class:`~tmdlib.datasets.stored.StoredGraphs`: its graphs are then grouped by part in a scratch file
+        under ``scratch_dir``, see :meth:`~tmdlib.datasets.stored.StoredGraphs.part_reader`).
 
     Returns
     -------
     parts : list of ndarray of int64
         Positions into ``ds`` of each part's graphs (``parts[p] is specs[p].positions``).
-    specs : list of PartSpec
-        One per part, for :func:`solve_part`.
+    specs : PartPlan
+        One :class:`PartSpec` per part for :func:`solve_part`, each made (its graphs read) when indexed.
     """
     n = len(ds)
     if not 1 <= k <= n:
@@ -1034,15 +1089,16 @@ def plan_parts(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, se
     max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
     cand = None if candidates is None else np.asarray(candidates, bool)
     fix = None if fixed is None else np.asarray(fixed, bool)
-    parts = [np.arange(n)] if n <= part_size else partition(structure_embedding(ds, depth, weights), part_size)
+    parts = [np.arange(n)] if n <= part_size else partition(pool_embedding(ds, depth, weights), part_size)
     budgets = part_budgets(np.array([p.size for p in parts]), k)
     if fix is not None:
         budgets = _give_fixed_room(budgets, np.array([int(fix[p].sum()) for p in parts]))
-    specs = [PartSpec(ds.take(p), int(b), p, depth, weights, seed, None if cand is None else cand[p],
+    stubs = [PartSpec(None, int(b), p, depth, weights, seed, None if cand is None else cand[p],
                       None if fix is None else fix[p], None if max_pairs is None else float(max_pairs) * p.size / n,
                       num_threads)
              for p, b in zip(parts, budgets)]
-    return parts, specs
+    reader = None if isinstance(ds, GraphDataset) else ds.part_reader(parts, scratch_dir)
+    return parts, PartPlan(ds, parts, stubs, reader)
 
 
 def solve_in_order(specs: Sequence[PartSpec], progress: ProgressFn | None = None) -> list[PartResult]:
@@ -1139,11 +1195,11 @@ def combine_parts(n: int, parts: Sequence[np.ndarray], results: Sequence, part_s
                            int(sum(int(r.pairs_computed) for r in results)), info)
 
 
-def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
+def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
                      fixed=None, part_size: int = 4000, max_pairs: float | str | None = "auto",
                      num_threads: int | None = None,
-                     map_parts: Callable[[list[PartSpec]], Sequence[PartResult]] | None = None,
-                     progress: ProgressFn | None = None) -> ScalableCoreset:
+                     map_parts: Callable[[Sequence[PartSpec]], Sequence[PartResult]] | None = None,
+                     progress: ProgressFn | None = None, scratch_dir=None) -> ScalableCoreset:
     r"""TMD k-medoids coreset of ``ds`` without the :math:`n \times n` matrix, with its exact certificate.
 
     The one implementation of plan → solve parts → combine: :func:`plan_parts`, then
@@ -1151,8 +1207,10 @@ def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal",
 
     Parameters
     ----------
-    ds : GraphDataset
-        The ``n`` graphs to cover.
+    ds : GraphDataset or StoredGraphs
+        The ``n`` graphs to cover: in memory, or a pool on disk read a chunk at a time
+        (:class:`~tmdlib.datasets.stored.StoredGraphs`; memory then holds a chunk or the parts in flight,
+        never the pool).
     k : int
         Number of medoids.
     depth, weights
@@ -1169,12 +1227,16 @@ def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal",
     num_threads : int, optional
         numba threads of the exact TMD computations.
     map_parts : callable, optional
-        ``map_parts(specs) -> results``: a :class:`PartResult` per :class:`PartSpec`, in the same order,
-        however obtained -- :func:`solve_part` on process or Dask workers, a cache of finished parts,
+        ``map_parts(specs) -> results``: a :class:`PartResult` per :class:`PartSpec` of the sequence ``specs``
+        (a :class:`PartPlan`: ``specs[p]`` reads part ``p``'s graphs, ``specs.stub(p)`` does not), in the same
+        order, however obtained -- :func:`solve_part` on process or Dask workers, a cache of finished parts,
         persisted exact pairs (``solve_part(spec, exact=...)``).  The pipeline's:
         :func:`tasks.coreset.part_mapper`.  Default: :func:`solve_in_order` here.
     progress : callable, optional
         Status lines of the default mapper (unused with ``map_parts``).
+    scratch_dir : path, optional
+        Where a :class:`~tmdlib.datasets.stored.StoredGraphs` pool's graphs are grouped by part (default: the
+        system's temporary folder); removed at the end.
 
     Returns
     -------
@@ -1185,8 +1247,12 @@ def scalable_coreset(ds: GraphDataset, k: int, depth: int = 4, weights="pascal",
     """
     max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
     parts, specs = plan_parts(ds, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
-                              part_size=part_size, max_pairs=max_pairs, num_threads=num_threads)
-    results = solve_in_order(specs, progress) if map_parts is None else list(map_parts(specs))
+                              part_size=part_size, max_pairs=max_pairs, num_threads=num_threads,
+                              scratch_dir=scratch_dir)
+    try:
+        results = solve_in_order(specs, progress) if map_parts is None else list(map_parts(specs))
+    finally:
+        specs.close()
     if len(results) != len(specs):
         raise ValueError(f"map_parts returned {len(results)} results for {len(specs)} parts")
     return combine_parts(len(ds), parts, results, part_size, max_pairs)

@@ -285,3 +285,55 @@ def test_slices_keep_the_engines_groups_and_bound_the_cost():
     assert len(again) == len(pieces) and all(np.array_equal(a, b) for a, b in zip(pieces, again))
     small = PairCache(lambda i, j: np.zeros(i.size), 11, size=size, slice_cost=1e9)
     assert len(small.slices(i, j)) == 1  # a cheap batch stays whole
+
+
+# ---------------------------------------------------------------------------------------------- a pool on disk
+
+def test_a_pool_read_from_its_store_gives_the_same_coreset(tmp_path, monkeypatch):
+    """The scalable engine on a StoredGraphs pool (chunks, parts grouped in a scratch file) returns exactly what it
+    returns on the pool in memory; the embedding that partitions it is the same row for row; the pipeline's mapper
+    keeps at most ``in_flight`` parts submitted; the scratch file is removed."""
+    import pyarrow.parquet as pq
+
+    from helpers import RAW
+    from tasks.coreset import part_mapper
+    from tmdlib.datasets import read_tu, to_dataset
+    from tmdlib.datasets.stored import StoredGraphs
+    from tmdlib.distance.lower import structure_embedding
+    from tmdlib.select.scalable import pool_embedding
+
+    table = read_tu(RAW / "NCI1", "NCI1").slice(0, 900)
+    path = tmp_path / "nci.parquet"
+    pq.write_table(table, path, row_group_size=200)
+    rows = np.arange(0, 900, 3) + 1
+    mem = to_dataset(table).take(rows)
+    disk = StoredGraphs(path, chunk_rows=128).subset(rows)
+    assert np.array_equal(pool_embedding(disk), structure_embedding(mem))
+    scratch = tmp_path / "scratch"
+    opts = {"part_size": 80, "max_pairs": "auto"}
+    a = scalable_coreset(mem, 12, **opts)
+    b = scalable_coreset(disk, 12, scratch_dir=scratch, **opts)
+    assert a.info.parts >= 4
+    for f in ("medoids", "assignment", "distance"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert a.pairs_computed == b.pairs_computed and not any(scratch.iterdir())
+
+    outstanding, peak = [], [0]
+
+    class _Later:  # a future that finishes when the mapper waits for it
+        _final_state = True
+
+        def __init__(self, spec):
+            outstanding.append(self)
+            peak[0] = max(peak[0], len(outstanding))
+            self.value = solve_part(spec)
+
+        def result(self):
+            if self in outstanding:
+                outstanding.remove(self)
+            return self.value
+
+    mapper = part_mapper(str(tmp_path / "cache"), disk, 4, "pascal", 0, 80, submit=_Later)
+    monkeypatch.setenv("TMDSUB_PARTS_IN_FLIGHT", "2")
+    c = tmd_coreset(disk, 12, engine="scalable", map_parts=mapper, scratch_dir=scratch, **opts)
+    assert peak[0] == 2 and np.array_equal(c.medoids, a.medoids) and np.array_equal(c.distance, a.distance)

@@ -1,0 +1,116 @@
+"""StoredGraphs: a pool read from its graph store a chunk at a time, and grouped by part in a scratch file.
+
+Everything it hands out equals what reading the whole store gives (``to_dataset(read_graph_parquet(path))``
+then ``take``): chunks, the whole pool, each part in its own order; bad rows are named by their row in the file,
+whichever chunk they are in; the scratch file is gone after ``close``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import RAW
+from tmdlib.datasets import read_graph_parquet, read_tu, to_dataset
+from tmdlib.datasets.identity import graph_hashes
+from tmdlib.datasets.stored import StoredGraphs
+from tmdlib.errors import InputError
+
+FIELDS = ("node_ptr", "edge_ptr", "src", "dst", "graph_ids", "feature_index", "features", "indptr", "indices")
+
+
+def _same(a, b, y: bool = True) -> None:
+    for f in FIELDS + (("y",) if y else ()):
+        x, z = getattr(a, f), getattr(b, f)
+        assert (x is None and z is None) or np.array_equal(x, z, equal_nan=True), f
+
+
+@pytest.fixture(scope="module", params=["NCI1", "MUTAG"])
+def store(request, tmp_path_factory):
+    """A TU store written in several row groups (NCI1: x_id feature table; MUTAG written dense, schema v1)."""
+    name = request.param
+    table = read_tu(RAW / name, name)
+    if name == "MUTAG":  # the dense layout: one list<list<float32>> row per node
+        ds = to_dataset(table)
+        x = ds.features[ds.feature_index].astype(np.float32)
+        rows = pa.ListArray.from_arrays(pa.array(np.arange(0, x.size + 1, x.shape[1], dtype=np.int32)),
+                                        pa.array(x.ravel()))
+        nodes = pa.ListArray.from_arrays(pa.array(ds.node_ptr.astype(np.int32)), rows)
+        table = table.drop_columns(["x_id"]).append_column("x", nodes)
+        table = table.replace_schema_metadata({k: v for k, v in (table.schema.metadata or {}).items()
+                                               if b"feature" not in k})
+    path = tmp_path_factory.mktemp("stored") / f"{name}.parquet"
+    pq.write_table(table, path, row_group_size=max(50, table.num_rows // 6))
+    return path
+
+
+def test_chunks_load_and_parts_equal_the_whole_store(store, tmp_path):
+    whole = to_dataset(read_graph_parquet(store))
+    full = StoredGraphs(store, chunk_rows=max(20, len(whole) // 9))
+    assert len(full) == len(whole) and np.array_equal(full.graph_ids, whole.graph_ids)
+    assert np.array_equal(full.nodes_per_graph, whole.nodes_per_graph) and full.num_features == whole.num_features
+    rows = np.sort(np.random.default_rng(0).choice(len(whole), len(whole) * 2 // 3, replace=False))
+    pool = full.subset(rows)
+    ref = whole.take(rows)
+    _same(pool.load(), ref)
+    got, starts = [], []
+    for start, chunk in pool.chunks():
+        starts.append(start)
+        got.extend(graph_hashes(chunk))
+    assert starts == sorted(starts) and starts[0] == 0 and len(starts) > 2
+    assert got == graph_hashes(ref)
+    parts = np.array_split(np.random.default_rng(1).permutation(len(pool)), 5)
+    with pool.part_reader(parts, scratch_dir=tmp_path, chunk_rows=max(30, len(pool) // 4)) as reader:
+        assert reader.file.exists()
+        for i, p in enumerate(parts):  # each part in the order of its positions (not the store's)
+            _same(reader.load(i), ref.take(p), y=False)
+    assert not reader.dir.exists() and not any(tmp_path.iterdir())
+
+
+def test_pool_subset_and_rows_are_checked(store):
+    full = StoredGraphs(store)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        StoredGraphs(store, rows=[3, 2])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        StoredGraphs(store, rows=[0, len(full)])
+    with pytest.raises(ValueError, match="disjoint"):
+        full.part_reader([np.array([0, 1]), np.array([1, 2])])
+
+
+def _nci1_table():
+    return read_tu(RAW / "NCI1", "NCI1")
+
+
+def test_bad_row_in_a_later_chunk_is_named_by_its_row_in_the_file(tmp_path):
+    table = _nci1_table()
+    src = table.column("edge_src").to_pylist()
+    src[2500][0] = 10_000  # node id out of range in graph row 2501
+    table = table.set_column(table.column_names.index("edge_src"), "edge_src",
+                             pa.array(src, table.schema.field("edge_src").type))
+    path = tmp_path / "bad.parquet"
+    pq.write_table(table, path, row_group_size=1000)
+    pool = StoredGraphs(path, chunk_rows=600)  # ids and sizes are fine: the graphs are checked when read
+    with pytest.raises(InputError) as err:
+        for _ in pool.chunks():
+            pass
+    assert err.value.line == 2501 and str(path) in str(err.value)
+    with pytest.raises(InputError) as whole:
+        read_graph_parquet(path)
+    assert whole.value.line == 2501 and whole.value.problem == err.value.problem
+
+
+def test_repeated_graph_id_missing_file_and_not_parquet(tmp_path):
+    table = _nci1_table()
+    ids = table.column("graph_id").to_numpy().copy()
+    ids[3000] = ids[10]
+    path = tmp_path / "dup.parquet"
+    pq.write_table(table.set_column(0, "graph_id", pa.array(ids)), path, row_group_size=1000)
+    with pytest.raises(InputError, match=f"graph_id {ids[10]} repeated") as err:
+        StoredGraphs(path)
+    assert err.value.line == 3001
+    with pytest.raises(InputError, match="file not found"):
+        StoredGraphs(tmp_path / "absent.parquet")
+    (tmp_path / "text.parquet").write_text("graph_id\n1\n")
+    with pytest.raises(InputError, match="not a readable Parquet file"):
+        StoredGraphs(tmp_path / "text.parquet")
