@@ -35,8 +35,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     """
     store = open_graph_store(graphs)  # ids and sizes; the graphs are read a chunk at a time
     train, test = store_split(graphs, store_segments(graphs, len(store)), test_fraction, seed)
-    hashes = part_hashes(store)  # one pass over the store, every graph checked
-    store_hash = content_hash(store.graph_ids, hashes)
+    hashes = part_hashes(store)  # one pass over the store, every graph checked (ASCII hex, S64)
+    store_hash = content_hash(store.graph_ids, (h.decode() for h in hashes))
     matrix = matrix_path(matrix)  # None when the tmd stage chose the scalable engine (meta.json only)
     check_engine(engine, bool(matrix))
     if matrix:
@@ -53,7 +53,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     if not scalable:  # the scalable engine reads the pool part by part; everything else holds it
         pool = pool.load()
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads,
-                         hashes=[hashes[i] for i in train.tolist()])
+                         hashes=hashes[train])
     del hashes
     sel = select_task(pool, method, fraction=fraction, k=count, seed=seed, engine=engine, depth=depth,
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),

@@ -176,6 +176,7 @@ class StoredGraphs:
             start = stop
             if done >= len(self):
                 break
+        pa.default_memory_pool().release_unused()  # hand the chunks' buffers back now, not at the allocator's leisure
 
     def chunks(self, chunk_rows: int | None = None) -> Iterator[tuple[int, GraphDataset]]:
         """The pool in order, a chunk at a time.
@@ -213,9 +214,9 @@ class StoredGraphs:
             Where the scratch file goes (default: the system's temporary folder); removed by
             :meth:`PartReader.close`.
         chunk_rows : int, optional
-            Graphs read at a time (default: 4 x ``chunk_rows``: fewer, larger batches per part).
+            Graphs read at a time (default: the pool's ``chunk_rows``).
         """
-        return PartReader(self, parts, scratch_dir, chunk_rows or 4 * self.chunk_rows)
+        return PartReader(self, parts, scratch_dir, chunk_rows or self.chunk_rows)
 
 
 class PartReader:

@@ -337,3 +337,26 @@ def test_a_pool_read_from_its_store_gives_the_same_coreset(tmp_path, monkeypatch
     monkeypatch.setenv("TMDSUB_PARTS_IN_FLIGHT", "2")
     c = tmd_coreset(disk, 12, engine="scalable", map_parts=mapper, scratch_dir=scratch, **opts)
     assert peak[0] == 2 and np.array_equal(c.medoids, a.medoids) and np.array_equal(c.distance, a.distance)
+
+
+def test_parts_are_submitted_without_the_parent_tasks_parameters():
+    """Prefect ships the serialized context (a task's own parameters included) with every task a process or Dask
+    runner runs: parts submitted from the select task must not carry the pool it was given."""
+    from prefect import flow, task
+    from prefect.context import serialize_context
+
+    from tasks.coreset import outside_parent_task
+
+    @task(persist_result=False)
+    def parent(big):
+        inside = serialize_context()["task_run_context"]
+        with outside_parent_task():
+            outside = serialize_context()["task_run_context"]
+        return "big" in str(inside.get("parameters", {})), outside
+
+    @flow
+    def run():
+        return parent(["big"] * 3)
+
+    had, outside = run()
+    assert had and outside == {}
