@@ -7,15 +7,14 @@ import numpy as np
 from prefect import flow
 
 from tasks.coreset import part_hashes, part_mapper
+from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
+                          open_graph_store, store_segments, store_smiles, store_split, store_task)
+from tasks.labels import read_ledger
+from tasks.select import select_task, subsample_nodes_task, write_json, write_parquet
+from tmdlib.datasets.identity import content_hash
 from tmdlib.select.api import check_engine
 from tmdlib.select.certificate import resolve_engine
 from tmdlib.select.scalable import AUTO_PAIR_WORK, auto_pair_budget
-from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
-                          open_graph_store,
-                          store_segments, store_smiles, store_split, store_task)
-from tmdlib.datasets.identity import content_hash
-from tasks.labels import read_ledger
-from tasks.select import select_task, subsample_nodes_task, write_json, write_parquet
 
 
 @flow(name="select")
@@ -52,8 +51,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
               "one, 0 none; the certificate is exact either way", flush=True)
     if not scalable:  # the scalable engine reads the pool part by part; everything else holds it
         pool = pool.load()
-    mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads,
-                         hashes=hashes[train])
+    mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads, hashes=hashes[train])
     del hashes
     sel = select_task(pool, method, fraction=fraction, k=count, seed=seed, engine=engine, depth=depth,
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),

@@ -192,8 +192,9 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
     progress : callable, optional
         ``progress(line)`` for long runs (the scalable engine).
     **options
-        Method options: ``restarts`` (5), ``backend`` (``"fasterpam"``), ``part_size``, ``max_pairs``, ``scratch_dir``,
-        ``memory_limit``, and the chemistry pickers' own.
+        Method options: ``restarts`` (5), ``backend`` (``"fasterpam"``), ``part_size``, ``max_pairs``,
+        ``scratch_dir`` (where the scalable engine groups a stored pool by part), ``memory_limit``, and the chemistry
+        pickers' own.
 
     Returns
     -------
@@ -208,9 +209,8 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
         Unknown method or engine, bad budget.
     """
     from ..datasets.limits import check_fits, format_size, memory_budget
-    from .certificate import certificate_from_matrix, certify_medoids, engine_memory_bytes, resolve_engine
-
     from ..datasets.stored import StoredGraphs
+    from .certificate import certificate_from_matrix, certify_medoids, engine_memory_bytes, resolve_engine
 
     spec = get_method(method)
     if isinstance(data, (GraphDataset, StoredGraphs)):
