@@ -149,14 +149,14 @@ class StoredGraphs:
     def num_nodes(self) -> int:
         return int(self.nodes_per_graph.sum())
 
-    def _tables(self, columns: Sequence[str], chunk_rows: int | None = None) -> Iterator[tuple[int, object]]:
+    def _tables(self, chunk_rows: int | None = None) -> Iterator[tuple[int, object]]:
         """``(first pool position, Arrow table of the pool's rows in the chunk)``, checked, in pool order."""
         import pyarrow as pa
 
         from .schema import validate_graph_table
 
         pf = _open(self.path)
-        cols = list(dict.fromkeys([*_GRAPH_COLUMNS, self._feat, "y", *columns]))
+        cols = [*_GRAPH_COLUMNS, self._feat, "y"]  # what validate_graph_table needs
         schema = pa.schema([self._schema.field(c) for c in cols], metadata=self._schema.metadata)
         start, done = 0, 0
         for batch in pf.iter_batches(batch_size=int(chunk_rows or self.chunk_rows), columns=cols,
@@ -190,7 +190,7 @@ class StoredGraphs:
         """
         from .arrow import to_dataset
 
-        for start, table in self._tables((), chunk_rows):
+        for start, table in self._tables(chunk_rows):
             yield start, to_dataset(table)
 
     def load(self) -> GraphDataset:
@@ -199,7 +199,7 @@ class StoredGraphs:
 
         from .arrow import to_dataset
 
-        tables = [table for _, table in self._tables(())]
+        tables = [table for _, table in self._tables()]
         return to_dataset(pa.concat_tables(tables) if tables else self._schema.empty_table())
 
     def part_reader(self, parts: Sequence[np.ndarray], scratch_dir: str | os.PathLike | None = None,
@@ -244,8 +244,8 @@ class PartReader:
         try:
             count = 0
             writer = None
-            for start, table in pool._tables((), chunk_rows):
-                cols = [c for c in ("graph_id", pool._feat, "edge_src", "edge_dst")]
+            cols = ["graph_id", pool._feat, "edge_src", "edge_dst"]  # what a part's solve reads
+            for start, table in pool._tables(chunk_rows):
                 table = table.select(cols)
                 if writer is None:
                     self.schema = table.schema
@@ -287,7 +287,8 @@ class PartReader:
 
     def close(self) -> None:
         """Remove the scratch file."""
-        shutil.rmtree(getattr(self, "dir", None) or "", ignore_errors=True) if getattr(self, "dir", None) else None
+        if getattr(self, "dir", None) is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "PartReader":
         return self
