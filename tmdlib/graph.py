@@ -61,7 +61,7 @@ def _csr_from_edges(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarra
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """An undirected graph with node features.
+    r"""An undirected graph with node features.
 
     Parameters
     ----------

@@ -79,7 +79,7 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024 ** 3
 
 @dataclass
 class _Level:
-    """Distinct trees of one level of a universe.
+    r"""Distinct trees of one level of a universe.
 
     Attributes
     ----------

@@ -55,7 +55,7 @@ ProgressFn = Callable[[str], None]
 
 
 class PairCache:
-    """Exact distances on demand: each unordered pair is computed once, by batches.
+    r"""Exact distances on demand: each unordered pair is computed once, by batches.
 
     Parameters
     ----------

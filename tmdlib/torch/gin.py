@@ -167,7 +167,7 @@ class GIN(nn.Module):
         self.scale = float(scale)
 
     def head(self, pooled: torch.Tensor) -> torch.Tensor:
-        """The readout :math:`W_{out}(s \cdot \text{pooled}) + b`, shape ``(num_graphs, out_dim)``."""
+        r"""The readout :math:`W_{out}(s \cdot \text{pooled}) + b`, shape ``(num_graphs, out_dim)``."""
         return self.out(pooled if self.scale == 1.0 else pooled * self.scale)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, batch: torch.Tensor,

@@ -148,3 +148,18 @@ def test_promised_public_api():
     g2 = tmdlib.Graph(np.eye(3)[:2], np.array([[0, 1], [1, 0]]))
     assert tmdlib.tmd(g1, g2) == pytest.approx(tmdlib.tmd_pairs([g1, g2], [0], [1])[0])
     assert tmdlib.tmd(g1, tmdlib.Graph.empty(3)) == pytest.approx(tmdlib.tree_norm(g1))
+
+
+def test_sources_compile_without_warnings():
+    """No invalid escape sequence (a SyntaxWarning on Python 3.12+, an error later): docstrings with LaTeX are raw.
+
+    Seen on Python 3.12: ``:math:`\\lVert f \\rVert``` in a plain docstring warned on import (and its ``\\r`` was a
+    carriage return)."""
+    import warnings
+
+    files = [p for pkg in (*PACKAGES, "benchmarks", "examples") for p in (ROOT / pkg).rglob("*.py")]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for p in files:
+            compile(p.read_text(encoding="utf-8"), str(p), "exec")
+    assert not [f"{w.filename}:{w.lineno}: {w.message}" for w in caught]

@@ -19,7 +19,7 @@ from .candidates import (_DEFAULT_RESTART, _METHOD_CODE, _check_mode, _graph_arr
 from .kernel import subsample_kernel
 
 def _run_kernel(indptr, indices, node_ptr, xnorm, ks, seeds, method, depth, weights, bfs_mode, rw_restart):
-    """The compiled pass; ``xnorm`` (shape (N,)) holds the feature norm :math:`\lVert f^v \rVert_2` of each node."""
+    r"""The compiled pass; ``xnorm`` (shape (N,)) holds the feature norm :math:`\lVert f^v \rVert_2` of each node."""
     _check_mode(method, bfs_mode, rw_restart)
     coefs = _tree_norm_coefs(depth, weights)
     check_value_range(depth, resolve_weights(depth, weights),  # the norms as one feature: the same bound
@@ -185,7 +185,7 @@ def induced_subdataset(dataset: GraphDataset, mask) -> GraphDataset:
 
 
 def node_norms(dataset: GraphDataset) -> np.ndarray:
-    """Shape ``(N,)``: :math:`\lVert f^v \rVert_2` of every node, from the feature table."""
+    r"""Shape ``(N,)``: :math:`\lVert f^v \rVert_2` of every node, from the feature table."""
     if dataset.num_nodes == 0:
         return np.zeros(0)
     return np.linalg.norm(dataset.features, axis=1)[dataset.feature_index]
