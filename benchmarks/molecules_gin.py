@@ -8,6 +8,7 @@ the very molecules the random forests trained on):
     # here: after `tmdsub experiment --profile molecules --models rf` has made the picks of every set
     python benchmarks/molecules_gin.py export gpu_bundle            # arrays + picks of the sets (largest first)
     # there: python3 benchmarks/molecules_gin.py run gpu_bundle $OUT --workers 14 --device cuda --deadline 480
+    #        (add --done <rows files> to train only the rows those files lack, e.g. after a run stopped by its deadline)
     # here: python benchmarks/molecules_gin.py merge <the rows-*.csv files> --results reports/results/molecules
 
 ``run`` trains the rows of :func:`tmdlib.experiment.molecules.plan_cells` for ``gin`` (largest sets first) with
@@ -100,10 +101,11 @@ def _work(job):
 
 
 def run(bundle: str, out: str, workers: int, device: str, deadline: float, epochs: int | None,
-        trials: int | None) -> None:
-    from tmdlib.experiment.molecules import PROFILE, plan_cells
+        trials: int | None, done_files: list[str] | None = None) -> None:
+    from tmdlib.experiment.molecules import PROFILE, plan_cells, read_rows, row_key
 
     t0 = time.perf_counter()
+    finished = {row_key(r) for f in done_files or [] for r in read_rows(f)}  # rows a resumed run skips
     Path(out).mkdir(parents=True, exist_ok=True)
     names = json.loads((Path(bundle) / "manifest.json").read_text())["sets"]
     jobs = []
@@ -112,7 +114,7 @@ def run(bundle: str, out: str, workers: int, device: str, deadline: float, epoch
         grid = {**PROFILE, "fractions": sorted({float(q["fraction"]) for q in picks}),
                 "methods": [m for m in PROFILE["methods"] if any(q["method"] == m for q in picks)],
                 "trials": min(trials or PROFILE["trials"], 1 + max(int(q["trial"]) for q in picks))}
-        for spec in plan_cells(grid, name, lambda key: False, ["gin"]):
+        for spec in plan_cells(grid, name, finished.__contains__, ["gin"]):
             jobs.append((bundle, out, spec, device, epochs))
     total = sum(len(j[2]["rows"]) for j in jobs)
     print(f"{len(jobs)} cells, {total} GIN models, {workers} workers on {device}", flush=True)
@@ -170,6 +172,8 @@ def main() -> None:
     r.add_argument("--deadline", type=float, default=1e9, help="seconds; no new cell starts after it")
     r.add_argument("--epochs", type=int, default=None, help="smoke tests only (rows record their epochs)")
     r.add_argument("--trials", type=int, default=None)
+    r.add_argument("--done", nargs="*", default=None, metavar="CSV",
+                   help="rows files (results or earlier rows-*.csv) whose rows are not trained again")
     m = sub.add_parser("merge")
     m.add_argument("files", nargs="+")
     m.add_argument("--results", default=str(ROOT / "reports" / "results" / "molecules"))
@@ -177,7 +181,7 @@ def main() -> None:
     if a.cmd == "export":
         export(a.out, a.datasets.split(",") if a.datasets else None, a.cache_dir, a.raw_root)
     elif a.cmd == "run":
-        run(a.bundle, a.out, a.workers, a.device, a.deadline, a.epochs, a.trials)
+        run(a.bundle, a.out, a.workers, a.device, a.deadline, a.epochs, a.trials, a.done)
     else:
         merge(a.files, a.results)
 
