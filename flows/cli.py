@@ -170,6 +170,18 @@ def _max_pairs(text: str) -> int | str:
     raise InputError(None, f"--max-pairs must be auto, 0 (no budget) or a whole number of pairs; got {text!r}")
 
 
+def _part_size(text: str) -> int | str:
+    """``--part-size``: ``auto`` or a whole number >= 2."""
+    from tmdlib.errors import InputError
+
+    text = str(text).strip().lower()
+    if text == "auto":
+        return text
+    if text.isdigit() and int(text) >= 2:
+        return int(text)
+    raise InputError(None, f"--part-size must be auto or a whole number of graphs (at least 2); got {text!r}")
+
+
 @app.command()
 def select(
     dataset: str = typer.Argument(..., help="Dataset name."),
@@ -188,7 +200,7 @@ def select(
     backend: str = typer.Option("fasterpam", "--backend", help="fasterpam | sklearn-extra | sklearn-extra-alternate."),
     labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv; absent = nothing labelled): graphs in it are reused first."),
     cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help="Scalable engine: finished parts and exact pairs (a killed run resumes from them)."),
-    part_size: int = typer.Option(4000, "--part-size", min=2, help="Scalable engine: largest pool solved as one part; larger pools are split (one task per part)."),
+    part_size: str = typer.Option("auto", "--part-size", help="Scalable engine: largest pool solved as one part; larger pools are split (one task per part). auto: 4000, or 1000 past 100,000 training graphs (printed)."),
     max_pairs: str = typer.Option("auto", "--max-pairs", help="Scalable engine: budget of exact TMD evaluations for the search: auto (chosen from the pool's graph sizes, printed), a number, or 0 for none; the certificate stays exact."),
     runner: str = typer.Option("local", "--runner", help="Scalable engine, several parts: local (processes) | threads | dask."),
     workers: int = typer.Option(2, "--workers", min=1, help="Parallel parts (local/threads/dask local cluster)."),
@@ -221,7 +233,8 @@ def select(
     sel = flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
                test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
                backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
-               cache_dir=str(cache_dir), part_size=part_size, max_pairs=_max_pairs(max_pairs), trust_matrix=trust_matrix)
+               cache_dir=str(cache_dir), part_size=_part_size(part_size), max_pairs=_max_pairs(max_pairs),
+               trust_matrix=trust_matrix)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "

@@ -14,14 +14,14 @@ from tasks.select import select_task, subsample_nodes_task, write_json, write_pa
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.api import check_engine
 from tmdlib.select.certificate import resolve_engine
-from tmdlib.select.scalable import AUTO_PAIR_WORK, auto_pair_budget
+from tmdlib.select.scalable import AUTO_PAIR_WORK, AUTO_PART_SWITCH, auto_pair_budget, resolve_part_size
 
 
 @flow(name="select")
 def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | None = 0.1, count: int | None = None,
                 seed: int = 0, test_fraction: float = 0.2, matrix: str | None = None, restarts: int = 5,
                 backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
-                weights="pascal", cache_dir: str | None = None, part_size: int = 4000,
+                weights="pascal", cache_dir: str | None = None, part_size: int | str = "auto",
                 max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False) -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
@@ -44,6 +44,13 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     have = read_ledger(labelled, store.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
     pool = store.subset(train)
     scalable = method == "tmd" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable"
+    if scalable and part_size == "auto":  # say what the engine chose, before the long search
+        part_size = resolve_part_size(part_size, len(pool))
+        parts = "one part" if len(pool) <= part_size else f"parts of at most {part_size:,} graphs"
+        print(f"part size chosen from the pool: {part_size:,} ({len(pool):,} training graphs: {parts}; pools over "
+              f"{AUTO_PART_SWITCH:,} graphs take 1,000, ~3x faster for a larger epsilon); --part-size N sets one",
+              flush=True)
+    part_size = resolve_part_size(part_size, len(pool))
     if scalable and max_pairs == "auto":  # say what the engine chose, before the long search
         max_pairs = auto_pair_budget(pool.nodes_per_graph)
         print(f"pair budget for the search, chosen from the pool: {max_pairs:,} exact pairs ({AUTO_PAIR_WORK:.3g} node "

@@ -38,6 +38,7 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     budget = auto_pair_budget(np.full(150, 17.93))  # MUTAG's training pool, about
     line = re.search(r"pair budget for the search, chosen from the pool: ([\d,]+) exact pairs", res.stdout)
     assert line and abs(int(line[1].replace(",", "")) - budget) < 0.1 * budget, res.stdout
+    assert "part size chosen from the pool: 4,000 (150 training graphs: one part" in res.stdout, res.stdout
     sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
     for key in ("train_ids", "medoids", "assignment", "distance", "tau", "epsilon", "epsilon_mean",
                 "pairs_computed", "engine"):
@@ -52,7 +53,7 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     # auto without a matrix: the matrix is cheap here, so the exact engine runs (no tmd stage needed)
     res = run_cli("select", "MUTAG", "--fraction", "0.1", "--out", "exact.json", cwd=ws)
     assert res.returncode == 0, res.stderr
-    assert "pair budget" not in res.stdout  # the exact engine has none
+    assert "pair budget" not in res.stdout and "part size" not in res.stdout  # the exact engine has neither
     ex = json.loads((ws / "exact.json").read_text())
     assert ex["engine"] == "exact" and ex["epsilon"] <= sel["epsilon"] * (1 + 1e-12)
 
@@ -61,6 +62,7 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     (["--engine", "fast"], "--engine must be one of exact, scalable, auto"),
     (["--engine", "scalable", "--matrix", "m.npy"], "the scalable engine never reads a TMD matrix"),
     (["--engine", "scalable", "--max-pairs", "lots"], "--max-pairs must be auto, 0 (no budget) or a whole number"),
+    (["--engine", "scalable", "--part-size", "1"], "--part-size must be auto or a whole number of graphs"),
 ])
 def test_cli_bad_engine_input_is_one_clear_error(tmp_path, args, message):
     ws = _ws(tmp_path)

@@ -117,7 +117,7 @@ def resolve_engine(engine: str, nodes_per_graph) -> str:
 
 
 def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int, feature_rows: int,
-                        depth: int = 4, part_size: int = 4000) -> int:
+                        depth: int = 4, part_size: int | str = "auto") -> int:
     r"""Peak bytes a selection engine needs beyond the graphs themselves (float64 arrays).
 
     exact: the :math:`n \times n` matrix.  scalable: the lower-bound summaries of all graphs
@@ -127,7 +127,9 @@ def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int,
     n = len(nodes_per_graph)
     if engine == "exact":
         return 8 * n * n
-    m = min(n, int(part_size))
+    from .scalable import resolve_part_size
+
+    m = min(n, resolve_part_size(part_size, n))
     km = max(1, int(round(k * m / max(n, 1))))
     return 8 * (n * depth * (feature_rows + num_features) + m * m + m * km)
 

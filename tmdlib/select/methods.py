@@ -78,7 +78,7 @@ def _tmd_memory(problem: Problem) -> float:
 
         ds = problem.dataset
         return engine_memory_bytes("scalable", ds.nodes_per_graph, problem.k, ds.num_features, ds.features.shape[0],
-                                   problem.depth, int(problem.options.get("part_size") or 4000))
+                                   problem.depth, problem.options.get("part_size") or "auto")
     return _matrix_bytes(problem) + (0 if problem.matrix is not None else 8.0 * problem.n * problem.n)
 
 

@@ -47,7 +47,7 @@ from ..graph import GraphDataset
 
 __all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",
            "refine_kmedoids", "PartSpec", "PartResult", "PartPlan", "solve_part", "partition", "part_budgets", "plan_parts",
-           "pool_embedding",
+           "pool_embedding", "auto_part_size", "resolve_part_size", "auto_pair_budget", "resolve_max_pairs",
            "solve_in_order", "EngineInfo", "ScalableCoreset", "combine_parts", "scalable_coreset", "EXHAUSTIVE_PART"]
 
 Exact = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -1013,6 +1013,52 @@ def resolve_max_pairs(max_pairs, nodes_per_graph) -> float | None:
     return float(max_pairs)
 
 
+#: Part size of pools up to :data:`AUTO_PART_SWITCH` graphs (``part_size="auto"``).
+AUTO_PART_SIZE = 4000
+#: Part size of larger pools (``part_size="auto"``).
+AUTO_PART_SIZE_LARGE = 1000
+#: Pool size above which ``part_size="auto"`` takes :data:`AUTO_PART_SIZE_LARGE`.
+AUTO_PART_SWITCH = 100_000
+
+
+def auto_part_size(n: int) -> int:
+    r"""The part size chosen from the pool (``part_size="auto"``): :data:`AUTO_PART_SIZE` (4000) for pools of at
+    most :data:`AUTO_PART_SWITCH` (100,000) graphs, :data:`AUTO_PART_SIZE_LARGE` (1000) above.
+
+    Why (BENCHMARKS.md, "MOSES: part size vs time and ε"): the exact pairs a graph costs grow with the size of
+    its part (MOSES at 1 %: ~32 per graph in parts of 1000, ~102 in parts of 4000), so the search costs
+    :math:`O(n \cdot c(m))` and parts of 4000 took 3.1× the CPU of parts of 1000 for an ε 13 % smaller.  Up to
+    10⁵ graphs that is minutes on two cores and the better ε is worth them; past it the pool is held to the
+    cheaper parts (1.27 M MOSES graphs: ~2 CPU hours instead of ~6).  Deterministic in ``n``: the same pool gets
+    the same parts (and coreset) on every machine.
+
+    Parameters
+    ----------
+    n : int
+        Pool size.
+
+    Returns
+    -------
+    int
+    """
+    return AUTO_PART_SIZE if int(n) <= AUTO_PART_SWITCH else AUTO_PART_SIZE_LARGE
+
+
+def resolve_part_size(part_size, n: int) -> int:
+    """``part_size`` as a number of graphs: ``"auto"`` or None -> :func:`auto_part_size` of the pool; an integer
+    of at least 2 as it is."""
+    if part_size is None or (isinstance(part_size, str) and part_size == "auto"):
+        return auto_part_size(n)
+    if isinstance(part_size, str):
+        try:
+            part_size = int(part_size)
+        except ValueError:
+            raise ValueError(f"part_size must be a number of graphs (>= 2) or 'auto'; got {part_size!r}") from None
+    if isinstance(part_size, bool) or int(part_size) != part_size or part_size < 2:
+        raise ValueError(f"part_size must be a number of graphs (>= 2) or 'auto'; got {part_size!r}")
+    return int(part_size)
+
+
 def pool_embedding(ds, depth: int = 4, weights="pascal") -> np.ndarray:
     """:func:`~tmdlib.distance.lower.structure_embedding` of a pool held in memory, or of one read a chunk at a
     time (:class:`~tmdlib.datasets.stored.StoredGraphs`): the same rows, one per graph."""
@@ -1061,13 +1107,13 @@ class PartPlan(Sequence):
 
 
 def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
-               fixed=None, part_size: int = 4000, max_pairs: float | str | None = "auto",
+               fixed=None, part_size: int | str = "auto", max_pairs: float | str | None = "auto",
                num_threads: int | None = None, scratch_dir=None) -> tuple[list[np.ndarray], PartPlan]:
     """Split a pool into parts and give each its budget.
 
-    Pools of at most ``part_size`` graphs are one part; larger ones are split by :func:`partition` of
-    their structure embedding (:func:`pool_embedding`).  Budgets: :func:`part_budgets`, then every part keeps
-    at least its fixed medoids (the others give way).
+    Pools of at most ``part_size`` graphs (``"auto"``: :func:`auto_part_size`) are one part; larger ones are
+    split by :func:`partition` of their structure embedding (:func:`pool_embedding`).  Budgets:
+    :func:`part_budgets`, then every part keeps at least its fixed medoids (the others give way).
 
     Parameters
     ----------
@@ -1087,6 +1133,7 @@ def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, c
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}], got {k}")
     max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
+    part_size = resolve_part_size(part_size, n)
     cand = None if candidates is None else np.asarray(candidates, bool)
     fix = None if fixed is None else np.asarray(fixed, bool)
     parts = [np.arange(n)] if n <= part_size else partition(pool_embedding(ds, depth, weights), part_size)
@@ -1196,7 +1243,7 @@ def combine_parts(n: int, parts: Sequence[np.ndarray], results: Sequence, part_s
 
 
 def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
-                     fixed=None, part_size: int = 4000, max_pairs: float | str | None = "auto",
+                     fixed=None, part_size: int | str = "auto", max_pairs: float | str | None = "auto",
                      num_threads: int | None = None,
                      map_parts: Callable[[Sequence[PartSpec]], Sequence[PartResult]] | None = None,
                      progress: ProgressFn | None = None, scratch_dir=None) -> ScalableCoreset:
@@ -1218,8 +1265,9 @@ def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int 
     seed : int
     candidates, fixed : array_like of bool, shape (n,), optional
         Graphs allowed to / required to be medoids.
-    part_size : int
-        Largest part solved as one k-medoids problem (larger pools are partitioned, see :func:`partition`).
+    part_size : int or "auto"
+        Largest part solved as one k-medoids problem (larger pools are partitioned, see :func:`partition`);
+        ``"auto"`` (default): chosen from the pool size (:func:`auto_part_size`: 4000, 1000 past 10⁵ graphs).
     max_pairs : int or "auto", optional
         Budget of exact TMD evaluations of the search over all parts (split in proportion to part sizes);
         ``"auto"`` (default): chosen from the pool (:func:`auto_pair_budget`); None or 0: none.  The
@@ -1246,6 +1294,7 @@ def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int 
         turns it into a certificate.
     """
     max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
+    part_size = resolve_part_size(part_size, len(ds))
     parts, specs = plan_parts(ds, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
                               part_size=part_size, max_pairs=max_pairs, num_threads=num_threads,
                               scratch_dir=scratch_dir)

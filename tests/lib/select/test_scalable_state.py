@@ -360,3 +360,27 @@ def test_parts_are_submitted_without_the_parent_tasks_parameters():
 
     had, outside = run()
     assert had and outside == {}
+
+
+def test_part_size_chosen_from_the_pool(mutag):
+    """``part_size="auto"``: 4000 up to 10⁵ graphs, 1000 above; the choice is what the plan and the info use."""
+    from tmdlib.select.certificate import engine_memory_bytes
+    from tmdlib.select.scalable import (AUTO_PART_SWITCH, auto_part_size, partition, pool_embedding,
+                                        resolve_part_size)
+
+    assert auto_part_size(1) == auto_part_size(AUTO_PART_SWITCH) == 4000
+    assert auto_part_size(AUTO_PART_SWITCH + 1) == auto_part_size(10**7) == 1000
+    assert resolve_part_size("auto", 5) == resolve_part_size(None, 5) == 4000
+    assert resolve_part_size("auto", 200_000) == 1000
+    assert resolve_part_size(50, 10**6) == resolve_part_size("50", 10**6) == 50
+    for bad in (1, 0, -3, 2.5, "many", True):
+        with pytest.raises(ValueError, match="part_size"):
+            resolve_part_size(bad, 100)
+    parts, plan = plan_parts(mutag, 10)  # 188 graphs: one part
+    assert len(parts) == 1 and parts[0].size == len(mutag)
+    res = scalable_coreset(mutag, 10)
+    assert res.info.part_size == 4000 and res.info.parts == 1
+    # an explicit size still splits, and the auto choice equals passing the chosen number
+    assert len(plan_parts(mutag, 10, part_size=60)[0]) == len(partition(pool_embedding(mutag), 60))
+    a = engine_memory_bytes("scalable", np.full(300_000, 20), 3000, 7, 7)
+    assert a == engine_memory_bytes("scalable", np.full(300_000, 20), 3000, 7, 7, part_size=1000)
