@@ -44,13 +44,12 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     have = read_ledger(labelled, store.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
     pool = store.subset(train)
     scalable = method == "tmd" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable"
-    if scalable and part_size == "auto":  # say what the engine chose, before the long search
-        part_size = resolve_part_size(part_size, len(pool))
+    chosen, part_size = part_size == "auto", resolve_part_size(part_size, len(pool))
+    if scalable and chosen:  # say what the engine chose, before the long search
         parts = "one part" if len(pool) <= part_size else f"parts of at most {part_size:,} graphs"
         print(f"part size chosen from the pool: {part_size:,} ({len(pool):,} training graphs: {parts}; pools over "
               f"{AUTO_PART_SWITCH:,} graphs take 1,000, ~3x faster for a larger epsilon); --part-size N sets one",
               flush=True)
-    part_size = resolve_part_size(part_size, len(pool))
     if scalable and max_pairs == "auto":  # say what the engine chose, before the long search
         max_pairs = auto_pair_budget(pool.nodes_per_graph)
         print(f"pair budget for the search, chosen from the pool: {max_pairs:,} exact pairs ({AUTO_PAIR_WORK:.3g} node "

@@ -116,8 +116,21 @@ def write_text(dest, text: str) -> Path:
 
 
 def write_json(dest, obj: Any) -> Path:
-    """Atomically write ``obj`` as indented, key-sorted JSON."""
-    return write_text(dest, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    """Atomically write ``obj`` as indented, key-sorted JSON.
+
+    Streamed: the encoder's pieces go to the file as they come, never joined into one string (the bytes are
+    those of ``json.dumps(obj, indent=2, sort_keys=True) + "\\n"``).  For the selection of a 1.27 M-graph pool
+    (four lists of ~10⁶ numbers) the joined string and its pieces took ~380 MB on top of the lists.
+    """
+    encoder = json.JSONEncoder(indent=2, sort_keys=True, default=_json_default)
+
+    def _w(p: Path) -> None:
+        with open(p, "w", encoding="utf-8", buffering=1 << 20) as fh:
+            for piece in encoder.iterencode(obj):
+                fh.write(piece)
+            fh.write("\n")
+
+    return _write_with(dest, _w)
 
 
 def write_parquet(dest, table) -> Path:
