@@ -922,7 +922,10 @@ def partition(emb: np.ndarray, part_size: int) -> list[np.ndarray]:
         if idx.size <= part_size:
             out.append(idx)
             continue
-        x = emb[idx] - emb[idx].mean(axis=0)
+        # one centred copy of the rows (the whole pool's: no gather), the same values as emb[idx] - mean
+        x = emb - emb.mean(axis=0) if idx.size == emb.shape[0] else emb[idx]
+        if idx.size != emb.shape[0]:
+            x -= x.mean(axis=0)
         # top principal direction by a few power iterations (deterministic start)
         v = np.ones(x.shape[1], dtype=x.dtype) / math.sqrt(x.shape[1])
         for _ in range(20):
@@ -932,6 +935,7 @@ def partition(emb: np.ndarray, part_size: int) -> list[np.ndarray]:
                 break
             v /= nv
         order = np.argsort(x @ v, kind="stable")
+        del x  # before the next part's copy
         half = idx.size // 2
         stack.append(idx[order[half:]])
         stack.append(idx[order[:half]])
