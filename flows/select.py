@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 from prefect import flow
+from prefect.utilities.annotations import quote
 
 from tasks.coreset import part_hashes, part_mapper
 from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
@@ -70,7 +71,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     # How many labels were reused is reported (and in the label manifest), not stored: committing
     # labels to the ledger must not change selection.json when the medoids stay the same.
     reuse = {key: doc.pop(key) for key in ("labelled_in_pool", "reused_labels")}
-    write_json(out, doc)
+    write_json(out, quote(doc))  # quoted: Prefect would walk and copy the lists of n numbers (~340 MB at 1.27 M)
     return {**doc, **reuse}
 
 
