@@ -15,7 +15,8 @@ from tasks.select import select_task, subsample_nodes_task, write_json, write_pa
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.api import check_engine
 from tmdlib.select.certificate import resolve_engine
-from tmdlib.select.scalable import AUTO_PAIR_WORK, AUTO_PART_SWITCH, auto_pair_budget, resolve_part_size
+from tmdlib.select.scalable import (AUTO_PAIR_WORK, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, auto_pair_budget,
+                                    resolve_part_size)
 
 
 @flow(name="select")
@@ -49,7 +50,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     if scalable and chosen:  # say what the engine chose, before the long search
         parts = "one part" if len(pool) <= part_size else f"parts of at most {part_size:,} graphs"
         print(f"part size chosen from the pool: {part_size:,} ({len(pool):,} training graphs: {parts}; pools over "
-              f"{AUTO_PART_SWITCH:,} graphs take 1,000, ~3x faster for a larger epsilon); --part-size N sets one",
+              f"{AUTO_PART_SWITCH:,} graphs take {AUTO_PART_SIZE_LARGE:,}, ~3x faster for a larger epsilon); --part-size N sets one",
               flush=True)
     if scalable and max_pairs == "auto":  # say what the engine chose, before the long search
         max_pairs = auto_pair_budget(pool.nodes_per_graph)

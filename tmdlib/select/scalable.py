@@ -923,8 +923,10 @@ def partition(emb: np.ndarray, part_size: int) -> list[np.ndarray]:
             out.append(idx)
             continue
         # one centred copy of the rows (the whole pool's: no gather), the same values as emb[idx] - mean
-        x = emb - emb.mean(axis=0) if idx.size == emb.shape[0] else emb[idx]
-        if idx.size != emb.shape[0]:
+        if idx.size == emb.shape[0]:
+            x = emb - emb.mean(axis=0)
+        else:
+            x = emb[idx]
             x -= x.mean(axis=0)
         # top principal direction by a few power iterations (deterministic start)
         v = np.ones(x.shape[1], dtype=x.dtype) / math.sqrt(x.shape[1])
@@ -1051,7 +1053,7 @@ def auto_part_size(n: int) -> int:
 def resolve_part_size(part_size, n: int) -> int:
     """``part_size`` as a number of graphs: ``"auto"`` or None -> :func:`auto_part_size` of the pool; an integer
     of at least 2 as it is."""
-    if part_size is None or (isinstance(part_size, str) and part_size == "auto"):
+    if part_size is None or part_size == "auto":
         return auto_part_size(n)
     if isinstance(part_size, str):
         try:
