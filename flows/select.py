@@ -7,7 +7,7 @@ import numpy as np
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from tasks.coreset import part_hashes, part_mapper
+from tasks.coreset import on_disk, part_hashes, part_mapper
 from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
                           open_graph_store, store_segments, store_smiles, store_split, store_task)
 from tasks.labels import read_ledger
@@ -19,6 +19,10 @@ from tmdlib.select.scalable import (AUTO_PAIR_WORK, AUTO_PART_SIZE_LARGE, AUTO_P
                                     resolve_part_size)
 
 
+#: selection.json's lists of one entry per graph: in the file, not in the flow's result.
+PER_GRAPH_KEYS = ("assignment", "distance", "train_ids", "test_ids")
+
+
 @flow(name="select")
 def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | None = 0.1, count: int | None = None,
                 seed: int = 0, test_fraction: float = 0.2, matrix: str | None = None, restarts: int = 5,
@@ -27,7 +31,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False) -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
-    ``selection.json`` (the selection, its certificate, the split, the store's content hash).
+    ``selection.json`` (the selection, its certificate, the split, the store's content hash) and returns it
+    without its per-graph lists (:data:`PER_GRAPH_KEYS`), with how many labels were reused.
 
     A matrix that is not the one its ``meta.json`` describes (digest), or was made for another store, depth or
     weights, is refused, as is one without ``meta.json`` unless ``trust_matrix``; graphs
@@ -59,13 +64,16 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
               "one, 0 none; the certificate is exact either way", flush=True)
     if not scalable:  # the scalable engine reads the pool part by part; everything else holds it
         pool = pool.load()
-    mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads, hashes=hashes[train])
+    scratch = str(Path(cache_dir) / "scratch") if cache_dir else None
+    # the training pool's hashes key the caches: read when the parts are looked up, on disk until then
+    mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads,
+                         hashes=on_disk(hashes[train], scratch) if cache_dir else None)
     del hashes
     sel = select_task(pool, method, fraction=fraction, k=count, seed=seed, engine=engine, depth=depth,
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
                       restarts=restarts, backend=backend, part_size=part_size, max_pairs=max_pairs,
-                      scratch_dir=str(Path(cache_dir) / "scratch") if cache_dir else None)
+                      scratch_dir=scratch)
     doc = sel.to_json()
     doc.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,
                 "train_ids": store.graph_ids[train].tolist(), "test_ids": store.graph_ids[test].tolist()})
@@ -73,7 +81,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     # labels to the ledger must not change selection.json when the medoids stay the same.
     reuse = {key: doc.pop(key) for key in ("labelled_in_pool", "reused_labels")}
     write_json(out, quote(doc))  # quoted: Prefect would walk and copy the lists of n numbers (~340 MB at 1.27 M)
-    return {**doc, **reuse}
+    # The flow's result is walked by Prefect too (30 s and ~250 MB at 1.27 M graphs): the per-graph lists stay in the file.
+    return {**{key: value for key, value in doc.items() if key not in PER_GRAPH_KEYS}, **reuse}
 
 
 @flow(name="nodes")

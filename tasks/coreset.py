@@ -375,6 +375,22 @@ def part_mapper(cache_dir: str | Path | None, pool, depth: int, weights, seed: i
     return map_parts
 
 
+def on_disk(array: np.ndarray, folder: str | Path | None = None) -> np.ndarray:
+    """``array`` as a read-only memory map of a scratch file in ``folder`` that is unlinked at once.
+
+    The same values, paged in from disk only when read: an array of one entry per graph that is needed
+    late (the pool's content hashes, read when the parts' caches are looked up) takes no memory in between,
+    while the partition's passes run.  No file is left behind, whatever happens next.
+    """
+    import tempfile
+
+    Path(folder or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix="tmdsub-", suffix=".npy") as fh:  # unlinked on close
+        np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+        fh.flush()
+        return np.load(fh.name, mmap_mode="r")  # the mapping outlives the file's name
+
+
 def part_hashes(ds):
     """Content hash of each graph (the TMD stage's block hashes), in pool order.
 
@@ -386,7 +402,4 @@ def part_hashes(ds):
 
     if isinstance(ds, GraphDataset):
         return graph_hashes(ds)
-    out = np.empty(len(ds), dtype="S64")
-    for start, chunk in ds.chunks():
-        out[start:start + len(chunk)] = graph_hashes(chunk)
-    return out
+    return ds.map_chunks(graph_hashes, np.empty(0, dtype="S64"))

@@ -45,6 +45,7 @@ def grown(tmp_path_factory, mutag_table):
         t = tmd(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
         sel = select_flow(str(store), str(out / "selection.json"), fraction=0.1, matrix=str(out / "matrix.npy"),
                           labelled=str(ledger))
+        sel = {**json.loads((out / "selection.json").read_text()), **sel}  # the split's lists are in the file
         man = label_requests_flow(str(store), str(out / "selection.json"), str(out), str(ledger))
         labels_import_flow(str(store), str(out / "label_requests.parquet"), "benchmark-standin", str(out), str(ledger))
         requested = pq.read_table(out / "label_requests.parquet").column("graph_id").to_pylist()

@@ -88,7 +88,9 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     tmd_matrix_flow(d["graphs"], d["matrix"], d["meta"], str(tmp_path / "cache"))
     sel = select_flow(d["graphs"], d["selection"], fraction=0.25, matrix=d["matrix"], restarts=1)
     split = [r["split"] for r in _rows()]
-    assert sel["test_ids"] == [i for i, s in enumerate(split) if s == "test"]  # the dataset's own split
+    written = json.loads(Path(d["selection"]).read_text())
+    assert written["test_ids"] == [i for i, s in enumerate(split) if s == "test"]  # the dataset's own split
+    assert "test_ids" not in sel and sel["medoids"] == written["medoids"]  # per-graph lists only in the file
     man = label_requests_flow(d["graphs"], d["selection"], d["labels"])
     requests = str(Path(d["labels"]) / "label_requests.parquet")
     answer = _label_file(tmp_path / "answer.csv", d["graphs"], requests, columns, source)

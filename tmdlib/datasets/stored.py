@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -54,6 +54,13 @@ def _dense_width(pf) -> int:
         if len(rows):
             return int(rows.value_lengths()[0].as_py())
     return 1
+
+
+def release_arrow_memory() -> None:
+    """Hand Arrow's freed buffers back to the system now, not at its allocator's leisure (after a pass)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 class StoredGraphs:
@@ -126,6 +133,8 @@ class StoredGraphs:
             self.num_features = int(self.features.shape[1])
         self.chunk_rows = int(chunk_rows)
         self._schema = schema
+        del table
+        release_arrow_memory()  # the two columns read whole
 
     def __len__(self) -> int:
         return int(self.rows.size)
@@ -176,7 +185,6 @@ class StoredGraphs:
             start = stop
             if done >= len(self):
                 break
-        pa.default_memory_pool().release_unused()  # hand the chunks' buffers back now, not at the allocator's leisure
 
     def chunks(self, chunk_rows: int | None = None) -> Iterator[tuple[int, GraphDataset]]:
         """The pool in order, a chunk at a time.
@@ -192,6 +200,36 @@ class StoredGraphs:
 
         for start, table in self._tables(chunk_rows):
             yield start, to_dataset(table)
+
+    def map_chunks(self, fn: Callable[[GraphDataset], object], empty: np.ndarray,
+                   chunk_rows: int | None = None) -> np.ndarray:
+        """``fn`` of each chunk (:meth:`chunks`), its rows gathered into one array: one chunk in memory at a time.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(chunk)``: one row per graph of the chunk (array_like of shape ``(m, ...)``).
+        empty : ndarray, shape (0, ...)
+            The result's dtype and row shape (returned as it is for an empty pool).
+
+        Returns
+        -------
+        ndarray, shape (n, ...)
+            Row ``i`` is ``fn``'s row for graph ``i`` of the pool.
+
+        Notes
+        -----
+        Arrow's allocator keeps freed chunk buffers for reuse; they are handed back once the pass is over
+        (~100 MB at 1.6 M molecules, which the next pass's numpy arrays could not reuse).
+        """
+        out = empty
+        for start, chunk in self.chunks(chunk_rows):
+            if out is empty:
+                out = np.empty((len(self), *empty.shape[1:]), dtype=empty.dtype)
+            out[start:start + len(chunk)] = fn(chunk)
+            del chunk
+        release_arrow_memory()
+        return out
 
     def load(self) -> GraphDataset:
         """The whole pool in memory (what ``to_dataset(read_graph_parquet(path)).take(rows)`` gives)."""
@@ -242,8 +280,7 @@ class PartReader:
         self.batches: list[list[int]] = [[] for _ in self.parts]
         self.schema = None
         try:
-            count = 0
-            writer = None
+            count, writer, table = 0, None, None
             cols = ["graph_id", pool._feat, "edge_src", "edge_dst"]  # what a part's solve reads
             for start, table in pool._tables(chunk_rows):
                 table = table.select(cols)
@@ -262,6 +299,8 @@ class PartReader:
                         count += 1
             if writer is not None:
                 writer.close()
+            del table
+            release_arrow_memory()
         except BaseException:
             self.close()
             raise

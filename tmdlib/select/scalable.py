@@ -1070,13 +1070,8 @@ def pool_embedding(ds, depth: int = 4, weights="pascal") -> np.ndarray:
     time (:class:`~tmdlib.datasets.stored.StoredGraphs`): the same rows, one per graph."""
     if isinstance(ds, GraphDataset):
         return structure_embedding(ds, depth, weights)
-    out = None
-    for start, chunk in ds.chunks():
-        emb = structure_embedding(chunk, depth, weights)
-        if out is None:
-            out = np.empty((len(ds), emb.shape[1]), dtype=emb.dtype)
-        out[start:start + len(chunk)] = emb
-    return out if out is not None else np.zeros((0, int(depth) * 8 + 1), np.float32)
+    return ds.map_chunks(lambda chunk: structure_embedding(chunk, depth, weights),
+                         np.zeros((0, int(depth) * 8 + 1), np.float32))
 
 
 class PartPlan(Sequence):

@@ -68,6 +68,19 @@ def test_chunks_load_and_parts_equal_the_whole_store(store, tmp_path):
     assert not reader.dir.exists() and not any(tmp_path.iterdir())
 
 
+def test_map_chunks_gathers_each_chunks_rows_in_pool_order(store):
+    whole = to_dataset(read_graph_parquet(store))
+    rows = np.arange(1, len(whole), 3)
+    pool = StoredGraphs(store, chunk_rows=max(20, len(whole) // 7)).subset(rows)
+    got = pool.map_chunks(graph_hashes, np.empty(0, "S64"))
+    assert got.dtype == "S64" and got.shape == (len(rows),)
+    assert [h.decode() for h in got] == graph_hashes(whole.take(rows))
+    sizes = pool.map_chunks(lambda c: np.c_[c.nodes_per_graph, 2 * c.nodes_per_graph], np.empty((0, 2), np.int32))
+    assert sizes.dtype == np.int32 and np.array_equal(sizes[:, 1], 2 * whole.nodes_per_graph[rows])
+    empty = np.zeros((0, 3), np.float32)
+    assert pool.subset(np.array([], np.int64)).map_chunks(lambda c: 1 / 0, empty) is empty  # fn never called
+
+
 def test_pool_subset_and_rows_are_checked(store):
     full = StoredGraphs(store)
     with pytest.raises(ValueError, match="strictly increasing"):

@@ -236,7 +236,7 @@ def test_a_long_search_shows_each_phase_with_an_eta(mutag):
 
 
 def test_part_mapper_several_parts_cached(mutag, tmp_path):
-    from tasks.coreset import part_mapper
+    from tasks.coreset import on_disk, part_hashes, part_mapper
 
     calls = []
 
@@ -249,6 +249,11 @@ def test_part_mapper_several_parts_cached(mutag, tmp_path):
     assert len(calls) == 2 and len(list((tmp_path / "parts").glob("*.npz"))) == 2
     b = tmd_coreset(mutag, 19, map_parts=part_mapper(str(tmp_path), mutag, 4, "pascal", 0, 100, submit=submit), **opts)
     assert len(calls) == 2  # every part read from the cache
+    spilled = on_disk(np.array(part_hashes(mutag), dtype="S64"), tmp_path / "scratch")  # the select flow's hashes
+    assert isinstance(spilled, np.memmap) and not spilled.flags.writeable and not any((tmp_path / "scratch").iterdir())
+    e = tmd_coreset(mutag, 19, map_parts=part_mapper(str(tmp_path), mutag, 4, "pascal", 0, 100, submit=submit,
+                                                    hashes=spilled), **opts)
+    assert len(calls) == 2 and np.array_equal(e.medoids, b.medoids)  # the same keys from the file's bytes
     c = tmd_coreset(mutag, 19, **opts)
     for x in (a, b):
         assert np.array_equal(x.medoids, c.medoids) and np.array_equal(x.distance, c.distance)
