@@ -6,7 +6,8 @@ Usage::
         [--fraction 0.01] [--workers 2]
 
 In ``--workspace`` (a folder with ``data/graphs/<dataset>.parquet``, e.g. one made by ``select_scale.py``), two runs
-of ``tmdsub select <dataset> --method tmd --fraction f --engine scalable``, each with a fresh part cache (nothing reused):
+of ``tmdsub select <dataset> --method tmd --fraction f --engine scalable``, each with a fresh part cache
+(nothing reused):
 
 * ``local``: the default runner, ``--workers W`` processes;
 * ``dask``: one ``dask scheduler`` and W ``dask worker --nthreads 1`` processes on 127.0.0.1 (free ports, started
@@ -111,8 +112,8 @@ def run(ws: Path, dataset: str, fraction: float, workers: int, runner: str) -> d
     cache = ws / f"cache_loopback_{runner}"
     shutil.rmtree(cache, ignore_errors=True)
     out = ws / f"selection_loopback_{runner}.json"
-    cmd = [str(TMDSUB), "select", dataset, "--method", "tmd", "--fraction", str(fraction), "--engine", "scalable", "--cache-dir", str(cache),
-           "--out", str(out), "--workers", str(workers)]
+    cmd = [str(TMDSUB), "select", dataset, "--method", "tmd", "--fraction", str(fraction), "--engine", "scalable",
+           "--cache-dir", str(cache), "--out", str(out), "--workers", str(workers)]
     cluster: list[subprocess.Popen] = []
     if runner == "dask":
         address, cluster = start_cluster(workers, ws / "loopback_dask.log")

@@ -81,7 +81,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     # labels to the ledger must not change selection.json when the medoids stay the same.
     reuse = {key: doc.pop(key) for key in ("labelled_in_pool", "reused_labels")}
     write_json(out, quote(doc))  # quoted: Prefect would walk and copy the lists of n numbers (~340 MB at 1.27 M)
-    # The flow's result is walked by Prefect too (30 s and ~250 MB at 1.27 M graphs): the per-graph lists stay in the file.
+    # Prefect walks the flow's result too (30 s, ~250 MB at 1.27 M graphs): the per-graph lists stay in the file.
     return {**{key: value for key, value in doc.items() if key not in PER_GRAPH_KEYS}, **reuse}
 
 
