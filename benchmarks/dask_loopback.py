@@ -137,7 +137,7 @@ def run(ws: Path, dataset: str, fraction: float, workers: int, runner: str) -> d
             for w in workers_ps:
                 poll.see(w, "dask worker")
             if cluster:
-                poll.see(psutil.Process(cluster[0].pid), "scheduler")
+                poll.see(psutil.Process(cluster[0].pid), "dask scheduler")
             time.sleep(0.5)
         wall = time.time() - t0
         reader.join(10)
