@@ -7,7 +7,7 @@ Usage::
         --fraction 0.01 --part-size 1000 [--maxmin] [--workdir /tmp/select_scale]
 
 For each size n, a store of the first n molecules of ``--store`` is written (row group by row group) into its own
-workspace, then
+workspace (``--name``: datasets ``<name>_<n>``, default MOSES), then
 
 * ``tmdsub select MOSES_<n> --method tmd --fraction f --part-size m`` runs there under ``/usr/bin/time -v``
   (a fresh part cache: nothing reused), as a user types it (defaults otherwise: 2 worker processes,
@@ -101,13 +101,15 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--maxmin", action="store_true")
     ap.add_argument("--skip-tmd", action="store_true")
+    ap.add_argument("--name", default="MOSES", help="dataset names are <name>_<n> (e.g. MOSESX, the constructed "
+                                                     "store of benchmarks/ten_million.py)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/select_scale"))
     args = ap.parse_args()
     env = {**os.environ, "PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING")}
     os.environ.update(env)
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
-        name = f"MOSES_{n}"
+        name = f"{args.name}_{n}"
         ws = args.workdir / name
         store = ws / "data" / "graphs" / f"{name}.parquet"
         head_store(args.store, store, n)

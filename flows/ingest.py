@@ -13,8 +13,8 @@ from tmdlib import InputError
 from tmdlib import datasets as tds
 from tmdlib.datasets.registry import known_datasets_text
 from tmdlib.datasets.task import table_task, with_task
-from tasks.ingest import (append_batches, batch_sources, csv_columns, read_source, source_settings,
-                          verify_checksums, write_graph_store, write_smiles_store)
+from tasks.ingest import (append_batches, batch_sources, copy_parquet_store, csv_columns, read_source,
+                          source_settings, verify_checksums, write_graph_store, write_smiles_store)
 
 
 def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smiles_csv: str | None,
@@ -127,6 +127,9 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
     if kind == "smiles" and not batches:  # streamed into the store, a row group per chunk
         summary = write_smiles_store(path, out, name, smiles_column, standin=standin, workers=workers, limit=limit,
                                      task=task, task_source="builtin" if builtin_task else None, **options)
+        return {**summary, "batches": []}
+    if kind == "parquet" and not batches and not builtin_task:  # validated and copied a slice at a time
+        summary = copy_parquet_store(path, out, name, task=task)
         return {**summary, "batches": []}
     table = read_source(kind, path, name, node_attributes, smiles_column, standin=standin, workers=workers,
                         limit=limit, task=task, **options)

@@ -15,8 +15,9 @@ from tasks.select import select_task, subsample_nodes_task, write_json, write_pa
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.api import check_engine
 from tmdlib.select.certificate import resolve_engine
+from tmdlib.select.coreset import budget_to_k
 from tmdlib.select.scalable import (AUTO_PAIR_WORK, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, auto_pair_budget,
-                                    resolve_part_size)
+                                    count_parts, resolve_part_size)
 
 
 #: selection.json's lists of one entry per graph: in the file, not in the flow's result.
@@ -51,12 +52,18 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     have = read_ledger(labelled, store.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
     pool = store.subset(train)
     scalable = method == "tmd" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable"
-    chosen, part_size = part_size == "auto", resolve_part_size(part_size, len(pool))
+    chosen, asked = part_size == "auto", resolve_part_size(part_size, len(pool))
+    k = budget_to_k(len(pool), fraction=None if count else fraction, count=count) if len(pool) else None
+    part_size = resolve_part_size(part_size, len(pool), k)  # raised where k is fewer than the parts
     if scalable and chosen:  # say what the engine chose, before the long search
         parts = "one part" if len(pool) <= part_size else f"parts of at most {part_size:,} graphs"
-        print(f"part size chosen from the pool: {part_size:,} ({len(pool):,} training graphs: {parts}; pools over "
-              f"{AUTO_PART_SWITCH:,} graphs take {AUTO_PART_SIZE_LARGE:,}, ~3x faster for a larger epsilon); --part-size N sets one",
-              flush=True)
+        print(f"part size chosen from the pool: {asked:,} ({len(pool):,} training graphs: {parts}; pools over "
+              f"{AUTO_PART_SWITCH:,} graphs take {AUTO_PART_SIZE_LARGE:,}, ~3x faster for a larger epsilon); "
+              "--part-size N sets one", flush=True)
+    if scalable and part_size != asked:
+        print(f"part size raised from {asked:,} to {part_size:,} graphs: k = {k:,} medoids and every part needs one "
+              f"({count_parts(len(pool), asked):,} parts of at most {asked:,} graphs, "
+              f"{count_parts(len(pool), part_size):,} of at most {part_size:,})", flush=True)
     if scalable and max_pairs == "auto":  # say what the engine chose, before the long search
         max_pairs = auto_pair_budget(pool.nodes_per_graph)
         print(f"pair budget for the search, chosen from the pool: {max_pairs:,} exact pairs ({AUTO_PAIR_WORK:.3g} node "

@@ -164,6 +164,27 @@ def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smi
     }
 
 
+@task(name="copy-parquet-store", persist_result=False)
+def copy_parquet_store(path: str, out: str, name: str, task=None) -> dict:
+    """Validate a graph-store Parquet file and copy it into the store ``out`` (atomically) a slice of graphs at a
+    time, with its task (:func:`tmdlib.datasets.copy_graph_parquet`: memory that does not grow with the file);
+    return the same summary as :func:`write_graph_store`."""
+    def report(done: int, seconds: float) -> None:
+        print(f"ingest {name}: {done:,} graphs, {done / max(seconds, 1e-9):,.0f}/s", file=sys.stderr, flush=True)
+
+    with io.atomic_path(out) as tmp:
+        stats = tds.copy_graph_parquet(path, tmp, task, progress=report)
+    graphs = stats["graphs"]
+    return {
+        "path": str(Path(out)),
+        "task": stats["task"].describe(),
+        "graphs": graphs,
+        "mean_nodes": stats["nodes"] / graphs if graphs else 0.0,
+        "mean_edges": stats["edges"] / graphs if graphs else 0.0,
+        "sha256": io.sha256_file(out),
+    }
+
+
 BATCH_KINDS = {".csv": "smiles", ".parquet": "parquet"}
 
 

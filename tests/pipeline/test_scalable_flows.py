@@ -58,6 +58,21 @@ def test_cli_select_engines_write_the_certificate(tmp_path):
     assert ex["engine"] == "exact" and ex["epsilon"] <= sel["epsilon"] * (1 + 1e-12)
 
 
+def test_a_coreset_smaller_than_the_parts_takes_larger_parts_and_says_so(tmp_path):
+    from tmdlib.select.scalable import count_parts, fit_part_size
+
+    ws = _ws(tmp_path)
+    res = run_cli("select", "MUTAG", "--fraction", "0.02", "--engine", "scalable", "--part-size", "20", cwd=ws)
+    assert res.returncode == 0, res.stderr
+    fit = fit_part_size(20, 150, 3)  # 150 training graphs, k = ceil(0.02 * 150) = 3; 8 parts of at most 20
+    assert fit > 20 and count_parts(150, 20) == 8
+    assert (f"part size raised from 20 to {fit} graphs: k = 3 medoids and every part needs one (8 parts of at most "
+            f"20 graphs, {count_parts(150, fit)} of at most {fit})") in res.stdout, res.stdout
+    sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
+    assert sel["k"] == 3 and sel["engine_info"]["part_size"] == fit
+    assert sel["engine_info"]["parts"] == count_parts(150, fit) <= 3
+
+
 @pytest.mark.parametrize("args, message", [
     (["--engine", "fast"], "--engine must be one of exact, scalable, auto"),
     (["--engine", "scalable", "--matrix", "m.npy"], "the scalable engine never reads a TMD matrix"),

@@ -14,7 +14,7 @@ from .arrow import to_dataset
 from .checksums import sha256_file, verify_sha256sums
 from .identity import content_hash, graph_hashes, store_content_hash
 from .ogb import ATOM_FEATURE_DIMS, one_hot_atom_features, read_ogb
-from .parquet import read_graph_parquet, write_graph_parquet
+from .parquet import copy_graph_parquet, read_graph_parquet, write_graph_parquet
 from .registry import (ACE_SETS, DATASETS, DatasetInfo, check_dataset_name, dataset_names, get_dataset_info,
                        load_builtin, metric_for)
 from .schema import (base_fields, build_graph_table, canonical_edges, graph_table_metadata, ogb_fields,
@@ -52,6 +52,7 @@ __all__ = [
     "StoredGraphs",
     "one_hot_atom_features",
     "read_graph_parquet",
+    "copy_graph_parquet",
     "read_ogb",
     "read_smiles_csv",
     "write_smiles_parquet",

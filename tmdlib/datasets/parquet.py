@@ -2,16 +2,23 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Callable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InputError
 from .limits import check_fits
-from .schema import graph_table_metadata, validate_graph_table
+from .schema import _check_columns, _check_ids, graph_table_metadata, validate_graph_table
 
-__all__ = ["read_graph_parquet", "write_graph_parquet"]
+__all__ = ["read_graph_parquet", "write_graph_parquet", "copy_graph_parquet", "COPY_BATCH_ROWS"]
+
+#: Graphs per row group when a graph-store Parquet file is copied into the store (:func:`copy_graph_parquet`).
+COPY_BATCH_ROWS = 32_768
 
 
 def read_graph_parquet(path: str | os.PathLike) -> pa.Table:
@@ -61,9 +68,15 @@ _WIDTH = {0: 1, 1: 4, 2: 8, 3: 12, 4: 4, 5: 8}
 
 
 def _footer_sizes(path: Path) -> tuple[int, int]:
-    """``(num_rows, decoded)`` from a Parquet footer, read without pyarrow.
+    """``(num_rows, decoded)`` from a Parquet footer, read without pyarrow (:func:`_footer_groups` summed)."""
+    rows, groups = _footer_groups(path)
+    return rows, sum(decoded for _, decoded in groups)
 
-    ``decoded`` is a lower bound of the decoded table size the footer declares: per column chunk,
+
+def _footer_groups(path: Path) -> tuple[int, list[tuple[int, int]]]:
+    """``(num_rows, [(rows, decoded) per row group])`` from a Parquet footer, read without pyarrow.
+
+    ``decoded`` is a lower bound of the decoded size the footer declares: per column chunk,
     ``max(total_uncompressed_size, num_values * width)`` (run-length encoding hides the second in the
     first).  The footer is Thrift compact protocol (``FileMetaData``: field 3 ``num_rows``, field 4
     ``row_groups``; ``RowGroup`` field 1 ``columns``; ``ColumnChunk`` field 3 ``meta_data``;
@@ -85,9 +98,10 @@ def _footer_sizes(path: Path) -> tuple[int, int]:
             raise ValueError(f"footer length {n} exceeds the file")
         fh.seek(size - 8 - n)
         meta = _Compact(fh.read(n)).struct()
-    decoded = 0
+    out = []
     groups = meta.get(4)
     for rg in groups if isinstance(groups, list) else []:
+        decoded = 0
         chunks = rg.get(1) if isinstance(rg, dict) else None
         for chunk in chunks if isinstance(chunks, list) else []:
             cm = chunk.get(3) if isinstance(chunk, dict) else None
@@ -95,8 +109,10 @@ def _footer_sizes(path: Path) -> tuple[int, int]:
                 count, raw = cm.get(5, 0), cm.get(6, 0)
                 if isinstance(count, int) and isinstance(raw, int):
                     decoded += max(raw, count * _WIDTH.get(cm.get(1), 1))
+        rows = rg.get(3, 0) if isinstance(rg, dict) else 0  # RowGroup field 3: num_rows
+        out.append((rows if isinstance(rows, int) else 0, decoded))
     rows = meta.get(3, 0)
-    return (rows if isinstance(rows, int) else 0), decoded
+    return (rows if isinstance(rows, int) else 0), out
 
 
 class _Compact:
@@ -189,3 +205,111 @@ def write_graph_parquet(table: pa.Table, path: str | os.PathLike) -> None:
     """Validate ``table`` and write it to ``path`` as Parquet (zstd)."""
     validate_graph_table(table, path)
     pq.write_table(table, path, compression="zstd")
+
+
+def _located(err: InputError, start: int) -> InputError:
+    """``err`` of a slice of a table whose first row is ``start``, with the row counted in the whole file."""
+    return InputError(err.path, err.problem, None if err.line is None else err.line + start)
+
+
+def copy_graph_parquet(path: str | os.PathLike, out: str | os.PathLike, task=None, *,
+                       batch_rows: int = COPY_BATCH_ROWS,
+                       progress: Callable[[int, float], None] | None = None) -> dict:
+    """Validate a graph-store Parquet file and write it to ``out`` with its task, a slice at a time.
+
+    The store :func:`read_graph_parquet` and :func:`~tmdlib.datasets.task.store_task` would give (the same
+    checks, errors and task), without the table ever being in memory whole, so a file of 10⁷ graphs needs the
+    memory of ``batch_rows`` graphs plus 16 bytes per graph:
+
+    1. the ``graph_id`` and ``y`` columns alone: ids unique over the whole file, the task decided (or the
+       file's own checked) from every label (:func:`~tmdlib.datasets.task.store_task`);
+    2. slices of ``batch_rows`` graphs (``pyarrow.parquet.ParquetFile.iter_batches``, whatever the file's row
+       groups): each is validated (:func:`~tmdlib.datasets.schema.validate_graph_table`; a problem is
+       reported at its row in the whole file), given its stored labels and written to ``out`` as one row group
+       (zstd).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The source ``.parquet`` file in the graph-store schema.
+    out : str or os.PathLike
+        The store to write (replaced).  A problem found in pass 1 leaves it as it was; one in pass 2 removes
+        it (write to a temporary path and rename, as the pipeline does, to keep the old store).
+    task : str or TaskSpec, optional
+        As for :func:`~tmdlib.datasets.task.store_task` (None / ``"auto"``: the file's own task, or one
+        decided from its labels).
+    batch_rows : int
+        Graphs per slice and per row group of ``out``.
+    progress : callable, optional
+        ``progress(graphs_done, seconds)`` after each slice.
+
+    Returns
+    -------
+    dict
+        ``graphs``, ``nodes``, ``edges`` (undirected) and ``task`` (the
+        :class:`~tmdlib.datasets.task.TaskSpec`).
+
+    Raises
+    ------
+    InputError
+        A missing or unreadable file, a row group too large to decode in memory, or any problem
+        :func:`read_graph_parquet` reports (naming the 1-based row of the whole file).
+    """
+    from .task import store_task, table_task
+
+    path, out = Path(path), Path(out)
+    if not path.is_file():
+        raise InputError(path, "file not found" if not path.exists() else "not a file")
+    if int(batch_rows) < 1:
+        raise ValueError(f"batch_rows must be >= 1; got {batch_rows!r}")
+    try:
+        _, groups = _footer_groups(path)  # refuse a decompression bomb before pyarrow decodes a row group
+        for i, (rows, decoded) in enumerate(groups):
+            check_fits(decoded, path, f"row group {i + 1} ({rows} rows, decoded)")
+        source = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering would keep every row group read
+        schema = source.schema_arrow
+        schema.names, graph_table_metadata(schema.empty_table())  # names and metadata decode (UTF-8)
+        _check_columns(schema.empty_table(), path)
+        head = source.read(columns=["graph_id", "y"])
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"a column name or tmdlib.* metadata entry is not UTF-8 ({exc.reason} at byte "
+                               f"{exc.start} of {exc.object[:40]!r})") from None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(path, f"not a readable Parquet file: {exc}") from None
+    gid = head.column("graph_id")
+    if gid.null_count:
+        row = int(np.flatnonzero(~np.asarray(gid.is_valid()))[0])
+        raise InputError(path, "column 'graph_id' is null", line=row + 1)
+    _check_ids(gid.to_numpy(), path)
+    labelled = store_task(head, task, path)
+    spec, labels = table_task(labelled), labelled.column("y").combine_chunks()
+    meta = labelled.schema.metadata
+    del head, gid, labelled  # 8 bytes per graph and target stay: the stored labels
+    fields = [pa.field("y", labels.type, nullable=True) if f.name == "y" else f for f in schema]
+    final = pa.schema(fields, metadata=meta)
+    y_at = final.get_field_index("y")
+    graphs = nodes = edges = 0
+    start_time = time.perf_counter()
+    try:
+        with pq.ParquetWriter(out, final, compression="zstd") as writer:
+            for batch in source.iter_batches(batch_size=int(batch_rows)):
+                table = pa.Table.from_batches([batch]).replace_schema_metadata(final.metadata)
+                table = table.set_column(y_at, final.field("y"), labels.slice(graphs, table.num_rows))
+                try:
+                    validate_graph_table(table, path)
+                except InputError as err:
+                    raise _located(err, graphs) from None
+                writer.write_table(table.cast(final), row_group_size=table.num_rows)
+                nodes += int(pc.sum(table.column("num_nodes")).as_py() or 0)
+                edges += int(pc.sum(pc.list_value_length(table.column("edge_src"))).as_py() or 0)
+                graphs += table.num_rows
+                if progress is not None:
+                    progress(graphs, time.perf_counter() - start_time)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    finally:
+        source.close()
+    return {"graphs": graphs, "nodes": nodes, "edges": edges // 2, "task": spec}

@@ -47,7 +47,8 @@ from ..graph import GraphDataset
 
 __all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",
            "refine_kmedoids", "PartSpec", "PartResult", "PartPlan", "solve_part", "partition", "part_budgets", "plan_parts",
-           "pool_embedding", "auto_part_size", "resolve_part_size", "auto_pair_budget", "resolve_max_pairs",
+           "pool_embedding", "auto_part_size", "resolve_part_size", "count_parts", "fit_part_size", "auto_pair_budget",
+           "resolve_max_pairs",
            "solve_in_order", "EngineInfo", "ScalableCoreset", "combine_parts", "scalable_coreset", "EXHAUSTIVE_PART"]
 
 Exact = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -944,12 +945,72 @@ def partition(emb: np.ndarray, part_size: int) -> list[np.ndarray]:
     return out
 
 
+def count_parts(n: int, part_size: int) -> int:
+    """The number of parts :func:`partition` makes of ``n`` graphs (one part when ``n <= part_size``).
+
+    The bisection splits ``m`` graphs into ``m // 2`` and ``m - m // 2``, so the count depends on ``n`` and
+    ``part_size`` only: ``O(log n)`` work, no embedding needed.
+    """
+    n, part_size = int(n), int(part_size)
+    if part_size < 1:
+        raise ValueError(f"part_size must be >= 1, got {part_size}")
+    memo: dict[int, int] = {}
+
+    def leaves(m: int) -> int:
+        if m <= part_size:
+            return 1 if m > 0 else 0
+        if m not in memo:
+            memo[m] = leaves(m // 2) + leaves(m - m // 2)
+        return memo[m]
+
+    return leaves(n)
+
+
+def fit_part_size(part_size: int, n: int, k: int) -> int:
+    r"""The smallest part size :math:`\ge` ``part_size`` whose partition of ``n`` graphs has at most ``k`` parts.
+
+    Every part needs a medoid of its own (a graph is certified by the nearest medoid of its part), so a small
+    coreset of a large pool -- 0.1 % of 160,000 graphs is k = 160, fewer than the 256 parts of at most 1,000
+    graphs -- takes larger parts: here 128 parts of 1,250 graphs.  Deterministic in ``(part_size, n, k)``.
+
+    Parameters
+    ----------
+    part_size : int
+        The part size asked for (or chosen from the pool).
+    n : int
+        Pool size.
+    k : int
+        Medoids in all, :math:`1 \le k \le n`.
+
+    Returns
+    -------
+    int
+        ``part_size`` itself when its parts are at most ``k``.
+    """
+    part_size, n, k = int(part_size), int(n), int(k)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if count_parts(n, part_size) <= k:
+        return part_size
+    lo, hi = part_size + 1, max(n, part_size + 1)  # count_parts(n, n) = 1 <= k; the count only falls as m grows
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count_parts(n, mid) <= k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def part_budgets(sizes, k: int) -> np.ndarray:
     """Medoids per part: proportional to size (largest remainders), at least 1 per non-empty part, summing to k."""
     sizes = np.asarray(sizes, dtype=np.int64)
     n = int(sizes.sum())
     if k > n:
         raise ValueError(f"k = {k} > n = {n}")
+    if k < int((sizes > 0).sum()):
+        raise ValueError(f"k = {k} medoids for {int((sizes > 0).sum())} parts: every part needs one (larger parts: "
+                         "see fit_part_size)")
     raw = sizes * k / n
     out = np.maximum(np.floor(raw).astype(np.int64), (sizes > 0).astype(np.int64))
     out = np.minimum(out, sizes)
@@ -1050,9 +1111,12 @@ def auto_part_size(n: int) -> int:
     return AUTO_PART_SIZE if int(n) <= AUTO_PART_SWITCH else AUTO_PART_SIZE_LARGE
 
 
-def resolve_part_size(part_size, n: int) -> int:
+def resolve_part_size(part_size, n: int, k: int | None = None) -> int:
     """``part_size`` as a number of graphs: ``"auto"`` or None -> :func:`auto_part_size` of the pool; an integer
-    of at least 2 as it is."""
+    of at least 2 as it is; with ``k`` given, raised where needed so that every part gets a medoid
+    (:func:`fit_part_size`)."""
+    if k is not None:
+        return fit_part_size(resolve_part_size(part_size, n), n, k) if n > 0 else resolve_part_size(part_size, n)
     if part_size is None or part_size == "auto":
         return auto_part_size(n)
     if isinstance(part_size, str):
@@ -1134,7 +1198,7 @@ def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, c
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}], got {k}")
     max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
-    part_size = resolve_part_size(part_size, n)
+    part_size = resolve_part_size(part_size, n, k)
     cand = None if candidates is None else np.asarray(candidates, bool)
     fix = None if fixed is None else np.asarray(fixed, bool)
     parts = [np.arange(n)] if n <= part_size else partition(pool_embedding(ds, depth, weights), part_size)
@@ -1295,7 +1359,7 @@ def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int 
         turns it into a certificate.
     """
     max_pairs = resolve_max_pairs(max_pairs, ds.nodes_per_graph)
-    part_size = resolve_part_size(part_size, len(ds))
+    part_size = resolve_part_size(part_size, len(ds), k if 1 <= k <= len(ds) else None)  # plan_parts checks k
     parts, specs = plan_parts(ds, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
                               part_size=part_size, max_pairs=max_pairs, num_threads=num_threads,
                               scratch_dir=scratch_dir)

@@ -14,7 +14,8 @@ from tmdlib.datasets import load_builtin
 from tmdlib.distance.lower import LowerBound
 from tmdlib.select.certificate import (certify_medoids, resolve_engine, tmd_coreset, verify_certificate)
 from tmdlib.select.coreset import kmedoids_coreset
-from tmdlib.select.scalable import PairCache, part_budgets, partition, refine_kmedoids
+from tmdlib.select.scalable import (PairCache, count_parts, fit_part_size, part_budgets, partition, refine_kmedoids,
+                                   resolve_part_size)
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +138,33 @@ def test_parts_cover_the_pool_and_budgets_sum_to_k(mutag_ds):
     cert = tmd_coreset(mutag_ds, 19, engine="scalable", part_size=50)
     verify_certificate(mutag_ds, cert)
     assert cert.info["parts"] == len(parts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5000), st.integers(1, 400))
+def test_count_parts_is_the_partitions_count(n, m):
+    emb = np.random.default_rng(n).normal(size=(n, 2))
+    assert count_parts(n, m) == len(partition(emb, m))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 200_000), st.integers(2, 5000), st.integers(1, 300))
+def test_fit_part_size_is_the_smallest_size_with_a_medoid_per_part(n, m, k):
+    k = min(k, n)
+    fit = fit_part_size(m, n, k)
+    assert fit >= m and count_parts(n, fit) <= k
+    assert fit == m or count_parts(n, fit - 1) > k
+    assert resolve_part_size(m, n, k) == fit and resolve_part_size(m, n) == m
+
+
+def test_fewer_medoids_than_parts_take_larger_parts(mutag_ds):
+    # 188 graphs in parts of at most 20 would be 16 parts; k = 5 needs parts of at most 47 (4 parts)
+    assert count_parts(len(mutag_ds), 20) == 16 and fit_part_size(20, len(mutag_ds), 5) == 47
+    with pytest.raises(ValueError, match="every part needs one"):
+        part_budgets([20] * 16, 5)
+    cert = tmd_coreset(mutag_ds, 5, engine="scalable", part_size=20)
+    verify_certificate(mutag_ds, cert)
+    assert cert.k == 5 and cert.info["parts"] == 4 and cert.info["part_size"] == 47
 
 
 def test_pair_budget_is_respected_and_the_certificate_stays_exact(mutag_ds, mutag_D):
