@@ -153,13 +153,18 @@ def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smi
                                          task=task, task_source=task_source, standin=standin, workers=workers,
                                          limit=limit, progress=_print_progress(name, _smiles_total(name, limit)),
                                          name=name)
+    return _streamed_summary(out, stats)
+
+
+def _streamed_summary(out: str, stats: dict) -> dict:
+    """:func:`write_graph_store`'s summary of a store written a slice at a time (``stats``: its counts and task)."""
     graphs = stats["graphs"]
     return {
         "path": str(Path(out)),
         "task": stats["task"].describe(),
         "graphs": graphs,
-        "mean_nodes": stats["nodes"] / graphs,
-        "mean_edges": stats["edges"] / graphs,
+        "mean_nodes": stats["nodes"] / graphs if graphs else 0.0,
+        "mean_edges": stats["edges"] / graphs if graphs else 0.0,
         "sha256": io.sha256_file(out),
     }
 
@@ -174,15 +179,7 @@ def copy_parquet_store(path: str, out: str, name: str, task=None) -> dict:
 
     with io.atomic_path(out) as tmp:
         stats = tds.copy_graph_parquet(path, tmp, task, progress=report)
-    graphs = stats["graphs"]
-    return {
-        "path": str(Path(out)),
-        "task": stats["task"].describe(),
-        "graphs": graphs,
-        "mean_nodes": stats["nodes"] / graphs if graphs else 0.0,
-        "mean_edges": stats["edges"] / graphs if graphs else 0.0,
-        "sha256": io.sha256_file(out),
-    }
+    return _streamed_summary(out, stats)
 
 
 BATCH_KINDS = {".csv": "smiles", ".parquet": "parquet"}

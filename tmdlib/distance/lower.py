@@ -125,11 +125,16 @@ class LowerBound:
 
         W = level_weights(depth, weights)
         G = len(ds)
-        _, rows = dataset_feature_ids(ds)
+        fid, rows = dataset_feature_ids(ds)
         norms = np.linalg.norm(rows, axis=1) if rows.size else np.zeros(0)
         nonzero = norms > 0
         use_hist = rows.shape[0] <= MAX_HISTOGRAM_ROWS
-        keep = np.flatnonzero(nonzero)
+        # histogram columns of the rows some node of ds has: a row no graph uses is 0 in every histogram and adds
+        # nothing to a bound (the same bounds, bit for bit), but a store's table may hold many such rows (a part
+        # of a large pool uses few of them): they cost O(F) per pair for nothing
+        used = np.zeros(rows.shape[0], bool)
+        used[fid] = True
+        keep = np.flatnonzero(nonzero & used)
         col_of = np.full(rows.shape[0], -1, np.int64)
         col_of[keep] = np.arange(keep.size)
         F = keep.size if use_hist else 0
@@ -139,6 +144,10 @@ class LowerBound:
         if 0 < rows.shape[0] < rows.shape[1]:
             u, sv, _ = np.linalg.svd(rows, full_matrices=False)
             basis = u * sv
+        elif 0 < used.sum() < rows.shape[1]:  # a table of more rows than features, of which ds uses few: the
+            u, sv, _ = np.linalg.svd(rows[used], full_matrices=False)  # row space of those (unused rows count 0)
+            basis = np.zeros((rows.shape[0], sv.size))
+            basis[used] = u * sv
         hist = np.zeros((G, len(W), F))
         means = np.zeros((G, len(W), basis.shape[1]))
         tn = np.zeros(G)
@@ -150,8 +159,8 @@ class LowerBound:
                 m = col_of[c.col] >= 0
                 np.add.at(hist[:, lev], (c.row[m], col_of[c.col[m]]), wl * c.data[m])
         b = float(norms[nonzero].min()) if nonzero.any() else 0.0
-        if use_hist and keep.size > 1:
-            kr = rows[keep]
+        if use_hist and np.count_nonzero(nonzero) > 1:  # a and b over every non-zero row, as before the columns
+            kr = rows[nonzero]
             sq = np.einsum("ij,ij->i", kr, kr)
             d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * kr @ kr.T, 0)
             np.fill_diagonal(d2, np.inf)

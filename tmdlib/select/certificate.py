@@ -129,7 +129,7 @@ def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int,
         return 8 * n * n
     from .scalable import resolve_part_size
 
-    m = min(n, resolve_part_size(part_size, n))
+    m = min(n, resolve_part_size(part_size, n, k if 1 <= k <= n else None))  # parts raised to one medoid each
     km = max(1, int(round(k * m / max(n, 1))))
     return 8 * (n * depth * (feature_rows + num_features) + m * m + m * km)
 

@@ -48,6 +48,28 @@ def test_lower_bound_on_molecules_with_wide_one_hot_features():
     assert np.all(lb <= D * (1 + 1e-12) + 1e-9)
 
 
+def test_lower_bound_ignores_feature_rows_no_graph_uses():
+    """A store's table may hold rows that a part's graphs never use (a pool of 10⁷ molecules, its parts of 1,000):
+    the bounds are those of the used rows, and their cost no longer grows with the unused ones."""
+    from tmdlib.graph import GraphDataset
+
+    ds = tmdlib.datasets.to_dataset(load_builtin("ogbg-molbace", RAW)).take(np.arange(60))
+    used = np.unique(ds.feature_index)
+    d = ds.features.shape[1]
+    extra = np.zeros((d + 20, d))  # far from every row and from each other: the bound's constants a, b stay
+    extra[np.arange(d + 20), np.arange(d + 20) % d] = 10.0 + np.arange(d + 20)
+    wide = GraphDataset(node_ptr=ds.node_ptr, edge_ptr=ds.edge_ptr, src=ds.src, dst=ds.dst,
+                        graph_ids=ds.graph_ids, features=np.vstack([ds.features, extra]), feature_index=ds.feature_index)
+    assert wide.features.shape[0] > wide.features.shape[1] > used.size  # more rows than features, few used
+    lb, lw = LowerBound.of(ds), LowerBound.of(wide)
+    assert (lw.a, lw.b) == (lb.a, lb.b)
+    assert lw.hist.shape[2] == lb.hist.shape[2] <= used.size and lw.means.shape[2] <= used.size
+    np.testing.assert_array_equal(lw.hist, lb.hist)  # the histogram columns of the used rows, the same numbers
+    D = tmdlib.tmd_matrix(ds)
+    np.testing.assert_allclose(lw.matrix(), lb.matrix(), rtol=1e-9, atol=1e-9)
+    assert np.all(lw.matrix() <= D * (1 + 1e-12) + 1e-9)
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 4), st.sampled_from(["pascal", 1.0, 0.5]), st.booleans())
 def test_lower_bound_property(seed, depth, weights, continuous):
