@@ -74,7 +74,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     scratch = str(Path(cache_dir) / "scratch") if cache_dir else None
     # the training pool's hashes key the caches: read when the parts are looked up, on disk until then
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads,
-                         hashes=on_disk(hashes[train], scratch) if cache_dir else None)
+                         hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
     sel = select_task(pool, method, fraction=fraction, k=count, seed=seed, engine=engine, depth=depth,
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),

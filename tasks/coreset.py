@@ -375,19 +375,28 @@ def part_mapper(cache_dir: str | Path | None, pool, depth: int, weights, seed: i
     return map_parts
 
 
-def on_disk(array: np.ndarray, folder: str | Path | None = None) -> np.ndarray:
-    """``array`` as a read-only memory map of a scratch file in ``folder`` that is unlinked at once.
+def on_disk(array: np.ndarray, folder: str | Path | None = None, index: np.ndarray | None = None,
+            chunk: int = 1 << 20) -> np.ndarray:
+    """``array`` (or ``array[index]``) as a read-only memory map of a scratch file in ``folder`` that is unlinked
+    at once.
 
     The same values, paged in from disk only when read: an array of one entry per graph that is needed
     late (the pool's content hashes, read when the parts' caches are looked up) takes no memory in between,
-    while the partition's passes run.  No file is left behind, whatever happens next.
+    while the partition's passes run.  With ``index`` the entries are gathered ``chunk`` at a time into the file,
+    never copied whole (the training pool's hashes of 10⁷ molecules: 512 MB).  No file is left behind, whatever
+    happens next.
     """
     import tempfile
 
+    array = np.asarray(array)
+    index = np.arange(len(array)) if index is None else np.asarray(index, dtype=np.int64)
     Path(folder or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=folder, prefix="tmdsub-", suffix=".npy") as fh:  # unlinked on close
-        np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
-        fh.flush()
+        out = np.lib.format.open_memmap(fh.name, mode="w+", dtype=array.dtype, shape=(index.size,))
+        for start in range(0, index.size, chunk):
+            out[start:start + chunk] = array[index[start:start + chunk]]
+        out.flush()
+        del out
         return np.load(fh.name, mmap_mode="r")  # the mapping outlives the file's name
 
 

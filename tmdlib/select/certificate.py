@@ -118,11 +118,15 @@ def resolve_engine(engine: str, nodes_per_graph) -> str:
 
 def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int, feature_rows: int,
                         depth: int = 4, part_size: int | str = "auto") -> int:
-    r"""Peak bytes a selection engine needs beyond the graphs themselves (float64 arrays).
+    r"""Peak bytes a selection engine needs beyond the graphs themselves.
 
-    exact: the :math:`n \times n` matrix.  scalable: the lower-bound summaries of all graphs
-    (:math:`n L (F + d)`), plus per part its lower-bound matrix and the known point-medoid distances
-    (:math:`m^2 + m k_m` for a part of :math:`m` graphs).
+    exact: the :math:`n \times n` float64 matrix, :math:`8 n^2`.  scalable: what it keeps per graph of the pool --
+    the structure embedding that partitions it (:math:`4 (8 L + 1)` bytes, float32), its content hash (64) and
+    ids, sizes, assignment and distance (40; 236 bytes in all at L = 4) -- plus one part at a time: its
+    lower-bound summaries, lower-bound matrix and point-medoid distances, :math:`8 (m L (F + d) + m^2 + m k_m)`
+    for a part of :math:`m` graphs with :math:`k_m` medoids, ``F`` feature rows of width ``d``.  A part's
+    summaries are those of its own graphs: nothing of size :math:`8 n L (F + d)` is held (8 M training graphs of
+    the constructed 10⁷ store: an estimate of 1.8 GiB, where that term alone would be 128 GiB).
     """
     n = len(nodes_per_graph)
     if engine == "exact":
@@ -131,7 +135,8 @@ def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int,
 
     m = min(n, resolve_part_size(part_size, n, k if 1 <= k <= n else None))  # parts raised to one medoid each
     km = max(1, int(round(k * m / max(n, 1))))
-    return 8 * (n * depth * (feature_rows + num_features) + m * m + m * km)
+    per_graph = 4 * (8 * depth + 1) + 64 + 40  # embedding, content hash, ids / sizes / assignment / distance
+    return n * per_graph + 8 * (m * depth * (feature_rows + num_features) + m * m + m * km)
 
 
 def tmd_coreset(dataset, k: int, depth: int = 4, weights="pascal", *, engine: str = "auto",

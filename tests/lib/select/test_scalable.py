@@ -48,6 +48,19 @@ def test_lower_bound_on_molecules_with_wide_one_hot_features():
     assert np.all(lb <= D * (1 + 1e-12) + 1e-9)
 
 
+def test_the_scalable_engine_memory_estimate_is_what_it_holds():
+    """Per graph: embedding, hash, ids and results; per part: its own summaries -- a 10⁷ pool fits in GB, where
+    summaries of the whole pool (8 n L (F + d)) would ask for 128 GiB and refuse it."""
+    from tmdlib.select.certificate import engine_memory_bytes
+
+    n, rows, width = 8_000_000, 364, 174  # the constructed 10⁷ store's training pool at 0.1 %
+    need = engine_memory_bytes("scalable", np.full(n, 21), n // 1000, width, rows)
+    assert n * 236 < need < 2 * 2**30 and 8 * n * 4 * (rows + width) > 60 * need
+    more = engine_memory_bytes("scalable", np.full(2 * n, 21), n // 1000, width, rows, part_size=3906)
+    less = engine_memory_bytes("scalable", np.full(n, 21), n // 1000, width, rows, part_size=3906)
+    assert abs(more - less - n * 236) < 2**20  # linear in n at a fixed part size (k_m differs: 2 against 4)
+
+
 def test_lower_bound_ignores_feature_rows_no_graph_uses():
     """A store's table may hold rows that a part's graphs never use (a pool of 10⁷ molecules, its parts of 1,000):
     the bounds are those of the used rows, and their cost no longer grows with the unused ones."""

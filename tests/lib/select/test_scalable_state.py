@@ -254,6 +254,10 @@ def test_part_mapper_several_parts_cached(mutag, tmp_path):
     e = tmd_coreset(mutag, 19, map_parts=part_mapper(str(tmp_path), mutag, 4, "pascal", 0, 100, submit=submit,
                                                     hashes=spilled), **opts)
     assert len(calls) == 2 and np.array_equal(e.medoids, b.medoids)  # the same keys from the file's bytes
+    every = np.array(part_hashes(mutag), dtype="S64")
+    picked = np.array([5, 0, 187, 5, 42])
+    gathered = on_disk(every, tmp_path / "scratch", picked, chunk=2)  # gathered a chunk at a time into the file
+    assert np.array_equal(gathered, every[picked]) and not any((tmp_path / "scratch").iterdir())
     c = tmd_coreset(mutag, 19, **opts)
     for x in (a, b):
         assert np.array_equal(x.medoids, c.medoids) and np.array_equal(x.distance, c.distance)
