@@ -72,7 +72,8 @@ def test_lower_bound_ignores_feature_rows_no_graph_uses():
     extra = np.zeros((d + 20, d))  # far from every row and from each other: the bound's constants a, b stay
     extra[np.arange(d + 20), np.arange(d + 20) % d] = 10.0 + np.arange(d + 20)
     wide = GraphDataset(node_ptr=ds.node_ptr, edge_ptr=ds.edge_ptr, src=ds.src, dst=ds.dst,
-                        graph_ids=ds.graph_ids, features=np.vstack([ds.features, extra]), feature_index=ds.feature_index)
+                        graph_ids=ds.graph_ids, features=np.vstack([ds.features, extra]),
+                        feature_index=ds.feature_index)
     assert wide.features.shape[0] > wide.features.shape[1] > used.size  # more rows than features, few used
     lb, lw = LowerBound.of(ds), LowerBound.of(wide)
     assert (lw.a, lw.b) == (lb.a, lb.b)

@@ -1,0 +1,79 @@
+"""Run ``tmdsub select`` on a pool too large to finish here, sample every process's RSS each second, and stop it
+(SIGKILL to its process group) once ``STOP_PARTS`` parts are done: the memory of every phase that grows with the pool
+(store passes, embedding, partition, grouping by part) and the run's own ETA for its parts.
+
+Usage::
+
+    python benchmarks/select_watch.py WORKSPACE DATASET FRACTION STOP_PARTS LOG
+
+e.g. ``python benchmarks/select_watch.py /tmp/tenm MOSESX 0.001 40 /tmp/tenm/select_partial.log`` after
+``benchmarks/ten_million.py``.  Prints one JSON line: wall, seconds to the first part's line, the last progress
+line's numbers (parts done, parts, ETA s, elapsed s, exact pairs), peak RSS of the client / any process / all
+together, and CPU seconds per process.  The machine must be otherwise idle.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+def main() -> None:
+    ws, name, frac, stop_parts, log = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    env = {**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"}
+    cmd = [str(Path(sys.executable).with_name("tmdsub")), "select", name, "--method", "tmd", "--fraction", frac,
+           "--part-size", "1000", "--workers", "2", "--cache-dir", "cache"]
+    fh = open(log, "w")
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, cwd=ws, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    root = psutil.Process(proc.pid)
+    peak_client = peak_any = peak_sum = 0.0
+    first_part = None
+    cpu = {}
+    last = ""
+    while proc.poll() is None:
+        try:
+            procs = [root] + root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            break
+        total = 0
+        for q in procs:
+            try:
+                r = q.memory_info().rss / 2**30
+                t = q.cpu_times()
+                cpu[q.pid] = t.user + t.system
+            except psutil.Error:
+                continue
+            total += r
+            peak_any = max(peak_any, r)
+            if q.pid == root.pid:
+                peak_client = max(peak_client, r)
+        peak_sum = max(peak_sum, total)
+        text = open(log).read()
+        m = re.findall(r"coreset parts: (\d+)/(\d+).*?ETA\s+([\d.]+)s, elapsed\s+([\d.]+)s(?: (\d+) exact pairs)?",
+                       text)
+        if m and first_part is None:
+            first_part = time.time() - t0
+        if m:
+            last = m[-1]
+            if int(last[0]) >= stop_parts:
+                break
+        time.sleep(1.0)
+    wall = time.time() - t0
+    finished = proc.poll() is not None
+    if not finished:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    print(json.dumps({"name": name, "finished": finished, "wall_s": round(wall, 1),
+                      "start_to_first_part_line_s": None if first_part is None else round(first_part, 1),
+                      "last_progress": last, "peak_client_gb": round(peak_client, 3), "peak_any_gb": round(peak_any, 3),
+                      "peak_sum_gb": round(peak_sum, 3),
+                      "cpu_s_by_process": {str(k): round(v, 1) for k, v in cpu.items()}}))
+
+
+if __name__ == "__main__":
+    main()
