@@ -389,12 +389,14 @@ def on_disk(array: np.ndarray, folder: str | Path | None = None, index: np.ndarr
     import tempfile
 
     array = np.asarray(array)
-    index = np.arange(len(array)) if index is None else np.asarray(index, dtype=np.int64)
+    index = None if index is None else np.asarray(index, dtype=np.int64)
+    size = len(array) if index is None else index.size
     Path(folder or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=folder, prefix="tmdsub-", suffix=".npy") as fh:  # unlinked on close
-        out = np.lib.format.open_memmap(fh.name, mode="w+", dtype=array.dtype, shape=(index.size,))
-        for start in range(0, index.size, chunk):
-            out[start:start + chunk] = array[index[start:start + chunk]]
+        out = np.lib.format.open_memmap(fh.name, mode="w+", dtype=array.dtype, shape=(size,))
+        for start in range(0, size, chunk):
+            stop = start + chunk
+            out[start:stop] = array[start:stop] if index is None else array[index[start:stop]]
         out.flush()
         del out
         return np.load(fh.name, mmap_mode="r")  # the mapping outlives the file's name

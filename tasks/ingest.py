@@ -20,12 +20,12 @@ def verify_checksums(raw_root: str, folder: str) -> list[str]:
     return tds.verify_sha256sums(raw_root, only=folder)
 
 
-def _print_progress(name: str, total: int | None):
-    """A progress callback printing molecules done, rate and ETA (every chunk)."""
+def _print_progress(name: str, total: int | None, unit: str = "molecules"):
+    """A progress callback printing items (``unit``) done, rate and ETA (every chunk)."""
     def report(done: int, seconds: float) -> None:
         rate = done / max(seconds, 1e-9)
         share = f" ({100 * done / total:.1f} %, ETA {(total - done) / rate / 60:.1f} min)" if total else ""
-        print(f"ingest {name}: {done:,} molecules{share}, {rate:,.0f}/s", file=sys.stderr, flush=True)
+        print(f"ingest {name}: {done:,} {unit}{share}, {rate:,.0f}/s", file=sys.stderr, flush=True)
     return report
 
 
@@ -174,11 +174,8 @@ def copy_parquet_store(path: str, out: str, name: str, task=None) -> dict:
     """Validate a graph-store Parquet file and copy it into the store ``out`` (atomically) a slice of graphs at a
     time, with its task (:func:`tmdlib.datasets.copy_graph_parquet`: memory that does not grow with the file);
     return the same summary as :func:`write_graph_store`."""
-    def report(done: int, seconds: float) -> None:
-        print(f"ingest {name}: {done:,} graphs, {done / max(seconds, 1e-9):,.0f}/s", file=sys.stderr, flush=True)
-
     with io.atomic_path(out) as tmp:
-        stats = tds.copy_graph_parquet(path, tmp, task, progress=report)
+        stats = tds.copy_graph_parquet(path, tmp, task, progress=_print_progress(name, None, "graphs"))
     return _streamed_summary(out, stats)
 
 

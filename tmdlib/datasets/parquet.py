@@ -51,16 +51,24 @@ def read_graph_parquet(path: str | os.PathLike) -> pa.Table:
         check_fits(decoded, path, f"the table ({num_rows} rows, decoded)")
         table = pq.read_table(path)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(path, f"not a readable Parquet file: {exc}") from None
+        raise _unreadable(path, exc) from None
     try:  # names and tmdlib.* metadata are decoded lazily: bad UTF-8 would surface far from the file
         table.schema.names, graph_table_metadata(table)
     except UnicodeDecodeError as exc:
-        raise InputError(path, f"a column name or tmdlib.* metadata entry is not UTF-8 ({exc.reason} at byte "
-                               f"{exc.start} of {exc.object[:40]!r})") from None
+        raise _unreadable(path, exc) from None
     validate_graph_table(table, path)
     return table
+
+
+def _unreadable(path: Path, exc: Exception) -> InputError:
+    """The InputError of a Parquet file that pyarrow cannot read (``exc`` itself when it is one already), or whose
+    column names / ``tmdlib.*`` metadata are not UTF-8."""
+    if isinstance(exc, InputError):
+        return exc
+    if isinstance(exc, UnicodeDecodeError):
+        return InputError(path, f"a column name or tmdlib.* metadata entry is not UTF-8 ({exc.reason} at byte "
+                                f"{exc.start} of {exc.object[:40]!r})")
+    return InputError(path, f"not a readable Parquet file: {exc}")
 
 
 # Parquet physical types (parquet.thrift ``Type``) -> decoded bytes per value; others count 1.
@@ -271,13 +279,8 @@ def copy_graph_parquet(path: str | os.PathLike, out: str | os.PathLike, task=Non
         schema.names, graph_table_metadata(schema.empty_table())  # names and metadata decode (UTF-8)
         _check_columns(schema.empty_table(), path)
         head = source.read(columns=["graph_id", "y"])
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"a column name or tmdlib.* metadata entry is not UTF-8 ({exc.reason} at byte "
-                               f"{exc.start} of {exc.object[:40]!r})") from None
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(path, f"not a readable Parquet file: {exc}") from None
+    except (pa.ArrowException, OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise _unreadable(path, exc) from None
     gid = head.column("graph_id")
     if gid.null_count:
         row = int(np.flatnonzero(~np.asarray(gid.is_valid()))[0])

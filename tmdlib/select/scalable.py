@@ -1116,7 +1116,7 @@ def resolve_part_size(part_size, n: int, k: int | None = None) -> int:
     of at least 2 as it is; with ``k`` given, raised where needed so that every part gets a medoid
     (:func:`fit_part_size`)."""
     if k is not None:
-        return fit_part_size(resolve_part_size(part_size, n), n, k) if n > 0 else resolve_part_size(part_size, n)
+        return fit_part_size(resolve_part_size(part_size, n), n, k)
     if part_size is None or part_size == "auto":
         return auto_part_size(n)
     if isinstance(part_size, str):
