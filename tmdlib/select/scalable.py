@@ -908,14 +908,39 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
 
 # ---------------------------------------------------------------------------------------------- parts of a pool
 
-def partition(emb: np.ndarray, part_size: int) -> list[np.ndarray]:
-    """Split graphs ``0..n-1`` into parts of at most ``part_size`` graphs that are close to each other.
+def partition(emb: np.ndarray, part_size: int, *, chunk: int = 1 << 18) -> list[np.ndarray]:
+    r"""Split graphs ``0..n-1`` into parts of at most ``part_size`` graphs that are close to each other.
 
     Recursive bisection at the median of the first principal direction of ``emb`` (one row per graph,
     e.g. :func:`tmdlib.distance.lower.structure_embedding`), so a part holds graphs of similar structure;
-    deterministic.
+    deterministic.  A group :math:`I` of :math:`m` graphs is split by the order of
+    :math:`(E_I - \bar E_I)\,v`, where :math:`v` is 20 power iterations
+    :math:`v \leftarrow X^\top (X v) / \lVert\cdot\rVert` on the centred rows
+    :math:`X = E_I - \bar E_I` from :math:`v_0 = \mathbf 1/\sqrt d`; the first :math:`\lfloor m/2 \rfloor`
+    go left.
+
+    Memory is the embedding plus ``O(n)`` indices and one block of ``chunk`` centred rows: ``X`` is never
+    formed for a group of more than ``chunk`` graphs (its rows are gathered and centred a block at a time in
+    every iteration), so a 10^7-graph pool does not hold a second copy of its embedding.  A group of at most
+    ``chunk`` graphs is centred whole, in one block.
+
+    Parameters
+    ----------
+    emb : ndarray, shape (n, d)
+        One row per graph (float32 kept, anything else as float64).
+    part_size : int
+        Largest part.
+    chunk : int, optional
+        Rows per block of centred rows (the results depend on it only through floating-point summation order,
+        and not at all for groups of at most ``chunk`` graphs).
+
+    Returns
+    -------
+    list of ndarray of int64
+        The parts, each an array of row positions; together a partition of ``0..n-1``.
     """
     emb = np.asarray(emb, dtype=np.float64 if emb.dtype != np.float32 else np.float32)
+    chunk = max(int(chunk), 1)
     out: list[np.ndarray] = []
     stack = [np.arange(emb.shape[0])]
     while stack:
@@ -923,26 +948,48 @@ def partition(emb: np.ndarray, part_size: int) -> list[np.ndarray]:
         if idx.size <= part_size:
             out.append(idx)
             continue
-        # one centred copy of the rows (the whole pool's: no gather), the same values as emb[idx] - mean
-        if idx.size == emb.shape[0]:
-            x = emb - emb.mean(axis=0)
-        else:
-            x = emb[idx]
-            x -= x.mean(axis=0)
-        # top principal direction by a few power iterations (deterministic start)
-        v = np.ones(x.shape[1], dtype=x.dtype) / math.sqrt(x.shape[1])
-        for _ in range(20):
-            v = x.T @ (x @ v)
-            nv = np.linalg.norm(v)
-            if nv == 0:
-                break
-            v /= nv
-        order = np.argsort(x @ v, kind="stable")
-        del x  # before the next part's copy
+        order = np.argsort(_principal_projection(emb, idx, chunk), kind="stable")
         half = idx.size // 2
         stack.append(idx[order[half:]])
         stack.append(idx[order[:half]])
     return out
+
+
+def _principal_projection(emb: np.ndarray, idx: np.ndarray, chunk: int) -> np.ndarray:
+    """``(emb[idx] - mean) @ v`` for the top principal direction ``v`` of ``emb[idx]`` (see :func:`partition`).
+
+    The whole pool's rows are read as slices (no gather); a group's rows are gathered a block at a time.
+    """
+    m = idx.size
+    whole = m == emb.shape[0]  # idx is arange(n)
+
+    def rows(s: int) -> np.ndarray:
+        return emb[s:s + chunk] if whole else emb[idx[s:s + chunk]]
+
+    starts = range(0, m, chunk)
+    if m <= chunk:  # one block: centred once, kept for the iterations
+        x = emb if whole else emb[idx]
+        x = x - x.mean(axis=0) if whole else _centre_in_place(x)
+        blocks = lambda: (x,)  # noqa: E731
+    else:
+        mean = sum(rows(s).sum(axis=0, dtype=np.float64) for s in starts) / m
+        mean = mean.astype(emb.dtype)
+        blocks = lambda: (rows(s) - mean for s in starts)  # noqa: E731
+    v = np.ones(emb.shape[1], dtype=emb.dtype) / math.sqrt(emb.shape[1])
+    for _ in range(20):
+        w = np.zeros_like(v)
+        for b in blocks():
+            w += b.T @ (b @ v)
+        nv = np.linalg.norm(w)
+        if nv == 0:
+            break
+        v = w / nv
+    return np.concatenate([b @ v for b in blocks()])
+
+
+def _centre_in_place(x: np.ndarray) -> np.ndarray:
+    x -= x.mean(axis=0)
+    return x
 
 
 def count_parts(n: int, part_size: int) -> int:

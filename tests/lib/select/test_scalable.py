@@ -176,6 +176,37 @@ def test_parts_cover_the_pool_and_budgets_sum_to_k(mutag_ds):
     assert cert.info["parts"] == len(parts)
 
 
+def test_partition_holds_no_copy_of_the_embedding():
+    """A group larger than one block is centred a block at a time: the 10^7 pool's first split held a centred copy."""
+    import tracemalloc
+
+    emb = np.random.default_rng(1).normal(size=(200_000, 33)).astype(np.float32)
+    tracemalloc.start()
+    try:
+        parts = partition(emb, 1000, chunk=4096)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.35 * emb.nbytes  # indices and projections only (one copy would be >= 1.0)
+    assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(emb.shape[0]))
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_partition_blocks_give_the_principal_projection(whole):
+    """Block by block or whole, the split is along the top principal direction of the group's rows."""
+    from tmdlib.select.scalable import _principal_projection
+
+    rng = np.random.default_rng(2)
+    emb = rng.normal(size=(30_000, 6)) * [9.0, 3.0, 1.0, 1.0, 0.5, 0.1] + 50.0
+    idx = np.arange(emb.shape[0]) if whole else np.sort(rng.choice(emb.shape[0], 20_000, replace=False))
+    x = emb[idx] - emb[idx].mean(axis=0)
+    top = np.linalg.svd(x, full_matrices=False)[2][0]
+    one = _principal_projection(emb, idx, 1 << 18)
+    blocks = _principal_projection(emb, idx, 1000)
+    np.testing.assert_allclose(blocks, one, rtol=1e-9, atol=1e-9 * np.abs(one).max())
+    np.testing.assert_allclose(np.abs(one), np.abs(x @ top), rtol=1e-6, atol=1e-6 * np.abs(one).max())
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 5000), st.integers(1, 400))
 def test_count_parts_is_the_partitions_count(n, m):
