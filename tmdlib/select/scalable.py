@@ -958,23 +958,29 @@ def partition(emb: np.ndarray, part_size: int, *, chunk: int = 1 << 18) -> list[
 def _principal_projection(emb: np.ndarray, idx: np.ndarray, chunk: int) -> np.ndarray:
     """``(emb[idx] - mean) @ v`` for the top principal direction ``v`` of ``emb[idx]`` (see :func:`partition`).
 
-    The whole pool's rows are read as slices (no gather); a group's rows are gathered a block at a time.
+    A group of at most ``chunk`` rows is centred once, whole; a larger one a block at a time in every pass (the
+    whole pool's rows read as slices, a group's gathered).
     """
     m = idx.size
     whole = m == emb.shape[0]  # idx is arange(n)
+    if m <= chunk:
+        if whole:
+            x = emb - emb.mean(axis=0)
+        else:
+            x = emb[idx]
+            x -= x.mean(axis=0)
 
-    def rows(s: int) -> np.ndarray:
-        return emb[s:s + chunk] if whole else emb[idx[s:s + chunk]]
-
-    starts = range(0, m, chunk)
-    if m <= chunk:  # one block: centred once, kept for the iterations
-        x = emb if whole else emb[idx]
-        x = x - x.mean(axis=0) if whole else _centre_in_place(x)
-        blocks = lambda: (x,)  # noqa: E731
+        def blocks():
+            yield x
     else:
-        mean = sum(rows(s).sum(axis=0, dtype=np.float64) for s in starts) / m
-        mean = mean.astype(emb.dtype)
-        blocks = lambda: (rows(s) - mean for s in starts)  # noqa: E731
+        def rows(s: int) -> np.ndarray:
+            return emb[s:s + chunk] if whole else emb[idx[s:s + chunk]]
+
+        mean = (sum(rows(s).sum(axis=0, dtype=np.float64) for s in range(0, m, chunk)) / m).astype(emb.dtype)
+
+        def blocks():
+            for s in range(0, m, chunk):
+                yield rows(s) - mean
     v = np.ones(emb.shape[1], dtype=emb.dtype) / math.sqrt(emb.shape[1])
     for _ in range(20):
         w = np.zeros_like(v)
@@ -985,11 +991,6 @@ def _principal_projection(emb: np.ndarray, idx: np.ndarray, chunk: int) -> np.nd
             break
         v = w / nv
     return np.concatenate([b @ v for b in blocks()])
-
-
-def _centre_in_place(x: np.ndarray) -> np.ndarray:
-    x -= x.mean(axis=0)
-    return x
 
 
 def count_parts(n: int, part_size: int) -> int:
