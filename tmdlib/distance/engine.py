@@ -44,7 +44,8 @@ sparse pair lists (:func:`tmd_pairs`) and datasets with continuous features
 whose trees are nearly all distinct (see :func:`_prefer_pairs`) instead run the
 original node-level recursion in one numba call per pair
 (:func:`tmdlib.distance.kernels.pair_tmd`, parallel over pairs), whose small tables
-stay in cache.  Both paths are exact and agree to rounding.
+stay in cache; a pair of two large graphs (:data:`~tmdlib.distance.kernels.WIDE_PAIR_NODE_PAIRS`)
+runs alone with the rows of its tables in parallel.  Both paths are exact and agree to rounding.
 
 Memory: a block's tables take ``8 * (R_0 C_0 + max_l (R_{l-1} C_{l-1} + R_l C_l))``
 bytes for ``R_l x C_l`` distinct ids per level (see :func:`tmd_memory_plan`).
@@ -442,9 +443,8 @@ def _prefer_pairs(uni: _Universe) -> bool:
 def _pairs_path(uni: _Universe, gi: np.ndarray, gj: np.ndarray) -> np.ndarray:
     """Per-pair kernel over listed graph pairs of the universe, shape ``(P,)``."""
     ds = uni.ds
-    with _k.serial_if(_k.pairs_are_small(ds.node_ptr, gi, gj)):
-        return _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, gi.astype(np.int64),
-                            gj.astype(np.int64), np.asarray(uni.weights, np.float64))
+    return _k.pair_values(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, gi, gj,
+                          np.asarray(uni.weights, np.float64))
 
 
 def _matrix(uni: _Universe, memory_limit: float) -> np.ndarray:
@@ -557,8 +557,8 @@ def tmd_pairs(dataset: GraphsLike, i: Sequence[int] | np.ndarray, j: Sequence[in
         block = tmd_block(ds.take(ui), ds.take(uj), depth, w, memory_limit=memory_limit,
                           num_threads=num_threads)
         return block[inv_i, inv_j]
-    with _threads(num_threads), _k.serial_if(_k.pairs_are_small(ds.node_ptr, i, j)):
-        return check_finite(_k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, i, j, w))
+    with _threads(num_threads):
+        return check_finite(_k.pair_values(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, i, j, w))
 
 
 class PairEngine:
@@ -627,9 +627,8 @@ class PairEngine:
                     i, j = j, i
             if small.any():
                 ds = self.ds
-                with _k.serial_if(_k.pairs_are_small(ds.node_ptr, i[small], j[small])):
-                    out[small] = _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr,
-                                              i[small], j[small], self.weights)
+                out[small] = _k.pair_values(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr,
+                                            i[small], j[small], self.weights)
         return check_finite(out)
 
 
@@ -699,7 +698,9 @@ def tmd(g1: Graph, g2: Graph, depth: int = 4, weights: WeightsLike = "pascal") -
     w = _check(depth, weights, g1.num_features, g2.num_features)
     check_value_range(depth, w, g1, g2)
     c = np.ascontiguousarray
-    return float(check_finite(_k.pair_tmd(c(g1.x), g1.indptr, g1.indices, c(g2.x), g2.indptr, g2.indices, w)))
+    wide = numba.get_num_threads() > 1 and g1.num_nodes * g2.num_nodes >= _k.WIDE_PAIR_NODE_PAIRS
+    kernel = _k.pair_tmd_wide if wide else _k.pair_tmd
+    return float(check_finite(kernel(c(g1.x), g1.indptr, g1.indices, c(g2.x), g2.indptr, g2.indices, w)))
 
 
 def warmup() -> None:
@@ -716,4 +717,5 @@ def warmup() -> None:
     ds = GraphDataset.from_graphs([star, path])
     _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, np.array([0]), np.array([1]),
                  np.ones(2))
+    _k.pair_tmd_wide(star.x, star.indptr, star.indices, path.x, path.indptr, path.indices, np.ones(2))
     _k._mirror_parallel(np.zeros((4, 4)), 64)

@@ -11,7 +11,9 @@ enumerated in place (:func:`level_table`).  Larger ones and every root-level
 problem go to :func:`ot_ranges`: trees common to both multisets are cancelled
 first (valid because :math:`\\mathrm{TD}` is a pseudometric, so in an optimal
 plan the common mass can stay in place), then the rest is solved exactly as a
-rectangular assignment (:mod:`tmdlib.distance.assign`).
+rectangular assignment (:mod:`tmdlib.distance.assign`): by a recursion over
+column subsets up to :data:`~tmdlib.distance.assign.SUBSET_MAX` columns (the
+5-6-neighbour nodes of protein graphs), by shortest augmenting paths above.
 
 :func:`pair_tmd` / :func:`pair_list` run the same recursion on node-level tables
 of one pair at a time (no ids), for single pairs and for data without shared trees.
@@ -24,10 +26,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .assign import assign_rect, assign_small, rect_work
+from .assign import SUBSET_MAX, assign_rect, assign_small, assign_subsets, ot_work
 
-__all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_list", "serial_if",
-           "PARALLEL_MIN_NODE_PAIRS", "pairs_are_small"]
+__all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_tmd_wide", "pair_list",
+           "pair_values", "serial_if", "PARALLEL_MIN_NODE_PAIRS", "WIDE_PAIR_NODE_PAIRS", "pairs_are_small"]
 
 #: Root-level work (node pairs :math:`\sum |V_i||V_j|` over the pairs of a call) below which the pair
 #: kernels run on one thread.  The work of a pair grows with both graphs' sizes, so the threshold is on
@@ -73,7 +75,9 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
     place); of the remainders (sizes ``p``, ``q``) the smaller is padded with
     blank trees.  Sizes up to 4 are enumerated; larger problems are solved as the
     rectangular assignment :math:`\\sum_s b_s + \\min_\\sigma \\sum_r (C_{r\\sigma(r)} - b_{\\sigma(r)})`
-    (see :mod:`tmdlib.distance.assign`).
+    (see :mod:`tmdlib.distance.assign`): :func:`~tmdlib.distance.assign.assign_subsets` while the larger
+    side has at most :data:`~tmdlib.distance.assign.SUBSET_MAX` trees, else
+    :func:`~tmdlib.distance.assign.assign_rect`.
 
     Parameters
     ----------
@@ -92,7 +96,7 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
     ra, rb : ndarray of int64, shape (>= k,)
         Scratch for the uncancelled positions.
     wk : tuple
-        Scratch of :func:`tmdlib.distance.assign.rect_work`.
+        Scratch of :func:`tmdlib.distance.assign.ot_work`.
 
     Returns
     -------
@@ -149,7 +153,7 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
             for c in range(pb):
                 cbuf[r, c] = b_b[rb[c]]
         return assign_small(cbuf, k)
-    u, v, spc, path, row4col, col4row, remaining, sr, sc = wk
+    u, v, spc, path, row4col, col4row, remaining, sr, sc, f = wk
     base = 0.0
     if pa <= pb:
         for c in range(pb):
@@ -159,6 +163,8 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
             for c in range(pb):
                 t = rb[c]
                 cbuf[r, c] = row[l_b[t]] - b_b[t]
+        if pb <= SUBSET_MAX:
+            return base + assign_subsets(cbuf, pa, pb, f)
         return base + assign_rect(cbuf, pa, pb, u, v, spc, path, row4col, col4row, remaining, sr, sc)
     for r in range(pa):
         t = ra[r]
@@ -167,6 +173,8 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
         row = table[l_a[t]]
         for c in range(pb):
             cbuf[c, r] = row[l_b[rb[c]]] - blank_r
+    if pa <= SUBSET_MAX:
+        return base + assign_subsets(cbuf, pb, pa, f)
     return base + assign_rect(cbuf, pb, pa, u, v, spc, path, row4col, col4row, remaining, sr, sc)
 
 
@@ -297,7 +305,7 @@ def _level_rows(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev
         cbuf = np.empty((k1, k1))
         ra = np.empty(k1, np.int64)
         rb = np.empty(k1, np.int64)
-        wk = rect_work(k1)
+        wk = ot_work(k1)
         _level_row(t, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
                    prev, table0, w, out, cbuf, ra, rb, wk)
         i2 = nr - 1 - t
@@ -376,7 +384,7 @@ def _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kma
         cbuf = np.empty((k1, k1))
         ra = np.empty(k1, np.int64)
         rb = np.empty(k1, np.int64)
-        wk = rect_work(k1)
+        wk = ot_work(k1)
         _pair_row(t, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk)
         i2 = nr - 1 - t
         if i2 != t:
@@ -416,26 +424,8 @@ def root_pairs(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kma
 
 
 @njit(cache=True)
-def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
-    """TMD of one pair of graphs, the original algorithm's node-level recursion in numba.
-
-    ``M_l[i, j]`` (TD between the depth-``l+1`` trees of node ``i`` of graph 1 and
-    node ``j`` of graph 2) is built level by level from ``M_{l-1}`` over the
-    neighbour lists, then the root OT is solved; every OT is an exact
-    assignment.  O(L n1 n2) small problems; used for single pairs and sparse
-    pair lists where shared tables do not pay off.
-
-    Parameters
-    ----------
-    x1, x2 : ndarray of float64, shapes (n1, d), (n2, d)
-    ip1, ix1, ip2, ix2 : ndarray of int64
-        CSR adjacency of each graph with local node ids.
-    w : ndarray of float64, shape (L - 1,)
-
-    Returns
-    -------
-    float
-    """
+def _pair_start(x1, x2):
+    """Node-level feature distances ``(n1, n2)`` and feature norms of one pair (level 0 of :func:`pair_tmd`)."""
     n1, n2 = x1.shape[0], x2.shape[0]
     d = x1.shape[1]
     t0 = np.empty((n1, n2))
@@ -458,11 +448,70 @@ def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
         for t in range(d):
             s += x2[j, t] * x2[j, t]
         nrm2[j] = np.sqrt(s)
+    return t0, nrm1, nrm2
+
+
+@njit(cache=True)
+def _blank_next(nrm, ip, b, w):
+    """Blank distance of every node's tree one level up: its feature norm plus ``w`` times its children's."""
+    n = nrm.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        for t in range(ip[i], ip[i + 1]):
+            s += b[t]
+        out[i] = nrm[i] + w * s
+    return out
+
+
+@njit(cache=True)
+def _pair_root(table, bl1, bl2):
+    """The root-level OT of one pair from its top node-level table (trees of the two graphs never cancel)."""
+    n1, n2 = table.shape
     kmax = max(n1, n2) + 1
     cbuf = np.empty((kmax, kmax))
     ra = np.empty(kmax, np.int64)
     rb = np.empty(kmax, np.int64)
-    wk = rect_work(kmax)
+    roots_a = np.arange(n1)
+    roots_b = np.arange(n2)
+    return ot_ranges(roots_a, roots_a, bl1, 0, n1, roots_b + n1, roots_b, bl2, 0, n2, table, cbuf, ra, rb,
+                     ot_work(kmax))
+
+
+@njit(cache=True)
+def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
+    """TMD of one pair of graphs, the original algorithm's node-level recursion in numba.
+
+    ``M_l[i, j]`` (TD between the depth-``l+1`` trees of node ``i`` of graph 1 and
+    node ``j`` of graph 2) is built level by level from ``M_{l-1}`` over the
+    neighbour lists, then the root OT is solved; every OT is an exact
+    assignment.  O(L n1 n2) small problems; used for single pairs and sparse
+    pair lists where shared tables do not pay off.  One thread (it runs inside
+    :func:`pair_list`'s parallel loop); :func:`pair_tmd_wide` splits each level's rows
+    across threads instead.
+
+    Parameters
+    ----------
+    x1, x2 : ndarray of float64, shapes (n1, d), (n2, d)
+    ip1, ix1, ip2, ix2 : ndarray of int64
+        CSR adjacency of each graph with local node ids.
+    w : ndarray of float64, shape (L - 1,)
+
+    Returns
+    -------
+    float
+    """
+    n1, n2 = x1.shape[0], x2.shape[0]
+    t0, nrm1, nrm2 = _pair_start(x1, x2)
+    kmax = 1
+    for i in range(n1):
+        kmax = max(kmax, ip1[i + 1] - ip1[i] + 1)
+    for j in range(n2):
+        kmax = max(kmax, ip2[j + 1] - ip2[j] + 1)
+    cbuf = np.empty((kmax, kmax))
+    ra = np.empty(kmax, np.int64)
+    rb = np.empty(kmax, np.int64)
+    wk = ot_work(kmax)
     feat_a = np.arange(n1)
     feat_b = np.arange(n2)
     g_b = ix2 + n1  # never equal to a node id of graph 1: no cancellation
@@ -476,22 +525,38 @@ def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
         for i in range(n1):
             _level_row(i, False, feat_a, ip1, ix1, ix1, b_a, feat_b, ip2, g_b, ix2, b_b, table, t0, w[lev],
                        out, cbuf, ra, rb, wk)
-        nb1 = np.empty(n1)
-        for i in range(n1):
-            s = 0.0
-            for t in range(ip1[i], ip1[i + 1]):
-                s += b_a[t]
-            nb1[i] = nrm1[i] + w[lev] * s
-        nb2 = np.empty(n2)
-        for j in range(n2):
-            s = 0.0
-            for t in range(ip2[j], ip2[j + 1]):
-                s += b_b[t]
-            nb2[j] = nrm2[j] + w[lev] * s
-        table, bl1, bl2 = out, nb1, nb2
-    roots_a = np.arange(n1)
-    roots_b = np.arange(n2)
-    return ot_ranges(roots_a, roots_a, bl1, 0, n1, roots_b + n1, roots_b, bl2, 0, n2, table, cbuf, ra, rb, wk)
+        table, bl1, bl2 = out, _blank_next(nrm1, ip1, b_a, w[lev]), _blank_next(nrm2, ip2, b_b, w[lev])
+    return _pair_root(table, bl1, bl2)
+
+
+@njit(cache=True)
+def pair_tmd_wide(x1, ip1, ix1, x2, ip2, ix2, w):
+    """:func:`pair_tmd` with each level's rows split across the numba threads (:func:`_level_rows`).
+
+    The same arithmetic in the same order, so the same value bit for bit; for one large pair (two
+    proteins of thousands of nodes take seconds), where a parallel loop over pairs would leave every
+    thread but one idle.  Must not be called from inside a parallel loop.
+    """
+    n1, n2 = x1.shape[0], x2.shape[0]
+    t0, nrm1, nrm2 = _pair_start(x1, x2)
+    kmax = 1
+    for i in range(n1):
+        kmax = max(kmax, ip1[i + 1] - ip1[i])
+    for j in range(n2):
+        kmax = max(kmax, ip2[j + 1] - ip2[j])
+    feat_a = np.arange(n1)
+    feat_b = np.arange(n2)
+    g_b = ix2 + n1
+    bl1 = nrm1.copy()
+    bl2 = nrm2.copy()
+    table = t0
+    for lev in range(w.shape[0]):
+        b_a = bl1[ix1]
+        b_b = bl2[ix2]
+        out = np.empty((n1, n2))
+        _level_rows(feat_a, ip1, ix1, ix1, b_a, feat_b, ip2, g_b, ix2, b_b, table, t0, w[lev], False, kmax, out)
+        table, bl1, bl2 = out, _blank_next(nrm1, ip1, b_a, w[lev]), _blank_next(nrm2, ip2, b_b, w[lev])
+    return _pair_root(table, bl1, bl2)
 
 
 @njit(cache=True, parallel=True)
@@ -525,3 +590,49 @@ def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w):
         ix2 = indices[indptr[b0]:indptr[b1]] - b0
         out[k] = pair_tmd(table[fid[a0:a1]], ip1, ix1, table[fid[b0:b1]], ip2, ix2, w)
     return out
+
+
+#: Work of one pair (node pairs :math:`|V_i||V_j|`) from which it is computed alone on every thread
+#: (:func:`pair_tmd_wide`) instead of as one iteration of :func:`pair_list`'s loop over pairs: about a
+#: second of work (two 1000-node proteins).  A batch of DD pairs often holds one or two such pairs beside
+#: many small ones, and a loop over pairs then leaves all threads but one waiting for them.
+WIDE_PAIR_NODE_PAIRS = 1_000_000
+
+
+def pair_values(table, fid, indptr, indices, node_ptr, gi, gj, w) -> np.ndarray:
+    """TMD of listed pairs (the arguments of :func:`pair_list`), each pair on the threads it can use.
+
+    Pairs of at least :data:`WIDE_PAIR_NODE_PAIRS` node pairs go one at a time through
+    :func:`pair_tmd_wide` (rows of each level across the threads); the others through :func:`pair_list`
+    (pairs across the threads, on one thread while they are little work: :func:`pairs_are_small`).
+    Every pair's value is the same bits either way.
+
+    Returns
+    -------
+    ndarray of float64, shape (P,)
+    """
+    gi = np.asarray(gi, np.int64)
+    gj = np.asarray(gj, np.int64)
+    sizes = np.diff(np.asarray(node_ptr)).astype(np.float64)
+    if numba.get_num_threads() > 1:
+        wide = sizes[gi] * sizes[gj] >= WIDE_PAIR_NODE_PAIRS
+    else:
+        wide = np.zeros(gi.size, bool)
+    out = np.empty(gi.size)
+    rest = np.flatnonzero(~wide)
+    if rest.size:
+        with serial_if(pairs_are_small(node_ptr, gi[rest], gj[rest])):
+            out[rest] = pair_list(table, fid, indptr, indices, node_ptr, gi[rest], gj[rest], w)
+    for k in np.flatnonzero(wide):
+        out[k] = pair_tmd_wide(*_one_graph(table, fid, indptr, indices, node_ptr, gi[k]),
+                               *_one_graph(table, fid, indptr, indices, node_ptr, gj[k]), w)
+    return out
+
+
+def _one_graph(table, fid, indptr, indices, node_ptr, g):
+    """``(x, indptr, indices)`` of graph ``g`` of a concatenated dataset, with local node ids."""
+    a0, a1 = int(node_ptr[g]), int(node_ptr[g + 1])
+    x = np.ascontiguousarray(table[fid[a0:a1]], dtype=np.float64)
+    ip = np.ascontiguousarray(indptr[a0:a1 + 1] - indptr[a0], dtype=np.int64)
+    ix = np.ascontiguousarray(indices[indptr[a0]:indptr[a1]] - a0, dtype=np.int64)
+    return x, ip, ix
