@@ -65,6 +65,35 @@ def test_nearest_two_budget_stops_after_the_first_round(mutag, mutag_D):
     assert np.allclose(near.d1, mutag_D[pts, med[near.n1]])
 
 
+def test_nearest_two_cuts_the_round_that_would_pass_the_budget(mutag, mutag_D):
+    lb = LowerBound.of(mutag)
+    med = np.array([4, 40, 77, 120, 160])
+    pts = np.arange(len(mutag))
+    free = nearest_two(pts, med, lb.block(pts, med), PairCache(lambda i, j: mutag_D[i, j], len(mutag)))
+    first_round = pts.size - med.size
+    for budget in (first_round + 1, first_round + 50):
+        cache = PairCache(lambda i, j: mutag_D[i, j], len(mutag))
+        near = nearest_two(pts, med, lb.block(pts, med), cache, max_pairs=budget)
+        assert cache.computed == budget  # not a pair more than the budget once the first round is done
+        assert np.allclose(near.d1, mutag_D[pts, med[near.n1]])  # every distance exact
+        assert np.all(near.d1 >= free.d1)  # and never nearer than the true nearest medoid
+    assert np.sum(near.d1 > free.d1) < np.sum(nearest_two(
+        pts, med, lb.block(pts, med), PairCache(lambda i, j: mutag_D[i, j], len(mutag)), max_pairs=0).d1 > free.d1)
+
+
+def test_a_tight_budget_goes_to_the_graphs_not_to_the_medoids_pivots(mutag, mutag_D):
+    """Below one pair per graph and medoid, the medoids' distances to each other are not computed."""
+    n = len(mutag)
+    bound = LowerBound.of(mutag).matrix()
+    med = np.array([0, 1, 2, 3, 4])
+    tight = PairCache(lambda i, j: mutag_D[i, j], n)
+    SwapState(bound, tight, med, np.zeros(n, bool), max_pairs=n * med.size - 1)
+    roomy = PairCache(lambda i, j: mutag_D[i, j], n)
+    SwapState(bound, roomy, med, np.zeros(n, bool), max_pairs=n * med.size)
+    pivots = {int(a) * n + int(b) for a in med for b in med if a < b}
+    assert not pivots & set(tight.store) and pivots & set(roomy.store)
+
+
 def test_swap_state_try_and_apply_stay_exact(mutag, mutag_D):
     n = len(mutag)
     bound = LowerBound.of(mutag).matrix()
@@ -230,6 +259,10 @@ def test_a_long_search_shows_each_phase_with_an_eta(mutag):
     nearest = [s for s in lines if s.startswith("nearest two medoids of every graph")]
     assert nearest and all("ETA" in s and "exact pairs (" in s for s in nearest)
     assert any("budget" in s and "/2000" in s for s in nearest)
+    # the phase's "at most" counts no pair past the budget (2000 < 188 * 19: no medoid pivots, one phase)
+    import re
+    totals = [int(re.search(r": (\d+)/(\d+) \(", s).group(2)) for s in nearest]
+    assert totals and max(totals) <= 2000
     rounds = [s for s in lines if s.startswith("swap round 1")]
     assert rounds and all("(candidates):" in s for s in rounds)
     assert res.pairs_computed == cache.computed
