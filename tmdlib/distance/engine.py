@@ -699,8 +699,8 @@ def tmd(g1: Graph, g2: Graph, depth: int = 4, weights: WeightsLike = "pascal") -
     check_value_range(depth, w, g1, g2)
     c = np.ascontiguousarray
     wide = numba.get_num_threads() > 1 and g1.num_nodes * g2.num_nodes >= _k.WIDE_PAIR_NODE_PAIRS
-    kernel = _k.pair_tmd_wide if wide else _k.pair_tmd
-    return float(check_finite(kernel(c(g1.x), g1.indptr, g1.indices, c(g2.x), g2.indptr, g2.indices, w)))
+    args = (c(g1.x), g1.indptr, g1.indices, c(g2.x), g2.indptr, g2.indices, w)
+    return float(check_finite(_k.pair_tmd_wide(*args, _k._lanes()) if wide else _k.pair_tmd(*args)))
 
 
 def warmup() -> None:
@@ -717,5 +717,5 @@ def warmup() -> None:
     ds = GraphDataset.from_graphs([star, path])
     _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, np.array([0]), np.array([1]),
                  np.ones(2))
-    _k.pair_tmd_wide(star.x, star.indptr, star.indices, path.x, path.indptr, path.indices, np.ones(2))
+    _k.pair_tmd_wide(star.x, star.indptr, star.indices, path.x, path.indptr, path.indices, np.ones(2), 2)
     _k._mirror_parallel(np.zeros((4, 4)), 64)

@@ -12,8 +12,10 @@ problem go to :func:`ot_ranges`: trees common to both multisets are cancelled
 first (valid because :math:`\\mathrm{TD}` is a pseudometric, so in an optimal
 plan the common mass can stay in place), then the rest is solved exactly as a
 rectangular assignment (:mod:`tmdlib.distance.assign`): by a recursion over
-column subsets up to :data:`~tmdlib.distance.assign.SUBSET_MAX` columns (the
-5-6-neighbour nodes of protein graphs), by shortest augmenting paths above.
+column subsets on the shapes where it is faster, up to
+:data:`~tmdlib.distance.assign.SUBSET_MAX` columns (the 5-6-neighbour nodes of
+protein graphs; :func:`~tmdlib.distance.assign.subsets_pay`), else by shortest
+augmenting paths.
 
 :func:`pair_tmd` / :func:`pair_list` run the same recursion on node-level tables
 of one pair at a time (no ids), for single pairs and for data without shared trees.
@@ -26,10 +28,20 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .assign import SUBSET_MAX, assign_rect, assign_small, assign_subsets, ot_work
+from .assign import assign_rect, assign_small, assign_subsets, ot_work, subsets_pay
 
 __all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_tmd_wide", "pair_list",
            "pair_values", "serial_if", "PARALLEL_MIN_NODE_PAIRS", "WIDE_PAIR_NODE_PAIRS", "pairs_are_small"]
+
+#: Lanes per numba thread of the row loops (:func:`_level_rows`, :func:`_pair_rows`): each lane allocates its
+#: scratch once and takes every ``lanes``-th row pair (row ``t`` and its mirror ``R - 1 - t``, so lanes get even
+#: work); several per thread so that a thread slowed by the machine does not hold the others back.
+SCRATCH_LANES = 4
+
+def _lanes() -> int:
+    """Lanes of the row loops for the current number of numba threads (:data:`SCRATCH_LANES` each)."""
+    return SCRATCH_LANES * numba.get_num_threads()
+
 
 #: Root-level work (node pairs :math:`\sum |V_i||V_j|` over the pairs of a call) below which the pair
 #: kernels run on one thread.  The work of a pair grows with both graphs' sizes, so the threshold is on
@@ -75,8 +87,9 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
     place); of the remainders (sizes ``p``, ``q``) the smaller is padded with
     blank trees.  Sizes up to 4 are enumerated; larger problems are solved as the
     rectangular assignment :math:`\\sum_s b_s + \\min_\\sigma \\sum_r (C_{r\\sigma(r)} - b_{\\sigma(r)})`
-    (see :mod:`tmdlib.distance.assign`): :func:`~tmdlib.distance.assign.assign_subsets` while the larger
-    side has at most :data:`~tmdlib.distance.assign.SUBSET_MAX` trees, else
+    (see :mod:`tmdlib.distance.assign`): :func:`~tmdlib.distance.assign.assign_subsets` on the shapes
+    where it is faster (:func:`~tmdlib.distance.assign.subsets_pay`, at most
+    :data:`~tmdlib.distance.assign.SUBSET_MAX` trees on the larger side), else
     :func:`~tmdlib.distance.assign.assign_rect`.
 
     Parameters
@@ -163,7 +176,7 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
             for c in range(pb):
                 t = rb[c]
                 cbuf[r, c] = row[l_b[t]] - b_b[t]
-        if pb <= SUBSET_MAX:
+        if subsets_pay(pa, pb):
             return base + assign_subsets(cbuf, pa, pb, f)
         return base + assign_rect(cbuf, pa, pb, u, v, spc, path, row4col, col4row, remaining, sr, sc)
     for r in range(pa):
@@ -173,7 +186,7 @@ def ot_ranges(g_a, l_a, b_a, s0, e0, g_b, l_b, b_b, s1, e1, table, cbuf, ra, rb,
         row = table[l_a[t]]
         for c in range(pb):
             cbuf[c, r] = row[l_b[rb[c]]] - blank_r
-    if pa <= SUBSET_MAX:
+    if subsets_pay(pb, pa):
         return base + assign_subsets(cbuf, pb, pa, f)
     return base + assign_rect(cbuf, pb, pa, u, v, spc, path, row4col, col4row, remaining, sr, sc)
 
@@ -297,21 +310,23 @@ def _level_row(i, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l
 
 @njit(cache=True, parallel=True)
 def _level_rows(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev, table0, w,
-                symmetric, kmax, out):
+                symmetric, kmax, out, lanes):
     nr = ptr_a.shape[0] - 1
     half = (nr + 1) // 2
     k1 = kmax + 1
-    for t in prange(half):
+    lanes = max(1, min(half, lanes))
+    for lane in prange(lanes):  # one scratch per lane, rows t = lane, lane + lanes, ... with their mirrors
         cbuf = np.empty((k1, k1))
         ra = np.empty(k1, np.int64)
         rb = np.empty(k1, np.int64)
         wk = ot_work(k1)
-        _level_row(t, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
-                   prev, table0, w, out, cbuf, ra, rb, wk)
-        i2 = nr - 1 - t
-        if i2 != t:
-            _level_row(i2, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
+        for t in range(lane, half, lanes):
+            _level_row(t, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
                        prev, table0, w, out, cbuf, ra, rb, wk)
+            i2 = nr - 1 - t
+            if i2 != t:
+                _level_row(i2, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b,
+                           prev, table0, w, out, cbuf, ra, rb, wk)
 
 
 def level_table(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev, table0, w,
@@ -355,7 +370,7 @@ def level_table(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev
     out = np.empty((ptr_a.shape[0] - 1, ptr_b.shape[0] - 1))
     with serial_if(out.size < 50_000):
         _level_rows(feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, g_b, l_b, b_b, prev, table0, float(w),
-                    symmetric, kmax, out)
+                    symmetric, kmax, out, _lanes())
     if symmetric:
         _mirror(out)
     return out
@@ -376,19 +391,21 @@ def _pair_row(i, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, o
 
 
 @njit(cache=True, parallel=True)
-def _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax, out):
+def _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax, out, lanes):
     nr = ptr_a.shape[0] - 1
     half = (nr + 1) // 2
     k1 = kmax + 1
-    for t in prange(half):
+    lanes = max(1, min(half, lanes))
+    for lane in prange(lanes):  # as in _level_rows: one scratch per lane
         cbuf = np.empty((k1, k1))
         ra = np.empty(k1, np.int64)
         rb = np.empty(k1, np.int64)
         wk = ot_work(k1)
-        _pair_row(t, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk)
-        i2 = nr - 1 - t
-        if i2 != t:
-            _pair_row(i2, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk)
+        for t in range(lane, half, lanes):
+            _pair_row(t, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk)
+            i2 = nr - 1 - t
+            if i2 != t:
+                _pair_row(i2, symmetric, ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, out, cbuf, ra, rb, wk)
 
 
 def root_pairs(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax):
@@ -417,7 +434,7 @@ def root_pairs(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kma
     out = np.empty((ptr_a.shape[0] - 1, ptr_b.shape[0] - 1))
     node_pairs = float(ptr_a[-1]) * float(ptr_b[-1])  # root-level work: sum over pairs of |V_i| |V_j|
     with serial_if(min(out.shape) == 0 or out.size < 2 or node_pairs < PARALLEL_MIN_NODE_PAIRS):
-        _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax, out)
+        _pair_rows(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kmax, out, _lanes())
     if symmetric:
         _mirror(out)
     return out
@@ -465,17 +482,19 @@ def _blank_next(nrm, ip, b, w):
 
 
 @njit(cache=True)
-def _pair_root(table, bl1, bl2):
+def _pair_scratch(n1, n2):
+    """Scratch of every OT of one pair (the root problem is the largest): ``cbuf, ra, rb, wk``."""
+    kmax = max(n1, n2) + 1
+    return np.empty((kmax, kmax)), np.empty(kmax, np.int64), np.empty(kmax, np.int64), ot_work(kmax)
+
+
+@njit(cache=True)
+def _pair_root(table, bl1, bl2, cbuf, ra, rb, wk):
     """The root-level OT of one pair from its top node-level table (trees of the two graphs never cancel)."""
     n1, n2 = table.shape
-    kmax = max(n1, n2) + 1
-    cbuf = np.empty((kmax, kmax))
-    ra = np.empty(kmax, np.int64)
-    rb = np.empty(kmax, np.int64)
     roots_a = np.arange(n1)
     roots_b = np.arange(n2)
-    return ot_ranges(roots_a, roots_a, bl1, 0, n1, roots_b + n1, roots_b, bl2, 0, n2, table, cbuf, ra, rb,
-                     ot_work(kmax))
+    return ot_ranges(roots_a, roots_a, bl1, 0, n1, roots_b + n1, roots_b, bl2, 0, n2, table, cbuf, ra, rb, wk)
 
 
 @njit(cache=True)
@@ -503,15 +522,7 @@ def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
     """
     n1, n2 = x1.shape[0], x2.shape[0]
     t0, nrm1, nrm2 = _pair_start(x1, x2)
-    kmax = 1
-    for i in range(n1):
-        kmax = max(kmax, ip1[i + 1] - ip1[i] + 1)
-    for j in range(n2):
-        kmax = max(kmax, ip2[j + 1] - ip2[j] + 1)
-    cbuf = np.empty((kmax, kmax))
-    ra = np.empty(kmax, np.int64)
-    rb = np.empty(kmax, np.int64)
-    wk = ot_work(kmax)
+    cbuf, ra, rb, wk = _pair_scratch(n1, n2)
     feat_a = np.arange(n1)
     feat_b = np.arange(n2)
     g_b = ix2 + n1  # never equal to a node id of graph 1: no cancellation
@@ -526,16 +537,16 @@ def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
             _level_row(i, False, feat_a, ip1, ix1, ix1, b_a, feat_b, ip2, g_b, ix2, b_b, table, t0, w[lev],
                        out, cbuf, ra, rb, wk)
         table, bl1, bl2 = out, _blank_next(nrm1, ip1, b_a, w[lev]), _blank_next(nrm2, ip2, b_b, w[lev])
-    return _pair_root(table, bl1, bl2)
+    return _pair_root(table, bl1, bl2, cbuf, ra, rb, wk)
 
 
 @njit(cache=True)
-def pair_tmd_wide(x1, ip1, ix1, x2, ip2, ix2, w):
+def pair_tmd_wide(x1, ip1, ix1, x2, ip2, ix2, w, lanes):
     """:func:`pair_tmd` with each level's rows split across the numba threads (:func:`_level_rows`).
 
     The same arithmetic in the same order, so the same value bit for bit; for one large pair (two
     proteins of thousands of nodes take seconds), where a parallel loop over pairs would leave every
-    thread but one idle.  Must not be called from inside a parallel loop.
+    thread but one idle.  Must not be called from inside a parallel loop.  ``lanes``: :func:`_lanes`.
     """
     n1, n2 = x1.shape[0], x2.shape[0]
     t0, nrm1, nrm2 = _pair_start(x1, x2)
@@ -554,9 +565,10 @@ def pair_tmd_wide(x1, ip1, ix1, x2, ip2, ix2, w):
         b_a = bl1[ix1]
         b_b = bl2[ix2]
         out = np.empty((n1, n2))
-        _level_rows(feat_a, ip1, ix1, ix1, b_a, feat_b, ip2, g_b, ix2, b_b, table, t0, w[lev], False, kmax, out)
+        _level_rows(feat_a, ip1, ix1, ix1, b_a, feat_b, ip2, g_b, ix2, b_b, table, t0, w[lev], False, kmax, out,
+                    lanes)
         table, bl1, bl2 = out, _blank_next(nrm1, ip1, b_a, w[lev]), _blank_next(nrm2, ip2, b_b, w[lev])
-    return _pair_root(table, bl1, bl2)
+    return _pair_root(table, bl1, bl2, *_pair_scratch(n1, n2))
 
 
 @njit(cache=True, parallel=True)
@@ -614,18 +626,19 @@ def pair_values(table, fid, indptr, indices, node_ptr, gi, gj, w) -> np.ndarray:
     gi = np.asarray(gi, np.int64)
     gj = np.asarray(gj, np.int64)
     sizes = np.diff(np.asarray(node_ptr)).astype(np.float64)
-    if numba.get_num_threads() > 1:
-        wide = sizes[gi] * sizes[gj] >= WIDE_PAIR_NODE_PAIRS
-    else:
-        wide = np.zeros(gi.size, bool)
+    work = sizes[gi] * sizes[gj]
+    wide = work >= WIDE_PAIR_NODE_PAIRS
+    if numba.get_num_threads() < 2 or not wide.any():  # one loop over pairs, as before wide pairs
+        with serial_if(gi.size < 2 or float(work.sum()) < PARALLEL_MIN_NODE_PAIRS):
+            return pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w)
     out = np.empty(gi.size)
     rest = np.flatnonzero(~wide)
     if rest.size:
-        with serial_if(pairs_are_small(node_ptr, gi[rest], gj[rest])):
+        with serial_if(rest.size < 2 or float(work[rest].sum()) < PARALLEL_MIN_NODE_PAIRS):
             out[rest] = pair_list(table, fid, indptr, indices, node_ptr, gi[rest], gj[rest], w)
     for k in np.flatnonzero(wide):
         out[k] = pair_tmd_wide(*_one_graph(table, fid, indptr, indices, node_ptr, gi[k]),
-                               *_one_graph(table, fid, indptr, indices, node_ptr, gj[k]), w)
+                               *_one_graph(table, fid, indptr, indices, node_ptr, gj[k]), w, _lanes())
     return out
 
 

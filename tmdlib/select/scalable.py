@@ -1101,9 +1101,10 @@ def _give_fixed_room(budgets: np.ndarray, need: np.ndarray) -> np.ndarray:
 #: Exact-TMD work per graph of the pool that the search may spend when its budget is chosen from the pool
 #: (``max_pairs="auto"``), in node pairs: a pair of graphs of :math:`|V_i|` and :math:`|V_j|` nodes costs about
 #: :math:`|V_i||V_j|` (its computation trees, level by level).  Pools of small graphs never reach it (MOSES at 1 %
-#: spends ~35 pairs of ~470 node pairs per graph, 2 % of it; NCI1 at 10 % ~30 %); pools of large, hardly
-#: repeating graphs (DD: ~0.3 CPU s per pair of 284-node graphs) are held to ~3,000 pairs, ~10 min on 2 cores.
-AUTO_PAIR_WORK = 2.5e5
+#: spends ~35 pairs of ~470 node pairs per graph, under 1 % of it; NCI1 at 10 % ~11 %); pools of large, hardly
+#: repeating graphs are held to it (DD, 942 training graphs of 288 nodes: 7,935 pairs, ~0.14 CPU s each, 10 min
+#: on 2 cores for an epsilon 1.7 % below what 10,000 pairs gave before the budget went to the graphs first).
+AUTO_PAIR_WORK = 7e5
 
 
 def auto_pair_budget(nodes_per_graph) -> int:
