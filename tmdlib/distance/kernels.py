@@ -53,10 +53,13 @@ PARALLEL_MIN_NODE_PAIRS = 250_000
 def pairs_are_small(node_ptr, gi, gj) -> bool:
     """Whether the listed graph pairs are too little work for a parallel region (see
     :data:`PARALLEL_MIN_NODE_PAIRS`); ``gi``, ``gj`` index graphs by ``node_ptr``."""
-    if len(gi) < 2:
-        return True
     sizes = np.diff(np.asarray(node_ptr)).astype(np.float64)
-    return float(np.dot(sizes[gi], sizes[gj])) < PARALLEL_MIN_NODE_PAIRS
+    return _little_work(sizes[gi] * sizes[gj])
+
+
+def _little_work(work: np.ndarray) -> bool:
+    """:func:`pairs_are_small` from the pairs' work (node pairs :math:`|V_i||V_j|` each, shape ``(P,)``)."""
+    return work.size < 2 or float(work.sum()) < PARALLEL_MIN_NODE_PAIRS
 
 
 @contextmanager
@@ -629,12 +632,12 @@ def pair_values(table, fid, indptr, indices, node_ptr, gi, gj, w) -> np.ndarray:
     work = sizes[gi] * sizes[gj]
     wide = work >= WIDE_PAIR_NODE_PAIRS
     if numba.get_num_threads() < 2 or not wide.any():  # one loop over pairs, as before wide pairs
-        with serial_if(gi.size < 2 or float(work.sum()) < PARALLEL_MIN_NODE_PAIRS):
+        with serial_if(_little_work(work)):
             return pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w)
     out = np.empty(gi.size)
     rest = np.flatnonzero(~wide)
     if rest.size:
-        with serial_if(rest.size < 2 or float(work[rest].sum()) < PARALLEL_MIN_NODE_PAIRS):
+        with serial_if(_little_work(work[rest])):
             out[rest] = pair_list(table, fid, indptr, indices, node_ptr, gi[rest], gj[rest], w)
     for k in np.flatnonzero(wide):
         out[k] = pair_tmd_wide(*_one_graph(table, fid, indptr, indices, node_ptr, gi[k]),
