@@ -596,6 +596,7 @@ class PairEngine:
         self.min_group = int(min_group)
         self.uni = _Universe(self.ds, self.depth, self.weights) if len(self.ds) else None
         self.pair_path = self.uni is None or _prefer_pairs(self.uni)
+        self._lookup = None  # feature distances of the per-pair recursion, made at its first call
 
     def __call__(self, i, j) -> np.ndarray:
         """Distances of pairs ``(i[k], j[k])``, shape ``(P,)``."""
@@ -627,8 +628,10 @@ class PairEngine:
                     i, j = j, i
             if small.any():
                 ds = self.ds
+                if self._lookup is None:  # kept across calls: many calls of a few pairs each
+                    self._lookup = _k.feature_lookup(ds.features)
                 out[small] = _k.pair_values(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr,
-                                            i[small], j[small], self.weights)
+                                            i[small], j[small], self.weights, self._lookup)
         return check_finite(out)
 
 
@@ -715,7 +718,8 @@ def warmup() -> None:
     tmd_block([star], [path], 3)
     tmd(star, path, 3)
     ds = GraphDataset.from_graphs([star, path])
-    _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, np.array([0]), np.array([1]),
-                 np.ones(2))
+    for fdist, fnorm in (_k.feature_lookup(ds.features), _k.feature_lookup(np.zeros((0, 1)))):  # both starts
+        _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, np.array([0]), np.array([1]),
+                     np.ones(2), fdist, fnorm)
     _k.pair_tmd_wide(star.x, star.indptr, star.indices, path.x, path.indptr, path.indices, np.ones(2), 2)
     _k._mirror_parallel(np.zeros((4, 4)), 64)

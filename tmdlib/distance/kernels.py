@@ -31,7 +31,8 @@ from numba import njit, prange
 from .assign import assign_rect, assign_small, assign_subsets, ot_work, subsets_pay
 
 __all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_tmd_wide", "pair_list",
-           "pair_values", "serial_if", "PARALLEL_MIN_NODE_PAIRS", "WIDE_PAIR_NODE_PAIRS", "pairs_are_small"]
+           "feature_distances", "feature_lookup", "pair_values", "serial_if", "PARALLEL_MIN_NODE_PAIRS",
+           "WIDE_PAIR_NODE_PAIRS", "pairs_are_small"]
 
 #: Lanes per numba thread of the row loops (:func:`_level_rows`, :func:`_pair_rows`): each lane allocates its
 #: scratch once and takes every ``lanes``-th row pair (row ``t`` and its mirror ``R - 1 - t``, so lanes get even
@@ -471,6 +472,57 @@ def _pair_start(x1, x2):
     return t0, nrm1, nrm2
 
 
+@njit(cache=True, parallel=True)
+def feature_distances(table):
+    """Distances between the rows of a feature table and their norms, with :func:`_pair_start`'s arithmetic.
+
+    Parameters
+    ----------
+    table : ndarray of float64, shape (F, d)
+
+    Returns
+    -------
+    fdist : ndarray of float64, shape (F, F)
+        :math:`\lVert f_r - f_s \rVert_2`, the same bits as :func:`_pair_start` gives two nodes of rows r, s.
+    fnorm : ndarray of float64, shape (F,)
+        :math:`\lVert f_r \rVert_2`.
+    """
+    f, d = table.shape
+    fdist = np.empty((f, f))
+    fnorm = np.empty(f)
+    for r in prange(f):
+        for c in range(f):
+            s = 0.0
+            for t in range(d):
+                z = table[r, t] - table[c, t]
+                s += z * z
+            fdist[r, c] = np.sqrt(s)
+        s = 0.0
+        for t in range(d):
+            s += table[r, t] * table[r, t]
+        fnorm[r] = np.sqrt(s)
+    return fdist, fnorm
+
+
+@njit(cache=True)
+def _pair_start_rows(f1, f2, fdist, fnorm):
+    """:func:`_pair_start` of two graphs whose nodes have feature rows ``f1``, ``f2``, looked up in the
+    tables of :func:`feature_distances` (no pass over the feature columns)."""
+    n1, n2 = f1.shape[0], f2.shape[0]
+    t0 = np.empty((n1, n2))
+    for i in range(n1):
+        drow = fdist[f1[i]]
+        for j in range(n2):
+            t0[i, j] = drow[f2[j]]
+    nrm1 = np.empty(n1)
+    for i in range(n1):
+        nrm1[i] = fnorm[f1[i]]
+    nrm2 = np.empty(n2)
+    for j in range(n2):
+        nrm2[j] = fnorm[f2[j]]
+    return t0, nrm1, nrm2
+
+
 @njit(cache=True)
 def _blank_next(nrm, ip, b, w):
     """Blank distance of every node's tree one level up: its feature norm plus ``w`` times its children's."""
@@ -523,8 +575,14 @@ def pair_tmd(x1, ip1, ix1, x2, ip2, ix2, w):
     -------
     float
     """
-    n1, n2 = x1.shape[0], x2.shape[0]
     t0, nrm1, nrm2 = _pair_start(x1, x2)
+    return _pair_levels(t0, nrm1, nrm2, ip1, ix1, ip2, ix2, w)
+
+
+@njit(cache=True)
+def _pair_levels(t0, nrm1, nrm2, ip1, ix1, ip2, ix2, w):
+    """:func:`pair_tmd` from its node-level feature distances ``t0`` (n1, n2) and feature norms."""
+    n1, n2 = t0.shape
     cbuf, ra, rb, wk = _pair_scratch(n1, n2)
     feat_a = np.arange(n1)
     feat_b = np.arange(n2)
@@ -575,7 +633,7 @@ def pair_tmd_wide(x1, ip1, ix1, x2, ip2, ix2, w, lanes):
 
 
 @njit(cache=True, parallel=True)
-def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w):
+def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm):
     """TMD of listed pairs of a concatenated dataset (parallel over pairs).
 
     Parameters
@@ -589,12 +647,16 @@ def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w):
     gi, gj : ndarray of int64, shape (P,)
         Graph positions of the pairs.
     w : ndarray of float64, shape (L - 1,)
+    fdist, fnorm : ndarray of float64, shapes (F, F), (F,)
+        :func:`feature_distances` of ``table``, or shapes (0, 0), (0,): each pair computes its
+        feature distances from the rows (the same bits either way).
 
     Returns
     -------
     ndarray of float64, shape (P,)
     """
     p = gi.shape[0]
+    lookup = fdist.shape[0] > 0
     out = np.empty(p)
     for k in prange(p):
         a0, a1 = node_ptr[gi[k]], node_ptr[gi[k] + 1]
@@ -603,7 +665,11 @@ def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w):
         ix1 = indices[indptr[a0]:indptr[a1]] - a0
         ip2 = indptr[b0:b1 + 1] - indptr[b0]
         ix2 = indices[indptr[b0]:indptr[b1]] - b0
-        out[k] = pair_tmd(table[fid[a0:a1]], ip1, ix1, table[fid[b0:b1]], ip2, ix2, w)
+        if lookup:
+            t0, nrm1, nrm2 = _pair_start_rows(fid[a0:a1], fid[b0:b1], fdist, fnorm)
+        else:
+            t0, nrm1, nrm2 = _pair_start(table[fid[a0:a1]], table[fid[b0:b1]])
+        out[k] = _pair_levels(t0, nrm1, nrm2, ip1, ix1, ip2, ix2, w)
     return out
 
 
@@ -614,13 +680,32 @@ def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w):
 WIDE_PAIR_NODE_PAIRS = 1_000_000
 
 
-def pair_values(table, fid, indptr, indices, node_ptr, gi, gj, w) -> np.ndarray:
+#: Feature tables of at most this many rows are turned into a table of row distances (:func:`feature_distances`,
+#: 32 MiB at the limit) for the pairs of :func:`pair_values`; molecules and proteins have tens of rows.
+FEATURE_LOOKUP_ROWS = 2048
+
+
+def feature_lookup(table, pair_node_pairs: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`feature_distances` of ``table`` where it pays, else empty tables (``pair_list``'s fallback).
+
+    It pays when the table has at most :data:`FEATURE_LOOKUP_ROWS` rows and its ``F**2`` row pairs are fewer than
+    the node pairs whose feature distances it replaces (``pair_node_pairs``; default: as many as it takes).
+    """
+    table = np.asarray(table)
+    f = table.shape[0]
+    if f == 0 or f > FEATURE_LOOKUP_ROWS or float(f) * f > pair_node_pairs:
+        return np.zeros((0, 0)), np.zeros(0)
+    return feature_distances(np.ascontiguousarray(table, dtype=np.float64))
+
+
+def pair_values(table, fid, indptr, indices, node_ptr, gi, gj, w, lookup=None) -> np.ndarray:
     """TMD of listed pairs (the arguments of :func:`pair_list`), each pair on the threads it can use.
 
     Pairs of at least :data:`WIDE_PAIR_NODE_PAIRS` node pairs go one at a time through
     :func:`pair_tmd_wide` (rows of each level across the threads); the others through :func:`pair_list`
     (pairs across the threads, on one thread while they are little work: :func:`pairs_are_small`).
-    Every pair's value is the same bits either way.
+    Every pair's value is the same bits either way.  ``lookup``: the ``(fdist, fnorm)`` of
+    :func:`feature_lookup` for ``table`` when the caller keeps them across calls (default: made here when they pay).
 
     Returns
     -------
@@ -631,14 +716,15 @@ def pair_values(table, fid, indptr, indices, node_ptr, gi, gj, w) -> np.ndarray:
     sizes = np.diff(np.asarray(node_ptr)).astype(np.float64)
     work = sizes[gi] * sizes[gj]
     wide = work >= WIDE_PAIR_NODE_PAIRS
+    fdist, fnorm = feature_lookup(table, float(work.sum())) if lookup is None else lookup
     if numba.get_num_threads() < 2 or not wide.any():  # one loop over pairs, as before wide pairs
         with serial_if(_little_work(work)):
-            return pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w)
+            return pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm)
     out = np.empty(gi.size)
     rest = np.flatnonzero(~wide)
     if rest.size:
         with serial_if(_little_work(work[rest])):
-            out[rest] = pair_list(table, fid, indptr, indices, node_ptr, gi[rest], gj[rest], w)
+            out[rest] = pair_list(table, fid, indptr, indices, node_ptr, gi[rest], gj[rest], w, fdist, fnorm)
     for k in np.flatnonzero(wide):
         out[k] = pair_tmd_wide(*_one_graph(table, fid, indptr, indices, node_ptr, gi[k]),
                                *_one_graph(table, fid, indptr, indices, node_ptr, gj[k]), w, _lanes())

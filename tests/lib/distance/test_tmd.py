@@ -208,3 +208,30 @@ def test_concurrent_calls_from_python_threads(mutag):
     assert not errors
     for m in got:
         np.testing.assert_allclose(m, want[:m.shape[0], :m.shape[1]], rtol=1e-12, atol=1e-9)
+
+
+def test_pair_list_feature_lookup_gives_the_same_bits(mutag):
+    """The per-pair kernel from a table of feature-row distances (molecules: tens of rows of 174 columns) gives
+    the very values of the kernel that computes them node pair by node pair, on one-hot molecules and on
+    continuous features; the table is made only where it pays."""
+    import tmdlib.distance.kernels as K
+    from tmdlib.datasets import load_builtin, to_dataset
+
+    mol = to_dataset(load_builtin("ogbg-molbace", ROOT / "data" / "raw")).take(np.arange(80))
+    rng = np.random.default_rng(3)
+    noisy = mutag.take(np.arange(40))
+    noisy = GraphDataset(x=noisy.x + rng.normal(0, 0.1, noisy.x.shape), node_ptr=noisy.node_ptr,
+                         edge_ptr=noisy.edge_ptr, src=noisy.src, dst=noisy.dst, graph_ids=noisy.graph_ids)
+    none = (np.zeros((0, 0)), np.zeros(0))
+    for ds in (mol, mutag, noisy):
+        gi, gj = rng.integers(0, len(ds), 300), rng.integers(0, len(ds), 300)
+        w = resolve_weights(4, "pascal")
+        fd = K.feature_distances(np.ascontiguousarray(ds.features, dtype=np.float64))
+        assert fd[0].shape == (ds.features.shape[0],) * 2
+        args = (ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, gi, gj, w)
+        np.testing.assert_array_equal(K.pair_list(*args, *fd), K.pair_list(*args, *none))
+        np.testing.assert_array_equal(K.pair_values(*args), K.pair_list(*args, *none))
+        np.testing.assert_array_equal(tmd_pairs(ds, gi, gj), K.pair_list(*args, *none))
+    assert K.feature_lookup(mol.features)[0].shape[0] == mol.features.shape[0]
+    assert K.feature_lookup(mol.features, pair_node_pairs=10.0)[0].size == 0  # one small pair: not worth a table
+    assert K.feature_lookup(np.zeros((K.FEATURE_LOOKUP_ROWS + 1, 2)))[0].size == 0  # continuous features
