@@ -632,8 +632,41 @@ def pair_tmd_wide(x1, ip1, ix1, x2, ip2, ix2, w, lanes):
     return _pair_root(table, bl1, bl2, *_pair_scratch(n1, n2))
 
 
+@njit(cache=True)
+def _deal_pairs(work, lanes):
+    """Pairs dealt to ``lanes`` lanes, heaviest first, each to the lane with the least work so far.
+
+    Returns ``seq`` (P,), the pairs lane after lane, and ``ptr`` (lanes + 1,), lane ``l`` owning
+    ``seq[ptr[l]:ptr[l+1]]``: no lane holds more than the mean work plus one pair's.
+    """
+    p = work.shape[0]
+    order = np.argsort(-work, kind="mergesort")
+    load = np.zeros(lanes)
+    lane_of = np.empty(p, np.int64)
+    for t in range(p):
+        k = order[t]
+        best = 0
+        for lane in range(1, lanes):
+            if load[lane] < load[best]:
+                best = lane
+        lane_of[k] = best
+        load[best] += work[k]
+    ptr = np.zeros(lanes + 1, np.int64)
+    for k in range(p):
+        ptr[lane_of[k] + 1] += 1
+    for lane in range(lanes):
+        ptr[lane + 1] += ptr[lane]
+    fill = ptr[:-1].copy()
+    seq = np.empty(p, np.int64)
+    for t in range(p):
+        k = order[t]
+        seq[fill[lane_of[k]]] = k
+        fill[lane_of[k]] += 1
+    return seq, ptr
+
+
 @njit(cache=True, parallel=True)
-def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm):
+def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm, lanes=1):
     """TMD of listed pairs of a concatenated dataset (parallel over pairs).
 
     Parameters
@@ -650,6 +683,10 @@ def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm):
     fdist, fnorm : ndarray of float64, shapes (F, F), (F,)
         :func:`feature_distances` of ``table``, or shapes (0, 0), (0,): each pair computes its
         feature distances from the rows (the same bits either way).
+    lanes : int
+        Lanes of the loop, one per numba thread: the pairs are dealt to them by their work
+        :math:`|V_i||V_j|` (:func:`_deal_pairs`), so a thread does not idle while another finishes a run
+        of large pairs (a static split of the loop over pairs would give each thread a contiguous run).
 
     Returns
     -------
@@ -658,19 +695,31 @@ def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm):
     p = gi.shape[0]
     lookup = fdist.shape[0] > 0
     out = np.empty(p)
-    for k in prange(p):
-        a0, a1 = node_ptr[gi[k]], node_ptr[gi[k] + 1]
-        b0, b1 = node_ptr[gj[k]], node_ptr[gj[k] + 1]
-        ip1 = indptr[a0:a1 + 1] - indptr[a0]
-        ix1 = indices[indptr[a0]:indptr[a1]] - a0
-        ip2 = indptr[b0:b1 + 1] - indptr[b0]
-        ix2 = indices[indptr[b0]:indptr[b1]] - b0
-        if lookup:
-            t0, nrm1, nrm2 = _pair_start_rows(fid[a0:a1], fid[b0:b1], fdist, fnorm)
-        else:
-            t0, nrm1, nrm2 = _pair_start(table[fid[a0:a1]], table[fid[b0:b1]])
-        out[k] = _pair_levels(t0, nrm1, nrm2, ip1, ix1, ip2, ix2, w)
+    work = np.empty(p)
+    for k in range(p):
+        work[k] = float(node_ptr[gi[k] + 1] - node_ptr[gi[k]]) * float(node_ptr[gj[k] + 1] - node_ptr[gj[k]])
+    seq, ptr = _deal_pairs(work, max(1, lanes))
+    for lane in prange(max(1, lanes)):
+        for q in range(ptr[lane], ptr[lane + 1]):
+            k = seq[q]
+            out[k] = _pair_in_list(table, fid, indptr, indices, node_ptr, gi[k], gj[k], w, fdist, fnorm, lookup)
     return out
+
+
+@njit(cache=True)
+def _pair_in_list(table, fid, indptr, indices, node_ptr, g1, g2, w, fdist, fnorm, lookup):
+    """One pair of :func:`pair_list`."""
+    a0, a1 = node_ptr[g1], node_ptr[g1 + 1]
+    b0, b1 = node_ptr[g2], node_ptr[g2 + 1]
+    ip1 = indptr[a0:a1 + 1] - indptr[a0]
+    ix1 = indices[indptr[a0]:indptr[a1]] - a0
+    ip2 = indptr[b0:b1 + 1] - indptr[b0]
+    ix2 = indices[indptr[b0]:indptr[b1]] - b0
+    if lookup:
+        t0, nrm1, nrm2 = _pair_start_rows(fid[a0:a1], fid[b0:b1], fdist, fnorm)
+    else:
+        t0, nrm1, nrm2 = _pair_start(table[fid[a0:a1]], table[fid[b0:b1]])
+    return _pair_levels(t0, nrm1, nrm2, ip1, ix1, ip2, ix2, w)
 
 
 #: Work of one pair (node pairs :math:`|V_i||V_j|`) from which it is computed alone on every thread
@@ -719,12 +768,13 @@ def pair_values(table, fid, indptr, indices, node_ptr, gi, gj, w, lookup=None) -
     fdist, fnorm = feature_lookup(table, float(work.sum())) if lookup is None else lookup
     if numba.get_num_threads() < 2 or not wide.any():  # one loop over pairs, as before wide pairs
         with serial_if(_little_work(work)):
-            return pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm)
+            return pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm, numba.get_num_threads())
     out = np.empty(gi.size)
     rest = np.flatnonzero(~wide)
     if rest.size:
         with serial_if(_little_work(work[rest])):
-            out[rest] = pair_list(table, fid, indptr, indices, node_ptr, gi[rest], gj[rest], w, fdist, fnorm)
+            out[rest] = pair_list(table, fid, indptr, indices, node_ptr, gi[rest], gj[rest], w, fdist, fnorm,
+                                  numba.get_num_threads())
     for k in np.flatnonzero(wide):
         out[k] = pair_tmd_wide(*_one_graph(table, fid, indptr, indices, node_ptr, gi[k]),
                                *_one_graph(table, fid, indptr, indices, node_ptr, gj[k]), w, _lanes())

@@ -235,3 +235,20 @@ def test_pair_list_feature_lookup_gives_the_same_bits(mutag):
     assert K.feature_lookup(mol.features)[0].shape[0] == mol.features.shape[0]
     assert K.feature_lookup(mol.features, pair_node_pairs=10.0)[0].size == 0  # one small pair: not worth a table
     assert K.feature_lookup(np.zeros((K.FEATURE_LOOKUP_ROWS + 1, 2)))[0].size == 0  # continuous features
+
+
+def test_pairs_are_dealt_to_lanes_by_their_work():
+    """Every pair once, heaviest first; no lane above the mean work plus the largest pair (the greedy bound)."""
+    import tmdlib.distance.kernels as K
+
+    rng = np.random.default_rng(0)
+    for p, lanes in ((0, 2), (1, 2), (7, 3), (500, 2), (500, 8)):
+        work = rng.pareto(1.5, p) * 1e4  # a few pairs of large proteins beside many small ones
+        seq, ptr = K._deal_pairs(work, lanes)
+        assert sorted(seq.tolist()) == list(range(p)) and ptr[0] == 0 and ptr[-1] == p
+        loads = np.array([work[seq[ptr[q]:ptr[q + 1]]].sum() for q in range(lanes)])
+        if p:
+            assert loads.max() <= work.sum() / lanes + work.max() + 1e-9
+            for q in range(lanes):
+                mine = work[seq[ptr[q]:ptr[q + 1]]]
+                assert np.all(np.diff(mine) <= 0)  # each lane runs its heaviest pairs first
