@@ -483,9 +483,9 @@ def feature_distances(table):
     Returns
     -------
     fdist : ndarray of float64, shape (F, F)
-        :math:`\lVert f_r - f_s \rVert_2`, the same bits as :func:`_pair_start` gives two nodes of rows r, s.
+        :math:`\\lVert f_r - f_s \\rVert_2`, the same bits as :func:`_pair_start` gives two nodes of rows r, s.
     fnorm : ndarray of float64, shape (F,)
-        :math:`\lVert f_r \rVert_2`.
+        :math:`\\lVert f_r \\rVert_2`.
     """
     f, d = table.shape
     fdist = np.empty((f, f))
