@@ -445,34 +445,41 @@ def root_pairs(ptr_a, g_a, l_a, b_a, ptr_b, g_b, l_b, b_b, table, symmetric, kma
 
 
 @njit(cache=True)
-def _pair_start(x1, x2):
-    """Node-level feature distances ``(n1, n2)`` and feature norms of one pair (level 0 of :func:`pair_tmd`)."""
-    n1, n2 = x1.shape[0], x2.shape[0]
-    d = x1.shape[1]
-    t0 = np.empty((n1, n2))
+def _cross_distances(a, b):
+    """Euclidean distances between the rows of ``a`` (n1, d) and of ``b`` (n2, d), shape ``(n1, n2)``."""
+    n1, n2 = a.shape[0], b.shape[0]
+    d = a.shape[1]
+    out = np.empty((n1, n2))
     for i in range(n1):
         for j in range(n2):
             s = 0.0
             for t in range(d):
-                z = x1[i, t] - x2[j, t]
+                z = a[i, t] - b[j, t]
                 s += z * z
-            t0[i, j] = np.sqrt(s)
-    nrm1 = np.empty(n1)
-    for i in range(n1):
-        s = 0.0
-        for t in range(d):
-            s += x1[i, t] * x1[i, t]
-        nrm1[i] = np.sqrt(s)
-    nrm2 = np.empty(n2)
-    for j in range(n2):
-        s = 0.0
-        for t in range(d):
-            s += x2[j, t] * x2[j, t]
-        nrm2[j] = np.sqrt(s)
-    return t0, nrm1, nrm2
+            out[i, j] = np.sqrt(s)
+    return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
+def _row_norms(x):
+    """Euclidean norm of every row of ``x`` (n, d), shape ``(n,)``."""
+    n, d = x.shape
+    out = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        for t in range(d):
+            s += x[i, t] * x[i, t]
+        out[i] = np.sqrt(s)
+    return out
+
+
+@njit(cache=True)
+def _pair_start(x1, x2):
+    """Node-level feature distances ``(n1, n2)`` and feature norms of one pair (level 0 of :func:`pair_tmd`)."""
+    return _cross_distances(x1, x2), _row_norms(x1), _row_norms(x2)
+
+
+@njit(cache=True)
 def feature_distances(table):
     """Distances between the rows of a feature table and their norms, with :func:`_pair_start`'s arithmetic.
 
@@ -487,21 +494,7 @@ def feature_distances(table):
     fnorm : ndarray of float64, shape (F,)
         :math:`\\lVert f_r \\rVert_2`.
     """
-    f, d = table.shape
-    fdist = np.empty((f, f))
-    fnorm = np.empty(f)
-    for r in prange(f):
-        for c in range(f):
-            s = 0.0
-            for t in range(d):
-                z = table[r, t] - table[c, t]
-                s += z * z
-            fdist[r, c] = np.sqrt(s)
-        s = 0.0
-        for t in range(d):
-            s += table[r, t] * table[r, t]
-        fnorm[r] = np.sqrt(s)
-    return fdist, fnorm
+    return _cross_distances(table, table), _row_norms(table)
 
 
 @njit(cache=True)
