@@ -26,7 +26,7 @@ import numpy as np
 from prefect import task
 
 from tmdlib import GraphDataset
-from tmdlib.select.scalable import PartResult, PartSpec, solve_part
+from tmdlib.select.scalable import PartResult, PartSpec, part_engine, solve_part
 
 from . import io
 
@@ -291,11 +291,10 @@ def solve_here(spec: PartSpec, cache_dir: str | Path | None = None, hashes: list
     ``hashes``: content hashes of the part's graphs (default computed); ``threads``: numba threads of the
     exact TMD (default ``spec.num_threads``).
     """
-    from tmdlib.distance.engine import PairEngine
     from tmdlib.distance.weights import resolve_weights
 
     progress = Progress("coreset (one part)")
-    exact = PairEngine(spec.ds, spec.depth, spec.weights, num_threads=spec.num_threads if threads is None else threads)
+    exact = part_engine(spec, threads)
     store = None
     if cache_dir:
         store = PairStore(cache_dir, part_hashes(spec.ds) if hashes is None else hashes, spec.depth,

@@ -152,6 +152,44 @@ class _Universe:
         nodes = self.node_slice(graphs)
         return [np.unique(ids[nodes]) for ids in self.ids]
 
+    def top_bytes(self) -> int:
+        """Peak bytes of :meth:`top_table` (``T_{L-2}`` and, while it is built, ``T_{L-3}``)."""
+        if self.depth < 3:
+            return 0
+        sq = [float(lv.feat.size) ** 2 for lv in self.levels[:self.depth - 1]]
+        return int(8 * (sq[-1] + (sq[-2] if len(sq) > 2 else 0) + sq[0]))
+
+    def top_work(self) -> float:
+        r"""Child problems of :meth:`top_table`: half of :math:`\sum_{l=1}^{L-2} U_l^2`."""
+        return sum(float(lv.feat.size) ** 2 for lv in self.levels[1:self.depth - 1]) / 2
+
+    def top_table(self) -> "_Top":
+        """Tree distances between *all* level-``(L-2)`` ids of the universe (symmetric tables, level by level),
+        for :func:`~tmdlib.distance.kernels.pair_list_top`; needs ``depth >= 3``."""
+        top = self.depth - 2
+        every = [np.arange(lv.feat.size, dtype=np.int64) for lv in self.levels[:top + 1]]
+        side = _Side(every, every)
+        t0 = _k.feature_table(self.frows, self.frows, True)
+        table = t0
+        for lev in range(1, top + 1):
+            fa, pa, ga, la, ba, ka = _children(self, side, lev)
+            table = _k.level_table(fa, pa, ga, la, ba, fa, pa, ga, la, ba, table, t0, float(self.weights[lev - 1]),
+                                   True, ka)
+        return _Top(self.ids[top], self.levels[top].blank, table, t0, self.levels[0].blank,
+                    float(self.weights[self.depth - 2]))
+
+
+@dataclass(frozen=True)
+class _Top:
+    """Arguments of :func:`~tmdlib.distance.kernels.pair_list_top` for a universe (:meth:`_Universe.top_table`)."""
+
+    ids: np.ndarray      # (N,) level-(L-2) id of every node
+    blank: np.ndarray    # (U,) blank distance of each level-(L-2) id
+    table: np.ndarray    # (U, U) T_{L-2}
+    fdist: np.ndarray    # (F, F) feature distances between the universe's distinct rows
+    fnorm: np.ndarray    # (F,) their norms
+    w: float             # weights[L - 2]
+
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(s, s + l)`` over pairs, vectorised."""
@@ -578,6 +616,10 @@ class PairEngine:
         numba threads.
     min_group : int, default 4
         Smallest group computed as a block.
+    expected_pairs : int, default 0
+        Pairs the caller expects to ask for in all: the table of every tree one level below the root
+        (:meth:`_Universe.top_table`, for universes whose trees repeat, e.g. molecules) is then made at the
+        first call if they would pay for it, instead of once the pairs asked for have.
 
     Examples
     --------
@@ -586,7 +628,7 @@ class PairEngine:
     """
 
     def __init__(self, dataset: GraphsLike, depth: int = 4, weights: WeightsLike = "pascal", *,
-                 num_threads: int | None = None, min_group: int = 4):
+                 num_threads: int | None = None, min_group: int = 4, expected_pairs: int = 0):
         self.ds = _as_dataset(dataset)
         self.weights = _check(depth, weights, self.ds.num_features)
         self.depth = int(depth)
@@ -597,6 +639,13 @@ class PairEngine:
         self.uni = _Universe(self.ds, self.depth, self.weights) if len(self.ds) else None
         self.pair_path = self.uni is None or _prefer_pairs(self.uni)
         self._lookup = None  # feature distances of the per-pair recursion, made at its first call
+        # the table of all trees one level below the root, made once the pairs asked for would have paid for it
+        self._top = None
+        self._top_ok = (not self.pair_path and self.depth >= 3 and self.uni.top_bytes() <= TOP_TABLE_BYTES)
+        self._top_due = 0.0
+        if self._top_ok and expected_pairs > 0:
+            npg = self.ds.nodes_per_graph.astype(np.float64)
+            self._top_due = (self.depth - 2) * float(expected_pairs) * float(np.mean(npg)) ** 2
 
     def __call__(self, i, j) -> np.ndarray:
         """Distances of pairs ``(i[k], j[k])``, shape ``(P,)``."""
@@ -610,6 +659,8 @@ class PairEngine:
         if min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= len(self.ds):
             raise IndexError(f"pair index out of range for a dataset of {len(self.ds)} graphs")
         with _threads(self.num_threads):
+            if self._use_top(i, j):
+                return check_finite(self._top_values(i, j))
             small = np.ones(i.size, bool)
             if not self.pair_path:
                 # group by the side with fewer distinct graphs: one block per graph of that side
@@ -633,6 +684,32 @@ class PairEngine:
                 out[small] = _k.pair_values(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr,
                                             i[small], j[small], self.weights, self._lookup)
         return check_finite(out)
+
+
+    def _use_top(self, i: np.ndarray, j: np.ndarray) -> bool:
+        r"""Whether these pairs go through the top table, making it first when the pairs asked for so far
+        (these included) would have saved its cost: :math:`(L-2)\sum |V_i||V_j|` node-level child problems
+        against :meth:`_Universe.top_work`.  Deterministic in the sequence of calls."""
+        if self._top is None and self._top_ok:
+            npg = self.ds.nodes_per_graph.astype(np.float64)
+            self._top_due += (self.depth - 2) * float(np.dot(npg[i], npg[j]))
+            if self._top_due >= self.uni.top_work():
+                self._top = self.uni.top_table()
+        return self._top is not None
+
+    def _top_values(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """:func:`~tmdlib.distance.kernels.pair_list_top` of the pairs (one thread while they are little work)."""
+        t, ds = self._top, self.ds
+        npg = ds.nodes_per_graph.astype(np.float64)
+        with _k.serial_if(_k._little_work(npg[i] * npg[j])):
+            return _k.pair_list_top(self.uni.ids[0], ds.indptr, ds.indices, ds.node_ptr, i, j, t.ids, t.blank,
+                                    t.table, t.fdist, t.fnorm, t.w, numba.get_num_threads())
+
+
+#: Largest peak (bytes) of a :class:`PairEngine`'s table of every tree one level below the root
+#: (:meth:`_Universe.top_table`): 18-56 MB for parts of 781 MOSES molecules; proteins' trees hardly repeat, so
+#: their tables would be far larger and they keep the blocks and the per-pair recursion.
+TOP_TABLE_BYTES = 256 * 1024 ** 2
 
 
 def tmd_memory_plan(dataset: GraphsLike, depth: int = 4, *,
@@ -722,4 +799,5 @@ def warmup() -> None:
         _k.pair_list(ds.features, ds.feature_index, ds.indptr, ds.indices, ds.node_ptr, np.array([0]), np.array([1]),
                      np.ones(2), fdist, fnorm)
     _k.pair_tmd_wide(star.x, star.indptr, star.indices, path.x, path.indptr, path.indices, np.ones(2), 2)
+    PairEngine(ds, 3, expected_pairs=10)(np.array([0]), np.array([1]))  # the top table and its pairs
     _k._mirror_parallel(np.zeros((4, 4)), 64)

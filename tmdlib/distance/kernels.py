@@ -715,6 +715,79 @@ def _pair_in_list(table, fid, indptr, indices, node_ptr, g1, g2, w, fdist, fnorm
     return _pair_levels(t0, nrm1, nrm2, ip1, ix1, ip2, ix2, w)
 
 
+@njit(cache=True, parallel=True)
+def pair_list_top(fid, indptr, indices, node_ptr, gi, gj, ids, blank, top, fdist, fnorm, w, lanes=1):
+    r"""TMD of listed pairs from a table of every tree distance one level below the root (parallel over pairs).
+
+    For a universe whose level-:math:`(L-2)` trees are few (molecules: a few thousand per part), the
+    table :math:`T_{L-2}` between all of them is made once (:class:`~tmdlib.distance.engine.PairEngine`);
+    a pair then builds only its root-level node table,
+
+    .. math:: M[u, v] = \lVert f_u - f_v \rVert + w\, \mathrm{OT}_{T_{L-2}}\big(\rho(\mathrm{ch}(u), \mathrm{ch}(v))\big),
+
+    children looked up by their level-:math:`(L-2)` ids, and solves the root OT, instead of the
+    :math:`L - 1` node-level tables of :func:`pair_list` (the same arithmetic per entry; values agree to
+    rounding: the table's entries were made with cancellation of identical children).
+
+    Parameters
+    ----------
+    fid : ndarray of int64, shape (N,)
+        Feature row (into ``fdist``) of every node.
+    indptr, indices, node_ptr, gi, gj, lanes
+        As in :func:`pair_list`.
+    ids : ndarray of int64, shape (N,)
+        Level-:math:`(L-2)` id of every node (rows and columns of ``top``).
+    blank : ndarray of float64, shape (U,)
+        Distance of each level-:math:`(L-2)` tree to the blank tree.
+    top : ndarray of float64, shape (U, U)
+        :math:`T_{L-2}` between all level-:math:`(L-2)` ids.
+    fdist, fnorm : ndarray of float64, shapes (F, F), (F,)
+        :func:`feature_distances` of the feature table.
+    w : float
+        Weight of the root level, ``weights[L - 2]``.
+
+    Returns
+    -------
+    ndarray of float64, shape (P,)
+    """
+    p = gi.shape[0]
+    out = np.empty(p)
+    work = np.empty(p)
+    for k in range(p):
+        work[k] = float(node_ptr[gi[k] + 1] - node_ptr[gi[k]]) * float(node_ptr[gj[k] + 1] - node_ptr[gj[k]])
+    seq, ptr = _deal_pairs(work, max(1, lanes))
+    for lane in prange(max(1, lanes)):
+        for q in range(ptr[lane], ptr[lane + 1]):
+            k = seq[q]
+            out[k] = _pair_top(fid, indptr, indices, node_ptr, gi[k], gj[k], ids, blank, top, fdist, fnorm, w)
+    return out
+
+
+@njit(cache=True)
+def _pair_top(fid, indptr, indices, node_ptr, g1, g2, ids, blank, top, fdist, fnorm, w):
+    """One pair of :func:`pair_list_top`."""
+    a0, a1 = node_ptr[g1], node_ptr[g1 + 1]
+    b0, b1 = node_ptr[g2], node_ptr[g2 + 1]
+    n1, n2 = a1 - a0, b1 - b0
+    ip1 = indptr[a0:a1 + 1] - indptr[a0]
+    ix1 = indices[indptr[a0]:indptr[a1]] - a0
+    ip2 = indptr[b0:b1 + 1] - indptr[b0]
+    ix2 = indices[indptr[b0]:indptr[b1]] - b0
+    l_a = ids[indices[indptr[a0]:indptr[a1]]]  # children's level-(L-2) ids: rows and columns of top
+    l_b = ids[indices[indptr[b0]:indptr[b1]]]
+    b_a = blank[l_a]
+    b_b = blank[l_b]
+    f1 = fid[a0:a1]
+    f2 = fid[b0:b1]
+    cbuf, ra, rb, wk = _pair_scratch(n1, n2)
+    table = np.empty((n1, n2))
+    g_b = ix2 + n1  # never equal to a child of graph 1: no cancellation, as in pair_tmd
+    for i in range(n1):
+        _level_row(i, False, f1, ip1, ix1, l_a, b_a, f2, ip2, g_b, l_b, b_b, top, fdist, w, table, cbuf, ra, rb, wk)
+    return _pair_root(table, _blank_next(fnorm[f1], ip1, b_a, w), _blank_next(fnorm[f2], ip2, b_b, w),
+                      cbuf, ra, rb, wk)
+
+
 #: Work of one pair (node pairs :math:`|V_i||V_j|`) from which it is computed alone on every thread
 #: (:func:`pair_tmd_wide`) instead of as one iteration of :func:`pair_list`'s loop over pairs: about a
 #: second of work (two 1000-node proteins).  A batch of DD pairs often holds one or two such pairs beside

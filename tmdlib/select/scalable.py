@@ -46,7 +46,7 @@ from ..distance.lower import LowerBound, structure_embedding
 from ..graph import GraphDataset
 
 __all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",
-           "refine_kmedoids", "PartSpec", "PartResult", "PartPlan", "solve_part", "partition", "part_budgets", "plan_parts",
+           "refine_kmedoids", "PartSpec", "PartResult", "PartPlan", "part_engine", "solve_part", "partition", "part_budgets", "plan_parts",
            "pool_embedding", "auto_part_size", "resolve_part_size", "count_parts", "fit_part_size", "auto_pair_budget",
            "resolve_max_pairs",
            "solve_in_order", "EngineInfo", "ScalableCoreset", "combine_parts", "scalable_coreset", "EXHAUSTIVE_PART"]
@@ -171,6 +171,9 @@ class PairCache:
         list of ndarray of int64
             Indices into the batch, covering it once.
         """
+        cost = self.size[i] * self.size[j]
+        if float(cost.sum()) <= self.slice_cost:  # most batches: one slice, nothing to group
+            return [np.arange(i.size)]
         side = j if np.unique(i).size >= np.unique(j).size else i
         values, count = np.unique(side, return_counts=True)
         # groups the engine computes as blocks first, then the pairs it computes one by one (in parallel
@@ -888,6 +891,18 @@ class PartSpec:
     num_threads: int | None = None
 
 
+def part_engine(spec: PartSpec, num_threads: int | None = None):
+    """The exact engine of one part: a :class:`~tmdlib.distance.engine.PairEngine` on ``spec.ds`` told that the
+    search will ask for about every graph's distance to every medoid (``m k`` pairs; more where the bounds
+    prune little), so that molecules' parts make their table of trees at once.  ``num_threads``: default
+    ``spec.num_threads``."""
+    from ..distance.engine import PairEngine
+
+    return PairEngine(spec.ds, spec.depth, spec.weights,
+                      num_threads=spec.num_threads if num_threads is None else num_threads,
+                      expected_pairs=len(spec.ds) * int(spec.k))
+
+
 def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn | None = None) -> PartResult:
     """Solve one part: :func:`refine_kmedoids` of its graphs with exact TMD on demand.
 
@@ -898,7 +913,7 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
     spec : PartSpec
     exact : callable, optional
         ``exact(i, j) -> d`` on positions of ``spec.ds`` (e.g. a persisted store in front of the engine).
-        Default: a :class:`~tmdlib.distance.engine.PairEngine` on ``spec.ds``.
+        Default: :func:`part_engine` of ``spec``.
     progress : callable, optional
         Called with a status line after the proxy and after each swap round, and every 10 s while exact
         pairs are computed (:meth:`PairCache.status`: the phase, its ETA, the pairs and the budget).
@@ -908,11 +923,9 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
     PartResult
         In positions of ``spec.ds``; ``pairs_computed`` and ``seconds`` of this call.
     """
-    from ..distance.engine import PairEngine
-
     t0 = time.perf_counter()
     if exact is None:
-        exact = PairEngine(spec.ds, spec.depth, spec.weights, num_threads=spec.num_threads)
+        exact = part_engine(spec)
     cache = PairCache(exact, len(spec.ds), progress=progress, size=spec.ds.nodes_per_graph)
     if len(spec.ds) <= EXHAUSTIVE_PART:
         out = _exhaustive(cache, int(spec.k), spec.seed, spec.candidates, spec.fixed)

@@ -252,3 +252,57 @@ def test_pairs_are_dealt_to_lanes_by_their_work():
             for q in range(lanes):
                 mine = work[seq[ptr[q]:ptr[q + 1]]]
                 assert np.all(np.diff(mine) <= 0)  # each lane runs its heaviest pairs first
+
+
+def test_pair_engine_top_table_agrees_with_the_per_pair_recursion(mutag, reference):
+    """Molecules' pairs through the table of every tree one level below the root (made once per engine) equal
+    the node-level recursion to rounding, at depths 3-5, and the reference TMD values on MUTAG; the table is
+    made only when the pairs asked for pay for it (or the caller says they will), never for depth 2."""
+    import tmdlib.distance.engine as E
+    from tmdlib.datasets import load_builtin, to_dataset
+
+    mol = to_dataset(load_builtin("ogbg-molbace", ROOT / "data" / "raw")).take(np.arange(120))
+    rng = np.random.default_rng(5)
+    for ds in (mol, mutag):
+        gi, gj = rng.integers(0, len(ds), 400), rng.integers(0, len(ds), 400)
+        for depth in (3, 4, 5):
+            eng = E.PairEngine(ds, depth, expected_pairs=10 ** 6)
+            assert eng._top is None
+            got = eng(gi, gj)
+            assert eng._top is not None and eng._top.table.shape[0] == eng.uni.levels[depth - 2].feat.size
+            want = tmd_pairs(ds, gi, gj, depth)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+            assert np.all(got[gi == gj] == 0)
+    groups = defaultdict(list)
+    for p in reference["pairs"]:
+        groups[_key(p)].append(p)
+    for (depth, weights), pairs in groups.items():
+        if depth < 3:
+            continue
+        eng = E.PairEngine(mutag, depth, list(weights), expected_pairs=10 ** 6)
+        got = eng(np.array([p["i"] for p in pairs]), np.array([p["j"] for p in pairs]))
+        assert eng._top is not None
+        np.testing.assert_allclose(got, [p["tmd"] for p in pairs], rtol=RTOL, atol=1e-9)
+    lazy = E.PairEngine(mol, 4)  # no hint: the table once the pairs asked for would have paid for it
+    lazy([0], [1])
+    assert lazy._top is None
+    lazy(rng.integers(0, len(mol), 20_000), rng.integers(0, len(mol), 20_000))
+    assert lazy._top is not None
+    assert E.PairEngine(mol, 2, expected_pairs=10 ** 6)._top_ok is False
+    small, E.TOP_TABLE_BYTES = E.TOP_TABLE_BYTES, 1000
+    try:
+        assert E.PairEngine(mol, 4, expected_pairs=10 ** 6)._top_ok is False  # too large a table: blocks as before
+    finally:
+        E.TOP_TABLE_BYTES = small
+
+
+def test_lower_bound_matrix_is_its_block_bit_for_bit(mutag):
+    """The all-pairs bounds from the upper triangle are the rectangular block's, bit for bit."""
+    from tmdlib.distance.lower import LowerBound
+
+    lb = LowerBound.of(mutag)
+    idx = np.arange(len(lb))
+    m = lb.matrix()
+    np.testing.assert_array_equal(m, lb.block(idx, idx))
+    np.testing.assert_array_equal(m, m.T)
+    assert LowerBound.of(mutag.take(np.arange(1))).matrix().shape == (1, 1)
