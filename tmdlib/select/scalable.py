@@ -478,6 +478,10 @@ class SwapState:
         self.bound, self.cache, self.fixed, self.max_pairs = bound, cache, fixed, max_pairs
         self.medoids = np.asarray(medoids, np.int64)
         self.known = np.full((n, self.k), np.nan)
+        # candidates tried so far, with their exact distances to the graphs they were compared with (NaN
+        # elsewhere): pivots for the triangle bounds of later candidates, beside the medoids
+        self._tried = np.full((8, n), np.nan)  # rows 0..self._ntried-1 in use; doubles when full
+        self._ntried = 0
         self.n1, self.n2 = np.empty(n, np.int64), np.empty(n, np.int64)
         self.d1, self.d2 = np.empty(n), np.empty(n)
         # medoids first: their rows are the pivots' distances for everyone else
@@ -543,13 +547,38 @@ class SwapState:
             return SwapTrial(x, Verdict.REJECTED, change)
         return SwapTrial(x, Verdict.IMPROVES, change, slot, aff, dx)
 
+    @property
+    def tried(self) -> np.ndarray:
+        """Shape ``(T, n)``: exact distances of the ``T`` candidates tried so far to every graph they were
+        compared with (NaN elsewhere; 0 to themselves), in the order they were tried."""
+        return self._tried[:self._ntried]
+
+    def _new_pivot(self, x: int) -> np.ndarray:
+        """A new row of :attr:`tried` for candidate ``x`` (a view to fill in)."""
+        if self._ntried == self._tried.shape[0]:
+            grown = np.full((2 * self._tried.shape[0], self._tried.shape[1]), np.nan)
+            grown[:self._ntried] = self._tried
+            self._tried = grown
+        row = self._tried[self._ntried]
+        row[x] = 0.0
+        self._ntried += 1
+        return row
+
     def _tighten(self, x: int, bx: np.ndarray, aff: np.ndarray) -> np.ndarray:
-        r"""Raise ``bx[aff]`` in place to the pivot bounds :math:`\max_m |d(i, m) - d(x, m)|` over medoids ``m``
-        whose distances to both ``i`` and ``x`` are known; return the graphs still affected."""
+        r"""Raise ``bx[aff]`` in place to the pivot bounds :math:`\max_p |d(i, p) - d(x, p)|` over pivots ``p``
+        whose distances to both ``i`` and ``x`` are known -- the medoids, and the candidates tried before
+        ``x`` -- and return the graphs still affected."""
         piv = np.flatnonzero(~np.isnan(self.known[x]))
         if piv.size and aff.size:
             with np.errstate(invalid="ignore"):
                 tri = np.nanmax(np.abs(self.known[np.ix_(aff, piv)] - self.known[x, piv]), axis=1, initial=0.0)
+            bx[aff] = np.maximum(bx[aff], tri)
+            aff = aff[bx[aff] < self.d2[aff]]
+        tried = self.tried
+        rows = np.flatnonzero(~np.isnan(tried[:, x]))
+        if rows.size and aff.size:
+            with np.errstate(invalid="ignore"):
+                tri = np.nanmax(np.abs(tried[np.ix_(rows, aff)] - tried[rows, x][:, None]), axis=0, initial=0.0)
             bx[aff] = np.maximum(bx[aff], tri)
             aff = aff[bx[aff] < self.d2[aff]]
         return aff
@@ -559,9 +588,10 @@ class SwapState:
         batches from 16); ``None`` as soon as the partly exact estimate shows no gain below ``need``."""
         order = np.argsort(est - self.d1[aff], kind="stable")
         done, step = 0, 16
+        row = self._new_pivot(x)
         while done < aff.size:
             sel = order[done:done + step]
-            est[sel] = self.cache.get(np.full(sel.size, x), aff[sel])
+            est[sel] = row[aff[sel]] = self.cache.get(np.full(sel.size, x), aff[sel])
             done += sel.size
             step *= 2
             if done < aff.size and self.k > 1 and self.gain(aff, est)[0] >= need:

@@ -121,6 +121,36 @@ def test_swap_state_try_and_apply_stay_exact(mutag, mutag_D):
     assert made == 5
 
 
+def test_tried_candidates_are_exact_pivots_that_save_pairs_not_swaps(mutag, mutag_D, monkeypatch):
+    """Every candidate tried keeps its exact distances (a pivot for the triangle bounds of the candidates after
+    it): the search makes the same swaps to the same objective as with the medoids alone as pivots, for fewer
+    exact pairs."""
+    from tmdlib.select.scalable import refine_kmedoids
+
+    lb = LowerBound.of(mutag)
+
+    def run():
+        cache = PairCache(lambda i, j: mutag_D[i, j], len(mutag))
+        return refine_kmedoids(lb, cache, 12, seed=0), cache
+
+    with_pivots, cache = run()
+    seen = []
+    monkeypatch.setattr(SwapState, "_new_pivot", lambda self, x: seen.append(x) or np.full(len(mutag), np.nan))
+    medoids_only, cache0 = run()
+    monkeypatch.undo()
+    assert np.array_equal(with_pivots.medoids, medoids_only.medoids) and with_pivots.swaps == medoids_only.swaps
+    assert with_pivots.distance.sum() == pytest.approx(medoids_only.distance.sum(), rel=1e-12)
+    assert len(seen) > 10 and cache.computed < cache0.computed
+    # the rows are the candidates' exact distances
+    state = SwapState(lb.matrix(), PairCache(lambda i, j: mutag_D[i, j], len(mutag)), np.arange(5), np.zeros(len(mutag), bool))
+    judged = [x for x in range(5, 80) if state.try_swap(x, 1e-9).verdict is not Verdict.PRUNED]
+    rows = state.tried
+    assert rows.shape[0] == len(judged) > 8 and state._tried.shape[0] >= len(judged)  # grown past its first 8 rows
+    for r, x in enumerate(judged):
+        known = ~np.isnan(rows[r])
+        assert rows[r, x] == 0.0 and np.allclose(rows[r, known], mutag_D[x, known])
+
+
 def test_fixed_medoids_are_never_swapped_out(mutag, mutag_D):
     n = len(mutag)
     fixed = np.zeros(n, bool)
