@@ -45,7 +45,10 @@ whose trees are nearly all distinct (see :func:`_prefer_pairs`) instead run the
 original node-level recursion in one numba call per pair
 (:func:`tmdlib.distance.kernels.pair_tmd`, parallel over pairs), whose small tables
 stay in cache; a pair of two large graphs (:data:`~tmdlib.distance.kernels.WIDE_PAIR_NODE_PAIRS`)
-runs alone with the rows of its tables in parallel.  Both paths are exact and agree to rounding.
+runs alone with the rows of its tables in parallel.  A :class:`PairEngine` whose trees repeat (molecules: a
+part of ~800 MOSES molecules has ~2,500 distinct trees one level below the root) makes the table between *all*
+its level-``(L-2)`` trees once, and each pair then builds only its root-level table from it
+(:func:`tmdlib.distance.kernels.pair_list_top`).  All paths are exact and agree to rounding.
 
 Memory: a block's tables take ``8 * (R_0 C_0 + max_l (R_{l-1} C_{l-1} + R_l C_l))``
 bytes for ``R_l x C_l`` distinct ids per level (see :func:`tmd_memory_plan`).
