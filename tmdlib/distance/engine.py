@@ -688,7 +688,6 @@ class PairEngine:
                                             i[small], j[small], self.weights, self._lookup)
         return check_finite(out)
 
-
     def _use_top(self, i: np.ndarray, j: np.ndarray) -> bool:
         r"""Whether these pairs go through the top table, making it first when the pairs asked for so far
         (these included) would have saved its cost: :math:`(L-2)\sum |V_i||V_j|` node-level child problems

@@ -440,6 +440,12 @@ class SwapTrial:
     dx: np.ndarray | None = None
 
 
+#: Candidates a :class:`SwapState` keeps as pivots (their exact distances: ``MAX_TRIED * n`` floats at most) ...
+MAX_TRIED = 1024
+#: ... and how many of them, the nearest to the candidate, bound its distances (``MAX_PIVOTS * |aff|`` per trial).
+MAX_PIVOTS = 64
+
+
 class SwapState:
     r"""Medoids of one part, with every graph's exact nearest and second-nearest medoid.
 
@@ -480,8 +486,8 @@ class SwapState:
         self.known = np.full((n, self.k), np.nan)
         # candidates tried so far, with their exact distances to the graphs they were compared with (NaN
         # elsewhere): pivots for the triangle bounds of later candidates, beside the medoids
-        self._tried = np.full((8, n), np.nan)  # rows 0..self._ntried-1 in use; doubles when full
-        self._ntried = 0
+        self._tried = np.full((min(8, MAX_TRIED), n), np.nan)  # doubles when full, up to MAX_TRIED rows
+        self._ntried = 0  # candidates tried so far (the newest overwrites the oldest past MAX_TRIED)
         self.n1, self.n2 = np.empty(n, np.int64), np.empty(n, np.int64)
         self.d1, self.d2 = np.empty(n), np.empty(n)
         # medoids first: their rows are the pivots' distances for everyone else
@@ -549,17 +555,20 @@ class SwapState:
 
     @property
     def tried(self) -> np.ndarray:
-        """Shape ``(T, n)``: exact distances of the ``T`` candidates tried so far to every graph they were
-        compared with (NaN elsewhere; 0 to themselves), in the order they were tried."""
-        return self._tried[:self._ntried]
+        """Shape ``(T, n)``: exact distances of the last ``T`` candidates tried (at most :data:`MAX_TRIED`) to
+        every graph they were compared with (NaN elsewhere; 0 to themselves); in the order they were tried until
+        the rows wrap around."""
+        return self._tried[:min(self._ntried, MAX_TRIED)]
 
     def _new_pivot(self, x: int) -> np.ndarray:
         """A new row of :attr:`tried` for candidate ``x`` (a view to fill in)."""
-        if self._ntried == self._tried.shape[0]:
-            grown = np.full((2 * self._tried.shape[0], self._tried.shape[1]), np.nan)
-            grown[:self._ntried] = self._tried
+        rows = self._tried.shape[0]
+        if self._ntried == rows and rows < MAX_TRIED:
+            grown = np.full((min(2 * rows, MAX_TRIED), self._tried.shape[1]), np.nan)
+            grown[:rows] = self._tried
             self._tried = grown
-        row = self._tried[self._ntried]
+        row = self._tried[self._ntried % MAX_TRIED]
+        row[:] = np.nan
         row[x] = 0.0
         self._ntried += 1
         return row
@@ -576,6 +585,8 @@ class SwapState:
             aff = aff[bx[aff] < self.d2[aff]]
         tried = self.tried
         rows = np.flatnonzero(~np.isnan(tried[:, x]))
+        if rows.size > MAX_PIVOTS:  # the nearest to x: their bounds are the tightest (d(x, p) -> 0: d(i, p) -> d(i, x))
+            rows = rows[np.argsort(tried[rows, x], kind="stable")[:MAX_PIVOTS]]
         if rows.size and aff.size:
             with np.errstate(invalid="ignore"):
                 tri = np.nanmax(np.abs(tried[np.ix_(rows, aff)] - tried[rows, x][:, None]), axis=0, initial=0.0)

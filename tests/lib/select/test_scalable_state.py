@@ -141,11 +141,24 @@ def test_tried_candidates_are_exact_pivots_that_save_pairs_not_swaps(mutag, muta
     assert np.array_equal(with_pivots.medoids, medoids_only.medoids) and with_pivots.swaps == medoids_only.swaps
     assert with_pivots.distance.sum() == pytest.approx(medoids_only.distance.sum(), rel=1e-12)
     assert len(seen) > 10 and cache.computed < cache0.computed
+    import tmdlib.select.scalable as scal  # a few pivots kept, fewer used: the same search still
+    monkeypatch.setattr(scal, "MAX_TRIED", 5)
+    monkeypatch.setattr(scal, "MAX_PIVOTS", 2)
+    capped, cache2 = run()
+    assert np.array_equal(capped.medoids, with_pivots.medoids) and cache0.computed >= cache2.computed
+    monkeypatch.undo()
     # the rows are the candidates' exact distances
     state = SwapState(lb.matrix(), PairCache(lambda i, j: mutag_D[i, j], len(mutag)), np.arange(5), np.zeros(len(mutag), bool))
     judged = [x for x in range(5, 80) if state.try_swap(x, 1e-9).verdict is not Verdict.PRUNED]
     rows = state.tried
     assert rows.shape[0] == len(judged) > 8 and state._tried.shape[0] >= len(judged)  # grown past its first 8 rows
+    monkeypatch.setattr(scal, "MAX_TRIED", 6)
+    ring = SwapState(lb.matrix(), PairCache(lambda i, j: mutag_D[i, j], len(mutag)), np.arange(5), np.zeros(len(mutag), bool))
+    judged_ring = [x for x in range(5, 80) if ring.try_swap(x, 1e-9).verdict is not Verdict.PRUNED]
+    assert len(judged_ring) > 6 and ring.tried.shape[0] == 6  # the newest overwrite the oldest
+    last = judged_ring[-1]
+    assert ring.tried[(len(judged_ring) - 1) % 6, last] == 0.0
+    monkeypatch.undo()
     for r, x in enumerate(judged):
         known = ~np.isnan(rows[r])
         assert rows[r, x] == 0.0 and np.allclose(rows[r, known], mutag_D[x, known])
