@@ -658,6 +658,17 @@ def _deal_pairs(work, lanes):
     return seq, ptr
 
 
+@njit(cache=True)
+def _deal_listed_pairs(node_ptr, gi, gj, lanes):
+    """:func:`_deal_pairs` of the graph pairs ``(gi[k], gj[k])`` by their work :math:`|V_i||V_j|` (``node_ptr``:
+    the graphs' node ranges) to ``max(1, lanes)`` lanes."""
+    p = gi.shape[0]
+    work = np.empty(p)
+    for k in range(p):
+        work[k] = float(node_ptr[gi[k] + 1] - node_ptr[gi[k]]) * float(node_ptr[gj[k] + 1] - node_ptr[gj[k]])
+    return _deal_pairs(work, max(1, lanes))
+
+
 @njit(cache=True, parallel=True)
 def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm, lanes=1):
     """TMD of listed pairs of a concatenated dataset (parallel over pairs).
@@ -688,10 +699,7 @@ def pair_list(table, fid, indptr, indices, node_ptr, gi, gj, w, fdist, fnorm, la
     p = gi.shape[0]
     lookup = fdist.shape[0] > 0
     out = np.empty(p)
-    work = np.empty(p)
-    for k in range(p):
-        work[k] = float(node_ptr[gi[k] + 1] - node_ptr[gi[k]]) * float(node_ptr[gj[k] + 1] - node_ptr[gj[k]])
-    seq, ptr = _deal_pairs(work, max(1, lanes))
+    seq, ptr = _deal_listed_pairs(node_ptr, gi, gj, lanes)
     for lane in prange(max(1, lanes)):
         for q in range(ptr[lane], ptr[lane + 1]):
             k = seq[q]
@@ -752,10 +760,7 @@ def pair_list_top(fid, indptr, indices, node_ptr, gi, gj, ids, blank, top, fdist
     """
     p = gi.shape[0]
     out = np.empty(p)
-    work = np.empty(p)
-    for k in range(p):
-        work[k] = float(node_ptr[gi[k] + 1] - node_ptr[gi[k]]) * float(node_ptr[gj[k] + 1] - node_ptr[gj[k]])
-    seq, ptr = _deal_pairs(work, max(1, lanes))
+    seq, ptr = _deal_listed_pairs(node_ptr, gi, gj, lanes)
     for lane in prange(max(1, lanes)):
         for q in range(ptr[lane], ptr[lane + 1]):
             k = seq[q]
