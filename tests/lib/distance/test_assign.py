@@ -45,3 +45,49 @@ def test_subsets_refuse_non_finite_costs(bad):
     c = np.ones((5, 6))
     c[2, 4] = bad
     assert np.isnan(assign_subsets(c, 5, 6, ot_work(6)[-1]))
+
+
+def _padded_ot(c, ba, bb):
+    """Unit-mass OT between two multisets padded with blanks, by SciPy on the square padded matrix."""
+    na, nb = c.shape
+    k = max(na, nb)
+    if k == 0:
+        return 0.0
+    sq = np.zeros((k, k))
+    sq[:na, :nb] = c
+    sq[:na, nb:] = ba[:, None]
+    sq[na:, :nb] = bb[None, :]
+    return _scipy(sq)
+
+
+def test_level_table_child_problems_agree_with_scipy():
+    """Every shape of child problem (0-5 trees per side: the in-place 1-3 forms, the padded 4s, the general
+    solver) gives the optimal padded assignment; a NaN cost reaches exactly the entries that read it."""
+    from tmdlib.distance.kernels import level_table
+
+    rng = np.random.default_rng(7)
+    sizes = [s for s in range(6) for _ in range(3)]
+    R = C = len(sizes)
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    U = 12  # ids of the level below (rows and columns of prev), with repeats among the children
+    l_a = rng.integers(0, U, ptr[-1]).astype(np.int64)
+    l_b = rng.integers(0, U, ptr[-1]).astype(np.int64)
+    prev = rng.integers(0, 4, size=(U, U)).astype(float) + rng.random((U, U)) * (rng.random((U, U)) < 0.5)
+    b_a, b_b = rng.random(ptr[-1]) + 0.5, rng.random(ptr[-1]) + 0.5
+    g_a, g_b = np.arange(ptr[-1]), np.arange(ptr[-1]) + ptr[-1]  # never equal: no cancellation
+    feat = np.zeros(R, np.int64)
+    args = (feat, ptr, g_a, l_a, b_a, feat, ptr, g_b, l_b, b_b)
+    out = level_table(*args, prev, np.zeros((1, 1)), 2.0, False, 5)
+    for i in range(R):
+        ra, ka = slice(ptr[i], ptr[i + 1]), l_a[ptr[i]:ptr[i + 1]]
+        for j in range(C):
+            rb, kb = slice(ptr[j], ptr[j + 1]), l_b[ptr[j]:ptr[j + 1]]
+            want = 2.0 * _padded_ot(prev[np.ix_(ka, kb)], b_a[ra], b_b[rb])
+            assert out[i, j] == pytest.approx(want, rel=1e-12, abs=1e-12), (sizes[i], sizes[j])
+    bad = prev.copy()
+    bad[l_a[ptr[3]], l_b[ptr[5]]] = np.nan  # read by row 3 (one tree) against column 5 (one tree), among others
+    out = level_table(*args, bad, np.zeros((1, 1)), 2.0, False, 5)
+    for i in range(R):
+        for j in range(C):
+            reads = np.isnan(bad[np.ix_(l_a[ptr[i]:ptr[i + 1]], l_b[ptr[j]:ptr[j + 1]])]).any()
+            assert np.isnan(out[i, j]) == reads, (i, j)
