@@ -275,7 +275,7 @@ def _level_span(i0, i1, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, 
     """Fill rows ``i0..i1-1`` of a level table (columns ``j >= i`` only if ``symmetric``).
 
     Child problems of at most 3 trees per side (molecules' nodes: 99 %) are solved in place as
-    rectangular assignments, :math:`\sum b_{\text{long}} + \min_\sigma \sum_r (C_{r\sigma(r)} - b_{\sigma(r)})`
+    rectangular assignments, :math:`\\sum b_{\\text{long}} + \\min_\\sigma \\sum_r (C_{r\\sigma(r)} - b_{\\sigma(r)})`
     over the injective maps of the shorter side (at most 6), with no function call: a numba call with
     array arguments costs about as much as the small problem itself.  Up to 4 trees per side they are padded
     and enumerated (:func:`~tmdlib.distance.assign.assign_small`); larger ones go to :func:`ot_ranges`.

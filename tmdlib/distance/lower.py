@@ -191,7 +191,11 @@ class LowerBound:
 
     def matrix(self) -> np.ndarray:
         """All-pairs lower bounds, shape ``(G, G)`` (symmetric, zero diagonal)."""
-        return _matrix(self.hist, self.means, self.tree_norm, self.a, self.b)
+        from .kernels import _mirror
+
+        out = _matrix(self.hist, self.means, self.tree_norm, self.a, self.b)
+        _mirror(out)  # a tiled copy: writing each value's mirror at once strides through the matrix's columns
+        return out
 
 
 @njit(cache=True, inline="always")
@@ -238,16 +242,14 @@ def _block(hist, means, tn, a, b, rows, cols):
 @njit(cache=True)
 def _matrix_row(hist, means, tn, a, b, x, out):
     for y in range(x + 1, out.shape[0]):
-        v = _one(hist, means, tn, a, b, x, y)
-        out[x, y] = v
-        out[y, x] = v
+        out[x, y] = _one(hist, means, tn, a, b, x, y)
 
 
 @njit(cache=True, parallel=True)
 def _matrix(hist, means, tn, a, b):
-    """All-pairs bounds from the upper triangle (each bound is symmetric in its two graphs, bit for bit: the
-    positive and negative parts swap, norms and absolute values do not change), rows ``t`` and ``G-1-t``
-    together so that the threads get even work."""
+    """The upper triangle of the all-pairs bounds (each bound is symmetric in its two graphs, bit for bit: the
+    positive and negative parts swap, norms and absolute values do not change; :meth:`LowerBound.matrix` mirrors
+    it), rows ``t`` and ``G-1-t`` together so that the threads get even work."""
     g = tn.size
     out = np.zeros((g, g))
     half = (g + 1) // 2
