@@ -91,7 +91,7 @@ def test_a_tight_budget_goes_to_the_graphs_not_to_the_medoids_pivots(mutag, muta
     roomy = PairCache(lambda i, j: mutag_D[i, j], n)
     SwapState(bound, roomy, med, np.zeros(n, bool), max_pairs=n * med.size)
     pivots = {int(a) * n + int(b) for a in med for b in med if a < b}
-    assert not pivots & set(tight.store) and pivots & set(roomy.store)
+    assert not pivots & set(tight.keys().tolist()) and pivots & set(roomy.keys().tolist())
 
 
 def test_swap_state_try_and_apply_stay_exact(mutag, mutag_D):
@@ -469,3 +469,33 @@ def test_part_size_chosen_from_the_pool(mutag):
     assert len(plan_parts(mutag, 10, part_size=60)[0]) == len(partition(pool_embedding(mutag), 60))
     a = engine_memory_bytes("scalable", np.full(300_000, 20), 3000, 7, 7)
     assert a == engine_memory_bytes("scalable", np.full(300_000, 20), 3000, 7, 7, part_size=1000)
+
+
+def test_pair_cache_dense_and_dict_stores_compute_the_same_pairs(mutag, mutag_D, monkeypatch):
+    """A part's cache (a dense matrix) and a pool's (a dict) ask ``exact`` for the same new pairs, in the same
+    order and batches, and answer every lookup alike: repeats, both orders of a pair, ``i == j``."""
+    import tmdlib.select.scalable as S
+
+    n = len(mutag)
+    rng = np.random.default_rng(3)
+    batches = [rng.integers(0, n, size=(2, s)) for s in (50, 200, 7, 400)]
+    batches.append(np.stack([batches[1][1], batches[1][0]]))  # the same pairs, other way round: all cached
+    runs = {}
+    for name, limit in (("dense", n), ("dict", n - 1)):
+        monkeypatch.setattr(S, "DENSE_CACHE_MAX", limit)
+        asked = []
+
+        def exact(i, j):
+            asked.append((i.copy(), j.copy()))
+            return mutag_D[i, j]
+
+        cache = PairCache(exact, n)
+        assert (cache._dense is not None) == (name == "dense")
+        got = [cache.get(i, j) for i, j in batches]
+        for (i, j), v in zip(batches, got):
+            assert np.array_equal(v, mutag_D[i, j])
+        runs[name] = (asked, got, cache.computed, cache.keys())
+    (a1, g1, c1, k1), (a2, g2, c2, k2) = runs["dense"], runs["dict"]
+    assert c1 == c2 == k1.size and np.array_equal(k1, k2) and len(a1) == len(a2) == 4
+    for (i1, j1), (i2, j2) in zip(a1, a2):
+        assert np.array_equal(i1, i2) and np.array_equal(j1, j2)
