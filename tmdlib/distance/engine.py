@@ -178,20 +178,48 @@ class _Universe:
             fa, pa, ga, la, ba, ka = _children(self, side, lev)
             table = _k.level_table(fa, pa, ga, la, ba, fa, pa, ga, la, ba, table, t0, float(self.weights[lev - 1]),
                                    True, ka)
-        return _Top(self.ids[top], self.levels[top].blank, table, t0, self.levels[0].blank,
-                    float(self.weights[self.depth - 2]))
+        return self._top_graphs(table, t0)
+
+    def _top_graphs(self, table: np.ndarray, fdist: np.ndarray) -> "_Top":
+        """The per-graph arrays of :func:`~tmdlib.distance.kernels.pair_list_top` around the table ``T_{L-2}``:
+        each graph's nodes in root-id order, and its distinct root trees with their children (``O(N)``)."""
+        ds, L = self.ds, self.depth
+        ids, below, w = self.ids[L - 2], self.levels[L - 2].blank, float(self.weights[L - 2])
+        root, gon = self.ids[L - 1], ds.graph_of_node
+        order = np.lexsort((np.arange(root.size), root, gon))  # by graph, then root id, then node
+        rs = root[order]
+        first = np.ones(root.size, bool)
+        first[1:] = (rs[1:] != rs[:-1]) | (gon[order][1:] != gon[order][:-1])
+        rep = order[first]  # the first node of each distinct root tree of each graph
+        run = np.cumsum(first) - 1  # representative (pool-wide) of each position
+        rep_ptr = np.zeros(len(ds) + 1, np.int64)
+        np.cumsum(np.bincount(gon[rep], minlength=len(ds)), out=rep_ptr[1:])
+        deg = ds.indptr[rep + 1] - ds.indptr[rep]
+        ch_ptr = np.zeros(rep.size + 1, np.int64)
+        np.cumsum(deg, out=ch_ptr[1:])
+        owner = np.repeat(np.arange(rep.size), deg)
+        ch = ids[ds.indices[_ranges(ds.indptr[rep], deg)]]
+        ch = ch[np.lexsort((ch, owner))]  # sorted within each representative: ot_ranges cancels equal children
+        ch_blank = below[ch]
+        return _Top(rep_ptr, rs, run - rep_ptr[gon[order]], self.levels[L - 1].blank[rs], self.ids[0][rep], ch_ptr, ch, ch_blank, table,
+                    fdist, w)
 
 
 @dataclass(frozen=True)
 class _Top:
     """Arguments of :func:`~tmdlib.distance.kernels.pair_list_top` for a universe (:meth:`_Universe.top_table`)."""
 
-    ids: np.ndarray      # (N,) level-(L-2) id of every node
-    blank: np.ndarray    # (U,) blank distance of each level-(L-2) id
-    table: np.ndarray    # (U, U) T_{L-2}
-    fdist: np.ndarray    # (F, F) feature distances between the universe's distinct rows
-    fnorm: np.ndarray    # (F,) their norms
-    w: float             # weights[L - 2]
+    rep_ptr: np.ndarray     # (G + 1,) CSR of each graph's distinct root trees (representatives)
+    root: np.ndarray        # (N,) per graph, its nodes' root ids, sorted
+    rep_of: np.ndarray      # (N,) ... their representative, local to the graph
+    root_blank: np.ndarray  # (N,) ... their root tree's distance to the blank tree
+    rep_feat: np.ndarray    # (R,) feature row of each representative
+    ch_ptr: np.ndarray      # (R + 1,) CSR of the representatives' children
+    ch: np.ndarray          # (nnz,) children's level-(L-2) ids, sorted within a representative
+    ch_blank: np.ndarray    # (nnz,) their distances to the blank tree
+    table: np.ndarray       # (U, U) T_{L-2}
+    fdist: np.ndarray       # (F, F) feature distances between the universe's distinct rows
+    w: float                # weights[L - 2]
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -704,8 +732,8 @@ class PairEngine:
         t, ds = self._top, self.ds
         npg = ds.nodes_per_graph.astype(np.float64)
         with _k.serial_if(_k._little_work(npg[i] * npg[j])):
-            return _k.pair_list_top(self.uni.ids[0], ds.indptr, ds.indices, ds.node_ptr, i, j, t.ids, t.blank,
-                                    t.table, t.fdist, t.fnorm, t.w, numba.get_num_threads())
+            return _k.pair_list_top(ds.node_ptr, i, j, t.rep_ptr, t.root, t.rep_of, t.root_blank, t.rep_feat,
+                                    t.ch_ptr, t.ch, t.ch_blank, t.table, t.fdist, t.w, numba.get_num_threads())
 
 
 #: Largest peak (bytes) of a :class:`PairEngine`'s table of every tree one level below the root

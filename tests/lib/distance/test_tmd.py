@@ -254,6 +254,33 @@ def test_pairs_are_dealt_to_lanes_by_their_work():
                 assert np.all(np.diff(mine) <= 0)  # each lane runs its heaviest pairs first
 
 
+def test_top_table_values_depend_on_the_graphs_contents_only(mutag):
+    """Through the table of trees one level below the root, a pair's value is a function of the two graphs'
+    contents, bit for bit: ``(i, j)`` and ``(j, i)`` agree, and so do copies of a graph with its nodes renumbered
+    (a pair store keyed by content serves one for the other)."""
+    import tmdlib.distance.engine as E
+
+    rng = np.random.default_rng(11)
+    copies = []
+    for g in (5, 17, 40):
+        graph = mutag[g]
+        perm = rng.permutation(graph.num_nodes)
+        inv = np.argsort(perm)  # new node t is old node perm[t]
+        copies.append(Graph(graph.x[perm], inv[graph.edge_index]))
+    ds = GraphDataset.from_graphs([mutag[g] for g in range(len(mutag))] + copies)
+    eng = E.PairEngine(ds, 4, expected_pairs=10 ** 6)
+    gi, gj = rng.integers(0, len(ds), 3000), rng.integers(0, len(ds), 3000)
+    got = eng(gi, gj)
+    assert eng._top is not None
+    assert np.array_equal(got, eng(gj, gi))
+    n = len(mutag)
+    others = np.arange(n)
+    for c, g in enumerate((5, 17, 40)):
+        assert np.array_equal(eng(others, np.full(n, g)), eng(others, np.full(n, n + c)))
+        assert np.array_equal(eng(np.full(n, n + c), others), eng(others, np.full(n, g)))
+    np.testing.assert_allclose(got, tmd_pairs(ds, gi, gj, 4), rtol=1e-12, atol=1e-12)
+
+
 def test_pair_engine_top_table_agrees_with_the_per_pair_recursion(mutag, reference):
     """Molecules' pairs through the table of every tree one level below the root (made once per engine), one by
     one and in groups sharing a graph, equal the node-level recursion to rounding, at depths 3-5, and the
