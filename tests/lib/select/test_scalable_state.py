@@ -499,3 +499,25 @@ def test_pair_cache_dense_and_dict_stores_compute_the_same_pairs(mutag, mutag_D,
     assert c1 == c2 == k1.size and np.array_equal(k1, k2) and len(a1) == len(a2) == 4
     for (i1, j1), (i2, j2) in zip(a1, a2):
         assert np.array_equal(i1, i2) and np.array_equal(j1, j2)
+
+
+def test_pair_store_first_run_of_distinct_graphs_keeps_every_pair(mutag, tmp_path, capsys, monkeypatch):
+    """Graphs of distinct contents and an empty store (a part's first run): every pair the search computes is
+    written, in chunks of ``TMDSUB_PAIR_FLUSH`` pairs, and a second run reads them all and computes none."""
+    from tasks.coreset import PairStore, part_hashes, part_mapper
+    from tmdlib.distance.weights import resolve_weights
+
+    _, first = np.unique(part_hashes(mutag), return_index=True)
+    pool = mutag.take(np.sort(first))
+    assert len(set(part_hashes(pool))) == len(pool) < len(mutag)
+    monkeypatch.setenv("TMDSUB_PAIR_FLUSH", "100")
+    a = tmd_coreset(pool, 12, engine="scalable", map_parts=part_mapper(str(tmp_path), pool, 4, "pascal", 0, 4000))
+    err = capsys.readouterr().err
+    assert f"{a.pairs_computed} exact pairs used: 0 read from the cache (0 stored), {a.pairs_computed} computed now" in err
+    store = PairStore(tmp_path, part_hashes(pool), 4, resolve_weights(4, "pascal"))
+    chunks = len(list(store.dir.glob("*.npz")))  # each of at least 100 pairs but the last
+    assert store.loaded == a.pairs_computed and 1 < chunks <= a.pairs_computed // 100 + 1
+    b = tmd_coreset(pool, 12, engine="scalable", map_parts=part_mapper(str(tmp_path), pool, 4, "pascal", 0, 4000))
+    err = capsys.readouterr().err
+    assert f"{a.pairs_computed} read from the cache" in err and ", 0 computed now" in err
+    assert np.array_equal(a.medoids, b.medoids) and np.array_equal(a.distance, b.distance)
