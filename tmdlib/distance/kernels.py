@@ -28,7 +28,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .assign import assign_rect, assign_small, assign_subsets, ot_work, subsets_pay
+from .assign import _min3, assign_rect, assign_small, assign_subsets, ot_work, subsets_pay
 
 __all__ = ["feature_table", "level_table", "root_pairs", "ot_ranges", "pair_tmd", "pair_tmd_wide", "pair_list",
            "feature_distances", "feature_lookup", "pair_values", "serial_if", "PARALLEL_MIN_NODE_PAIRS",
@@ -346,22 +346,7 @@ def _level_span(i0, i1, symmetric, feat_a, ptr_a, g_a, l_a, b_a, feat_b, ptr_b, 
                         if v < best:
                             best = v
                 else:
-                    best = cbuf[0, 0] + cbuf[1, 1] + cbuf[2, 2]
-                    v = cbuf[0, 0] + cbuf[1, 2] + cbuf[2, 1]
-                    if v < best:
-                        best = v
-                    v = cbuf[0, 1] + cbuf[1, 0] + cbuf[2, 2]
-                    if v < best:
-                        best = v
-                    v = cbuf[0, 1] + cbuf[1, 2] + cbuf[2, 0]
-                    if v < best:
-                        best = v
-                    v = cbuf[0, 2] + cbuf[1, 0] + cbuf[2, 1]
-                    if v < best:
-                        best = v
-                    v = cbuf[0, 2] + cbuf[1, 1] + cbuf[2, 0]
-                    if v < best:
-                        best = v
+                    best = _min3(cbuf, 0, 1, 2, 0, 1, 2)
                 ot += best + 0.0 * chk  # NaN if any cost is NaN or infinite
             elif na <= 4 and nb <= 4:
                 k = na if na > nb else nb
