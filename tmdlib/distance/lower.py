@@ -197,9 +197,45 @@ class LowerBound:
         _mirror(out)  # a tiled copy: writing each value's mirror at once strides through the matrix's columns
         return out
 
+    def components(self, i, j) -> np.ndarray:
+        r"""The three bounds of listed pairs apart, shape ``(P, 3)``: columns :math:`h` (level histograms),
+        :math:`m` (level means) and :math:`t` (tree norms); :meth:`pairs` is their row-wise maximum."""
+        i = np.ascontiguousarray(i, dtype=np.int64)
+        j = np.ascontiguousarray(j, dtype=np.int64)
+        return _components(self.hist, self.means, self.tree_norm, self.a, self.b, i, j)
+
+    def matrices(self, coef) -> tuple[np.ndarray, np.ndarray]:
+        r"""All-pairs lower bounds and a fitted estimate of TMD, in one pass over the pairs.
+
+        Parameters
+        ----------
+        coef : array_like of float, shape (4,)
+            :math:`c`: the estimate of a pair is :math:`\max(0,\, c_0 h + c_1 m + c_2 t + c_3)` from its three
+            bounds (:meth:`components`), e.g. least squares on a sample of exact pairs.  Not a bound.
+
+        Returns
+        -------
+        bound, estimate : ndarray of float64, shape (G, G)
+            Symmetric, zero diagonal; ``bound`` is :meth:`matrix`, bit for bit.
+        """
+        from .kernels import _mirror
+
+        c = np.ascontiguousarray(coef, dtype=np.float64).reshape(4)
+        out, fit = _matrix_fit(self.hist, self.means, self.tree_norm, self.a, self.b, c)
+        _mirror(out)
+        _mirror(fit)
+        return out, fit
+
 
 @njit(cache=True, inline="always")
 def _one(hist, means, tn, a, b, i, j):
+    h, m, t = _three(hist, means, tn, a, b, i, j)
+    return max(h, m, t)
+
+
+@njit(cache=True, inline="always")
+def _three(hist, means, tn, a, b, i, j):
+    """The three bounds of a pair: histograms, level means, tree norms."""
     L, F = hist.shape[1], hist.shape[2]
     d = means.shape[2]
     h = 0.0
@@ -219,7 +255,7 @@ def _one(hist, means, tn, a, b, i, j):
             z = means[i, lev, t] - means[j, lev, t]
             s += z * z
         m += np.sqrt(s)
-    return max(h, m, abs(tn[i] - tn[j]))
+    return h, m, abs(tn[i] - tn[j])
 
 
 @njit(cache=True, parallel=True)
@@ -227,6 +263,14 @@ def _pairs(hist, means, tn, a, b, i, j):
     out = np.empty(i.size)
     for k in prange(i.size):
         out[k] = _one(hist, means, tn, a, b, i[k], j[k])
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _components(hist, means, tn, a, b, i, j):
+    out = np.empty((i.size, 3))
+    for k in prange(i.size):
+        out[k, 0], out[k, 1], out[k, 2] = _three(hist, means, tn, a, b, i[k], j[k])
     return out
 
 
@@ -258,3 +302,26 @@ def _matrix(hist, means, tn, a, b):
         if g - 1 - t != t:
             _matrix_row(hist, means, tn, a, b, g - 1 - t, out)
     return out
+
+
+@njit(cache=True)
+def _matrix_rows_fit(hist, means, tn, a, b, coef, x, out, fit):
+    for y in range(x + 1, out.shape[0]):
+        h, m, t = _three(hist, means, tn, a, b, x, y)
+        out[x, y] = max(h, m, t)
+        fit[x, y] = max(coef[0] * h + coef[1] * m + coef[2] * t + coef[3], 0.0)
+
+
+@njit(cache=True, parallel=True)
+def _matrix_fit(hist, means, tn, a, b, coef):
+    r""":func:`_matrix` and, from the same three bounds of each pair, the upper triangle of the fitted estimate
+    :math:`\max(0, c_0 h + c_1 m + c_2 t + c_3)` (:meth:`LowerBound.matrices`)."""
+    g = tn.size
+    out = np.zeros((g, g))
+    fit = np.zeros((g, g))
+    half = (g + 1) // 2
+    for t in prange(half):
+        _matrix_rows_fit(hist, means, tn, a, b, coef, t, out, fit)
+        if g - 1 - t != t:
+            _matrix_rows_fit(hist, means, tn, a, b, coef, g - 1 - t, out, fit)
+    return out, fit
