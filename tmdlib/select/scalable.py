@@ -842,7 +842,7 @@ class PartResult:
 
 
 def refine_kmedoids(lb: LowerBound, cache: PairCache, k: int, *, seed: int = 0, candidates: np.ndarray | None = None,
-                    fixed: np.ndarray | None = None, restarts: int = 3, per_cluster: int = 3, max_rounds: int = 6,
+                    fixed: np.ndarray | None = None, restarts: int = 3, per_cluster: int = 4, max_rounds: int = 6,
                     tol: float = 1e-9, min_round_gain: float = 1e-3, max_pairs: float | None = None,
                     fit_pairs: int | None = None, progress: ProgressFn | None = None) -> PartResult:
     r"""k-medoids of ``len(lb)`` graphs with exact distances only where the lower bound cannot decide.

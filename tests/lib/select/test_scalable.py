@@ -14,8 +14,8 @@ from tmdlib.datasets import load_builtin
 from tmdlib.distance.lower import LowerBound
 from tmdlib.select.certificate import (certify_medoids, resolve_engine, tmd_coreset, verify_certificate)
 from tmdlib.select.coreset import kmedoids_coreset
-from tmdlib.select.scalable import (PairCache, count_parts, fit_part_size, part_budgets, partition, refine_kmedoids,
-                                   resolve_part_size)
+from tmdlib.select.scalable import (FIT_PAIRS, PairCache, _fit_sample_size, count_parts, fit_part_size, fit_proxy,
+                                   part_budgets, partition, refine_kmedoids, resolve_part_size)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,66 @@ def test_lower_bound_never_exceeds_tmd_on_all_mutag_pairs(mutag_ds, mutag_D):
     assert np.all(lb[iu][~pos] == 0)
     ratio = lb[iu][pos] / mutag_D[iu][pos]
     assert np.median(ratio) > 0.5  # it is a useful bound, not a trivial one
+
+
+def test_the_three_bounds_apart_and_the_fitted_estimate(mutag_ds):
+    """components' row-wise maximum is the bound, bit for bit; matrices() gives matrix() bit for bit beside the
+    fitted estimate max(0, c . [h, m, t, 1]), symmetric with a zero diagonal."""
+    lb = LowerBound.of(mutag_ds)
+    n = len(mutag_ds)
+    i, j = np.triu_indices(n, 1)
+    parts = lb.components(i, j)
+    assert parts.shape == (i.size, 3) and np.all(parts >= 0)
+    assert np.array_equal(parts.max(axis=1), lb.pairs(i, j))
+    coef = np.array([0.7, 0.4, 0.1, -2.0])
+    bound, est = lb.matrices(coef)
+    assert np.array_equal(bound, lb.matrix())
+    want = np.maximum(parts @ coef[:3] + coef[3], 0.0)
+    assert np.allclose(est[i, j], want, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(est, est.T) and np.all(np.diag(est) == 0)
+    assert (est[i, j] == 0).any() and (est[i, j] > 0).any()  # the clip at 0 is exercised, and not everywhere
+
+
+def test_the_fitted_proxy_estimates_tmd_better_than_the_bound(mutag_ds, mutag_D):
+    """fit_proxy: deterministic, rounded, its pairs computed through the cache (counted); on pairs it was not fitted
+    on, its estimate is closer to TMD than the lower bound is."""
+    n = len(mutag_ds)
+    lb = LowerBound.of(mutag_ds)
+    cache = PairCache(lambda a, b: mutag_D[a, b], n)
+    coef = fit_proxy(lb, cache, 200, seed=3)
+    assert coef.shape == (4,) and 0 < cache.computed <= 200
+    assert np.array_equal(coef, fit_proxy(lb, PairCache(lambda a, b: mutag_D[a, b], n), 200, seed=3))
+    assert all(float(f"{c:.4g}") == c for c in coef)
+    assert fit_proxy(lb, cache, 0) is None
+    bound, est = lb.matrices(coef)
+    i, j = np.triu_indices(n, 1)
+    seen = np.isin(i * n + j, cache.keys())
+    err_fit = np.abs(est[i, j] - mutag_D[i, j])[~seen].mean()
+    err_lb = np.abs(bound[i, j] - mutag_D[i, j])[~seen].mean()
+    assert err_fit < 0.8 * err_lb
+
+
+def test_fit_sample_size_follows_the_budget_and_the_part():
+    assert _fit_sample_size(1000, np.inf, FIT_PAIRS) == FIT_PAIRS
+    assert _fit_sample_size(1000, 2000.0, FIT_PAIRS) == 100        # 5 % of a budget
+    assert _fit_sample_size(40, np.inf, FIT_PAIRS) == 40 * 39 // 16    # an eighth of the part's pairs
+    assert _fit_sample_size(1000, 200.0, FIT_PAIRS) == 0           # too few to fit: the bound is the proxy
+    assert _fit_sample_size(10, np.inf, FIT_PAIRS) == 0
+
+
+def test_the_search_without_a_fit_starts_from_the_bound(mutag_ds, mutag_D):
+    """fit_pairs=0: no sample, FasterPAM on the lower bounds; both searches end certified and close to exact."""
+    n = len(mutag_ds)
+    ex = kmedoids_coreset(mutag_D, 19, seed=0, restarts=5)
+    for fit in (0, None):
+        cache = PairCache(lambda a, b: mutag_D[a, b], n)
+        res = refine_kmedoids(LowerBound.of(mutag_ds), cache, 19, fit_pairs=fit)
+        if fit == 0:
+            assert res.stats.fit_pairs == 0
+        else:  # distinct pairs of the sample (a pair drawn twice is computed once)
+            assert 0.9 * FIT_PAIRS <= res.stats.fit_pairs <= _fit_sample_size(n, np.inf, FIT_PAIRS) == FIT_PAIRS
+        assert np.allclose(res.distance, mutag_D[np.arange(n), res.assignment])
+        assert res.distance.sum() <= 1.10 * ex.loss
 
 
 def test_lower_bound_on_molecules_with_wide_one_hot_features():
