@@ -430,14 +430,15 @@ def _swap_gain(aff, dx, n1, d1, d2, fixed_slots, k) -> tuple[float, int]:
     ``dx[r]`` is :math:`d(\text{aff}[r], x)` (or a lower bound of it: the change is non-decreasing in
     every :math:`d(i, x)`, so bounds give a lower bound of the change).  Fixed slots are never removed.
     """
-    delta = np.bincount(n1, weights=d2 - d1, minlength=k)
+    loss = d2 - d1  # each graph's cost of losing its medoid, before x
     closer = dx < d1[aff]
     i1 = aff[closer]
     acc = float((dx[closer] - d1[i1]).sum())
-    np.add.at(delta, n1[i1], d1[i1] - d2[i1])
+    loss[i1] = 0.0  # they move to x whichever medoid goes
     mid = ~closer & (dx < d2[aff])
     i2 = aff[mid]
-    np.add.at(delta, n1[i2], dx[mid] - d2[i2])
+    loss[i2] = dx[mid] - d1[i2]  # x caps the cost (also where d2 is unknown, inf, under a pair budget)
+    delta = np.bincount(n1, weights=loss, minlength=k)
     delta[fixed_slots] = np.inf
     m = int(np.argmin(delta))
     return acc + float(delta[m]), m

@@ -521,3 +521,22 @@ def test_pair_store_first_run_of_distinct_graphs_keeps_every_pair(mutag, tmp_pat
     err = capsys.readouterr().err
     assert f"{a.pairs_computed} read from the cache" in err and ", 0 computed now" in err
     assert np.array_equal(a.medoids, b.medoids) and np.array_equal(a.distance, b.distance)
+
+
+def test_swap_gain_with_an_unknown_second_medoid():
+    """Under a pair budget a graph's second-nearest medoid may be unknown (d2 = inf); a candidate closer than it caps
+    the graph's cost of losing its medoid, and the change stays finite (it was inf - inf = NaN: every such swap was
+    rejected)."""
+    from tmdlib.select.scalable import _swap_gain
+
+    n1 = np.array([0, 0, 1])
+    d1 = np.array([1.0, 2.0, 1.0])
+    d2 = np.array([np.inf, 5.0, 3.0])
+    aff = np.array([0, 1, 2])
+    dx = np.array([1.5, 1.0, 10.0])  # graph 1 moves to x (-1); graph 0 would lose medoid 0 at 0.5, graph 2 medoid 1 at 2
+    with np.errstate(invalid="raise"):
+        change, slot = _swap_gain(aff, dx, n1, d1, d2, np.zeros(0, np.int64), 2)
+    assert (change, slot) == (-0.5, 0)
+    # a medoid whose member has no other known medoid and no closer x cannot be removed
+    change, slot = _swap_gain(np.array([1, 2]), np.array([1.0, 10.0]), n1, d1, d2, np.zeros(0, np.int64), 2)
+    assert slot == 1 and change == -1.0 + 2.0
