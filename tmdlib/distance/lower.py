@@ -193,7 +193,7 @@ class LowerBound:
         """All-pairs lower bounds, shape ``(G, G)`` (symmetric, zero diagonal)."""
         from .kernels import _mirror
 
-        out = _matrix(self.hist, self.means, self.tree_norm, self.a, self.b)
+        out = _matrix(self.hist, self.means, self.tree_norm, self.a, self.b, np.zeros(0), np.zeros((0, 0)))
         _mirror(out)  # a tiled copy: writing each value's mirror at once strides through the matrix's columns
         return out
 
@@ -221,7 +221,8 @@ class LowerBound:
         from .kernels import _mirror
 
         c = np.ascontiguousarray(coef, dtype=np.float64).reshape(4)
-        out, fit = _matrix_fit(self.hist, self.means, self.tree_norm, self.a, self.b, c)
+        fit = np.zeros((len(self), len(self)))
+        out = _matrix(self.hist, self.means, self.tree_norm, self.a, self.b, c, fit)
         _mirror(out)
         _mirror(fit)
         return out, fit
@@ -284,44 +285,28 @@ def _block(hist, means, tn, a, b, rows, cols):
 
 
 @njit(cache=True)
-def _matrix_row(hist, means, tn, a, b, x, out):
-    for y in range(x + 1, out.shape[0]):
-        out[x, y] = _one(hist, means, tn, a, b, x, y)
-
-
-@njit(cache=True, parallel=True)
-def _matrix(hist, means, tn, a, b):
-    """The upper triangle of the all-pairs bounds (each bound is symmetric in its two graphs, bit for bit: the
-    positive and negative parts swap, norms and absolute values do not change; :meth:`LowerBound.matrix` mirrors
-    it), rows ``t`` and ``G-1-t`` together so that the threads get even work."""
-    g = tn.size
-    out = np.zeros((g, g))
-    half = (g + 1) // 2
-    for t in prange(half):
-        _matrix_row(hist, means, tn, a, b, t, out)
-        if g - 1 - t != t:
-            _matrix_row(hist, means, tn, a, b, g - 1 - t, out)
-    return out
-
-
-@njit(cache=True)
-def _matrix_rows_fit(hist, means, tn, a, b, coef, x, out, fit):
+def _matrix_row(hist, means, tn, a, b, x, out, coef, fit):
+    with_fit = fit.shape[0] > 0
     for y in range(x + 1, out.shape[0]):
         h, m, t = _three(hist, means, tn, a, b, x, y)
         out[x, y] = max(h, m, t)
-        fit[x, y] = max(coef[0] * h + coef[1] * m + coef[2] * t + coef[3], 0.0)
+        if with_fit:
+            fit[x, y] = max(coef[0] * h + coef[1] * m + coef[2] * t + coef[3], 0.0)
 
 
 @njit(cache=True, parallel=True)
-def _matrix_fit(hist, means, tn, a, b, coef):
-    r""":func:`_matrix` and, from the same three bounds of each pair, the upper triangle of the fitted estimate
-    :math:`\max(0, c_0 h + c_1 m + c_2 t + c_3)` (:meth:`LowerBound.matrices`)."""
+def _matrix(hist, means, tn, a, b, coef, fit):
+    r"""The upper triangle of the all-pairs bounds (each bound is symmetric in its two graphs, bit for bit: the
+    positive and negative parts swap, norms and absolute values do not change; :meth:`LowerBound.matrix` mirrors
+    it), rows ``t`` and ``G-1-t`` together so that the threads get even work.  With ``fit`` of shape ``(G, G)``
+    (else ``(0, 0)``), also the upper triangle of the fitted estimate :math:`\max(0, c_0 h + c_1 m + c_2 t + c_3)`
+    from the same three bounds of each pair (:meth:`LowerBound.matrices`), written into ``fit``."""
     g = tn.size
     out = np.zeros((g, g))
-    fit = np.zeros((g, g))
     half = (g + 1) // 2
     for t in prange(half):
-        _matrix_rows_fit(hist, means, tn, a, b, coef, t, out, fit)
+        _matrix_row(hist, means, tn, a, b, t, out, coef, fit)
         if g - 1 - t != t:
-            _matrix_rows_fit(hist, means, tn, a, b, coef, g - 1 - t, out, fit)
-    return out, fit
+            _matrix_row(hist, means, tn, a, b, g - 1 - t, out, coef, fit)
+    return out
+

@@ -909,8 +909,9 @@ def refine_kmedoids(lb: LowerBound, cache: PairCache, k: int, *, seed: int = 0, 
     # would come out of those (DD 10 %: 300 of 7,935, and an epsilon 0.8 % larger), so such a search starts from
     # the bound itself
     wanted = (FIT_PAIRS if fit_pairs is None else fit_pairs) if budget >= n * k else 0
+    before = cache.computed
     coef = fit_proxy(lb, cache, _fit_sample_size(n, budget, wanted), seed)
-    fitted = cache.computed
+    fitted = cache.computed - before
     if coef is None:
         bound = est = lb.matrix()  # the lower bounds of the part: the proxy, and every pruning test
     else:
