@@ -485,6 +485,12 @@ MAX_TRIED = 1024
 MAX_PIVOTS = 64
 
 
+def _covers_nearest(max_pairs: float, n: int, k: int) -> bool:
+    """Whether a pair budget holds one pair per graph and medoid (``n * k``): below it, the whole budget goes to the
+    graphs' nearest medoids (no pivots between medoids in :class:`SwapState`, no proxy fit in :func:`refine_kmedoids`)."""
+    return max_pairs >= n * k
+
+
 class SwapState:
     r"""Medoids of one part, with every graph's exact nearest and second-nearest medoid.
 
@@ -536,8 +542,7 @@ class SwapState:
         # medoids' distances to each other (pivots for the others' pruning) then stop after their first round,
         # which costs nothing (a medoid is its own nearest), and the budget goes to the other graphs' nearest
         # medoids, which make the objective (on DD 10 % these pivots took 2,870 of a 2,834-pair budget)
-        pivots = max_pairs >= n * self.k
-        self._renew(self.medoids, None if pivots else cache.computed)
+        self._renew(self.medoids, None if _covers_nearest(max_pairs, n, self.k) else cache.computed)
         self._renew(np.setdiff1d(np.arange(n), self.medoids))
 
     @property
@@ -908,7 +913,7 @@ def refine_kmedoids(lb: LowerBound, cache: PairCache, k: int, *, seed: int = 0, 
     # a budget below one pair per graph and medoid is spent on the nearest medoids (see SwapState): a fit's pairs
     # would come out of those (DD 10 %: 300 of 7,935, and an epsilon 0.8 % larger), so such a search starts from
     # the bound itself
-    wanted = (FIT_PAIRS if fit_pairs is None else fit_pairs) if budget >= n * k else 0
+    wanted = (FIT_PAIRS if fit_pairs is None else fit_pairs) if _covers_nearest(budget, n, k) else 0
     before = cache.computed
     coef = fit_proxy(lb, cache, _fit_sample_size(n, budget, wanted), seed)
     fitted = cache.computed - before

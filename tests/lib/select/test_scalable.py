@@ -101,6 +101,18 @@ def test_the_search_without_a_fit_starts_from_the_bound(mutag_ds, mutag_D):
         assert res.distance.sum() <= 1.10 * ex.loss
 
 
+def test_a_budget_below_one_pair_per_graph_and_medoid_fits_no_proxy(mutag_ds, mutag_D):
+    """Such a budget goes to the nearest medoids (DD 10 %): no pairs are spent on a fit, and the search is the one
+    that starts from the bound."""
+    n, k = len(mutag_ds), 19
+    runs = [refine_kmedoids(LowerBound.of(mutag_ds), PairCache(lambda a, b: mutag_D[a, b], n), k, max_pairs=n * k - 1,
+                            fit_pairs=fit) for fit in (None, 0)]
+    assert runs[0].stats.fit_pairs == 0
+    assert np.array_equal(runs[0].medoids, runs[1].medoids) and np.array_equal(runs[0].distance, runs[1].distance)
+    roomy = refine_kmedoids(LowerBound.of(mutag_ds), PairCache(lambda a, b: mutag_D[a, b], n), k, max_pairs=n * k)
+    assert roomy.stats.fit_pairs > 0
+
+
 def test_lower_bound_on_molecules_with_wide_one_hot_features():
     ds = tmdlib.datasets.to_dataset(load_builtin("ogbg-molbace", RAW)).take(np.arange(60))
     D = tmdlib.tmd_matrix(ds)
@@ -315,14 +327,3 @@ def test_engine_choice():
 
 # ---------------------------------------------------------------------------------------------- pipeline
 
-
-def test_a_budget_below_one_pair_per_graph_and_medoid_fits_no_proxy(mutag_ds, mutag_D):
-    """Such a budget goes to the nearest medoids (DD 10 %): no pairs are spent on a fit, and the search is the one
-    that starts from the bound."""
-    n, k = len(mutag_ds), 19
-    runs = [refine_kmedoids(LowerBound.of(mutag_ds), PairCache(lambda a, b: mutag_D[a, b], n), k, max_pairs=n * k - 1,
-                            fit_pairs=fit) for fit in (None, 0)]
-    assert runs[0].stats.fit_pairs == 0
-    assert np.array_equal(runs[0].medoids, runs[1].medoids) and np.array_equal(runs[0].distance, runs[1].distance)
-    roomy = refine_kmedoids(LowerBound.of(mutag_ds), PairCache(lambda a, b: mutag_D[a, b], n), k, max_pairs=n * k)
-    assert roomy.stats.fit_pairs > 0
