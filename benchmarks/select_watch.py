@@ -9,7 +9,11 @@ Usage::
 e.g. ``python benchmarks/select_watch.py /tmp/tenm MOSESX 0.001 40 /tmp/tenm/select_partial.log`` after
 ``benchmarks/ten_million.py``.  Prints one JSON line: wall, seconds to the first part's line, the last progress
 line's numbers (parts done, parts, ETA s, elapsed s, exact pairs), peak RSS of the client / any process / all
-together, and CPU seconds per process.  The machine must be otherwise idle.
+together, the client's peak in each phase (before the parts, the parts, after them: the phases are told apart by
+the log's "coreset parts" lines: the first, and the one of every part done, cached or solved), and CPU seconds per
+process.  Every sample (seconds, client GB and its anonymous / file-backed split, all processes GB, the log's last
+line) goes to ``LOG.rss.jsonl``.  The machine must be otherwise idle.  With every part in the cache (a rerun with
+``--cache-dir`` of a finished run) it measures the phases around the parts without solving them.
 """
 import json
 import os
@@ -21,6 +25,17 @@ import time
 from pathlib import Path
 
 import psutil
+
+def _anon_file(pid: int) -> dict:
+    """The client's resident memory split (Linux): anonymous (its own) and file-backed (mapped files, e.g. the
+    scratch files it memory-maps; the kernel can drop those pages), in GB."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            kb = {k: int(v.split()[0]) for k, v in (ln.split(":", 1) for ln in fh) if k in ("RssAnon", "RssFile")}
+    except (OSError, ValueError):
+        return {}
+    return {"client_anon_gb": round(kb.get("RssAnon", 0) / 2**20, 3), "client_file_gb": round(kb.get("RssFile", 0) / 2**20, 3)}
+
 
 def main() -> None:
     ws, name, frac, stop_parts, log = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -35,6 +50,8 @@ def main() -> None:
     first_part = None
     cpu = {}
     last = ""
+    phase, peak_phase = "before parts", {}
+    samples = open(log + ".rss.jsonl", "w")
     while proc.poll() is None:
         try:
             procs = [root] + root.children(recursive=True)
@@ -54,6 +71,20 @@ def main() -> None:
                 peak_client = max(peak_client, r)
         peak_sum = max(peak_sum, total)
         text = open(log).read()
+        tail = text.rstrip().rsplit("\n", 1)[-1][-160:]
+        if phase == "before parts" and "coreset parts:" in text:
+            phase = "parts"
+        if phase == "parts" and re.search(r"coreset parts: (\d+)/\1 ", text):
+            phase = "after parts"
+        try:
+            client = root.memory_info().rss / 2**30
+        except psutil.Error:
+            client = 0.0
+        peak_phase[phase] = max(peak_phase.get(phase, 0.0), client)
+        samples.write(json.dumps({"t": round(time.time() - t0, 1), "client_gb": round(client, 3),
+                                  **_anon_file(proc.pid), "all_gb": round(total, 3), "phase": phase,
+                                  "log": tail}) + "\n")
+        samples.flush()
         m = re.findall(r"coreset parts: (\d+)/(\d+).*?ETA\s+([\d.]+)s, elapsed\s+([\d.]+)s(?: (\d+) exact pairs)?",
                        text)
         if m and first_part is None:
@@ -72,6 +103,7 @@ def main() -> None:
                       "start_to_first_part_line_s": None if first_part is None else round(first_part, 1),
                       "last_progress": last, "peak_client_gb": round(peak_client, 3), "peak_any_gb": round(peak_any, 3),
                       "peak_sum_gb": round(peak_sum, 3),
+                      "peak_client_gb_by_phase": {k: round(v, 3) for k, v in peak_phase.items()},
                       "cpu_s_by_process": {str(k): round(v, 1) for k, v in cpu.items()}}))
 
 

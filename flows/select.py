@@ -81,13 +81,14 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
                       restarts=restarts, backend=backend, part_size=part_size, max_pairs=max_pairs,
                       scratch_dir=scratch)
-    doc = sel.to_json()
+    del mapper, pool  # the parts' caches and the pool's reader: done with
+    doc = sel.to_json(arrays=True)  # the per-graph lists stay arrays: write_json streams them (~1 GB less at 10⁷)
     doc.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,
-                "train_ids": store.graph_ids[train].tolist(), "test_ids": store.graph_ids[test].tolist()})
+                "train_ids": store.graph_ids[train], "test_ids": store.graph_ids[test]})
     # How many labels were reused is reported (and in the label manifest), not stored: committing
     # labels to the ledger must not change selection.json when the medoids stay the same.
     reuse = {key: doc.pop(key) for key in ("labelled_in_pool", "reused_labels")}
-    write_json(out, quote(doc))  # quoted: Prefect would walk and copy the lists of n numbers (~340 MB at 1.27 M)
+    write_json(out, quote(doc))  # quoted: Prefect would walk and copy the per-graph arrays
     # Prefect walks the flow's result too (30 s, ~250 MB at 1.27 M graphs): the per-graph lists stay in the file.
     return {**{key: value for key, value in doc.items() if key not in PER_GRAPH_KEYS}, **reuse}
 

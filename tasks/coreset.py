@@ -211,7 +211,7 @@ class Progress:
         el = time.monotonic() - self.t0
         if self.total:
             new = self.done - self.start_done
-            eta = el / new * (self.total - self.done) if new else float("nan")
+            eta = 0.0 if self.done >= self.total else el / new * (self.total - self.done) if new else float("nan")
             head = f"{self.done}/{self.total} ({100.0 * self.done / self.total:5.1f}%), ETA {eta:7.1f}s"
         else:
             head = ""
@@ -237,6 +237,35 @@ def outside_parent_task():
     finally:
         TaskRunContext.__var__.reset(token)
 
+
+def release_freed_memory() -> bool:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim(0)``; elsewhere nothing).
+
+    The client of a long run of parts allocates each part's payload (hundreds of KB, pickled in Prefect's
+    resolver thread) and result (unpickled in its result thread) in other threads' malloc arenas; once freed,
+    glibc keeps those pages, scattered between live blocks, and the resident memory grew ~0.23 MB per part
+    (MOSES 200 k at 1 %, 256 parts) although Python held no more (tracemalloc: flat).  Returns whether it ran.
+    """
+    import ctypes
+    import ctypes.util
+
+    global _LIBC
+    if _LIBC is None:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC = lib if hasattr(lib, "malloc_trim") else False
+        except OSError:
+            _LIBC = False
+    if not _LIBC:
+        return False
+    _LIBC.malloc_trim(0)
+    return True
+
+
+_LIBC = None
+
+#: Parts done between two :func:`release_freed_memory` calls of :func:`run_parts`.
+TRIM_EVERY = 16
 
 #: Parts submitted and not yet finished at any time (``TMDSUB_PARTS_IN_FLIGHT``): enough to keep every worker
 #: of a cluster busy, while the client holds the graphs of only these parts.
@@ -271,8 +300,8 @@ def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None
     results: list[PartResult | None] = [cache.result(p) if cache else None for p in paths]
     todo = [i for i, r in enumerate(results) if r is None]
     progress = Progress("coreset parts", len(specs), len(specs) - len(todo))
-    if todo:
-        progress.show(f"({len(specs) - len(todo)} cached)")
+    if len(todo) < len(specs):  # a rerun says what it did not have to solve
+        progress.show(f"({len(specs) - len(todo)} read from the cache)")
     submit = submit or solve_part_task.submit
     window = max(1, int(in_flight or os.environ.get("TMDSUB_PARTS_IN_FLIGHT", PARTS_IN_FLIGHT)))
     queue = iter(todo)
@@ -297,6 +326,8 @@ def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None
                 results[i] = res
                 pairs += int(res.pairs_computed)
                 progress.step(note=f"{pairs} exact pairs this run")
+                if (progress.done - progress.start_done) % TRIM_EVERY == 0:
+                    release_freed_memory()
                 break  # refill the window as soon as one part is done
             top_up()
     return results  # type: ignore[return-value]

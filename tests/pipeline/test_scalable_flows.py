@@ -154,4 +154,4 @@ def test_killed_scalable_selection_resumes_to_the_same_result(tmp_path, part_siz
     a, b = json.loads((ws / "clean.json").read_text()), json.loads((ws / "sel.json").read_text())
     for key in ("medoids", "assignment", "distance", "tau", "epsilon"):
         assert a[key] == b[key], key
-    assert "earlier run" in res.stderr or "cached" in res.stderr
+    assert "earlier run" in res.stderr or "read from the cache" in res.stderr

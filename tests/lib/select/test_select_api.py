@@ -130,3 +130,22 @@ def test_a_registered_method_plugs_in_everywhere(mutag_pool, pool_matrix):
         assert "first-k-test" in method_names()
     finally:
         METHODS.pop("first-k-test")
+
+
+def test_selection_json_fields_as_arrays_are_the_lists(mutag_pool, pool_matrix, tmp_path):
+    """``to_json(arrays=True)`` (the select flow's, streamed by ``write_json``) holds the per-graph fields as
+    int64 / float64 arrays with the values of the lists, and the written files are the same bytes."""
+    from tasks import io
+
+    sel = tmdlib.select_graphs(mutag_pool, "tmd", fraction=0.1, seed=3, matrix=pool_matrix)
+    for gids in (None, mutag_pool.graph_ids + 1000):
+        lists, arrays = sel.to_json(gids), sel.to_json(gids, arrays=True)
+        assert arrays["assignment"].dtype == np.int64 and arrays["distance"].dtype == np.float64
+        assert arrays["assignment"].tolist() == lists["assignment"] and arrays["distance"].tolist() == lists["distance"]
+        a = io.write_json(tmp_path / "lists.json", lists).read_bytes()
+        assert io.write_json(tmp_path / "arrays.json", arrays).read_bytes() == a
+    # the pool positions of the assignment map to the picks' ids (no graph ids given: the picks' own)
+    assert set(sel.to_json()["assignment"]) == set(np.asarray(sel.ids).tolist())
+    with pytest.raises(KeyError, match="not a pick"):
+        sel._id_of(np.array([int(np.setdiff1d(np.arange(sel.n), sel.positions)[0])]))
+    assert sel._id_of(np.empty(0, np.int64)).shape == (0,)

@@ -28,3 +28,30 @@ def test_a_failed_json_write_leaves_no_file(tmp_path):
         io.write_json(dest, {"a": list(range(100_000)), "b": object()})  # fails after the first piece was written
     assert json.loads(dest.read_text()) == {"ok": 1}  # the old file, whole
     assert [p.name for p in tmp_path.iterdir()] == ["sel.json"]  # no temporary left
+
+
+def test_arrays_are_written_as_their_lists_a_chunk_at_a_time(tmp_path):
+    """numpy arrays go through the encoder a chunk of Python numbers at a time (no list of n objects): the same
+    bytes as the document with every array given as its ``tolist()``, whatever the dtype, shape or length."""
+    rng = np.random.default_rng(1)
+    floats = rng.random(io._ArrayItems.CHUNK + 7) * 1e4
+    floats[[0, 5, -1]] = [float("nan"), float("-inf"), -0.0]
+    arrays = {"ids": rng.integers(-10**12, 10**12, 2 * io._ArrayItems.CHUNK + 3), "dist": floats,
+              "f32": rng.random(10).astype(np.float32), "mask": rng.random(9) < 0.5, "empty": np.empty(0),
+              "matrix": rng.integers(0, 5, (3, 4)), "scalar": np.array(2.5),
+              "nested": {"in_list": [np.arange(4), {"x": np.arange(2.0)}]}}
+
+    def as_lists(o):
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, dict):
+            return {k: as_lists(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [as_lists(v) for v in o]
+        return o
+
+    out = io.write_json(tmp_path / "a.json", arrays)
+    assert out.read_bytes() == (json.dumps(as_lists(arrays), indent=2, sort_keys=True) + "\n").encode()
+    assert json.loads(out.read_text())["ids"] == arrays["ids"].tolist()
+    items = io._ArrayItems(np.arange(5))
+    assert len(items) == 5 and list(items) == [0, 1, 2, 3, 4] and list.__len__(items) == 0  # nothing held
