@@ -306,7 +306,7 @@ def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None
     window = max(1, int(in_flight or os.environ.get("TMDSUB_PARTS_IN_FLIGHT", PARTS_IN_FLIGHT)))
     queue = iter(todo)
     futures: dict = {}
-    pairs = 0
+    pairs = solved = 0
 
     def top_up() -> None:
         while len(futures) < window:
@@ -326,7 +326,8 @@ def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None
                 results[i] = res
                 pairs += int(res.pairs_computed)
                 progress.step(note=f"{pairs} exact pairs this run")
-                if (progress.done - progress.start_done) % TRIM_EVERY == 0:
+                solved += 1
+                if solved % TRIM_EVERY == 0:  # the freed payloads' and results' pages, back to the system
                     release_freed_memory()
                 break  # refill the window as soon as one part is done
             top_up()
