@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 
+
 def _anon_file(pid: int) -> dict:
     """The client's resident memory split (Linux): anonymous (its own) and file-backed (mapped files, e.g. the
     scratch files it memory-maps; the kernel can drop those pages), in GB."""
@@ -57,7 +58,7 @@ def main() -> None:
             procs = [root] + root.children(recursive=True)
         except psutil.NoSuchProcess:
             break
-        total = 0
+        total = client = 0.0
         for q in procs:
             try:
                 r = q.memory_info().rss / 2**30
@@ -68,6 +69,7 @@ def main() -> None:
             total += r
             peak_any = max(peak_any, r)
             if q.pid == root.pid:
+                client = r
                 peak_client = max(peak_client, r)
         peak_sum = max(peak_sum, total)
         text = open(log).read()
@@ -76,10 +78,6 @@ def main() -> None:
             phase = "parts"
         if phase == "parts" and re.search(r"coreset parts: (\d+)/\1 ", text):
             phase = "after parts"
-        try:
-            client = root.memory_info().rss / 2**30
-        except psutil.Error:
-            client = 0.0
         peak_phase[phase] = max(peak_phase.get(phase, 0.0), client)
         samples.write(json.dumps({"t": round(time.time() - t0, 1), "client_gb": round(client, 3),
                                   **_anon_file(proc.pid), "all_gb": round(total, 3), "phase": phase,
@@ -95,6 +93,7 @@ def main() -> None:
                 break
         time.sleep(1.0)
     wall = time.time() - t0
+    samples.close()
     finished = proc.poll() is not None
     if not finished:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -246,23 +247,24 @@ def release_freed_memory() -> bool:
     glibc keeps those pages, scattered between live blocks, and the resident memory grew ~0.23 MB per part
     (MOSES 200 k at 1 %, 256 parts) although Python held no more (tracemalloc: flat).  Returns whether it ran.
     """
-    import ctypes
-    import ctypes.util
-
-    global _LIBC
-    if _LIBC is None:
-        try:
-            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            _LIBC = lib if hasattr(lib, "malloc_trim") else False
-        except OSError:
-            _LIBC = False
-    if not _LIBC:
+    trim = _malloc_trim()
+    if trim is None:
         return False
-    _LIBC.malloc_trim(0)
+    trim(0)
     return True
 
 
-_LIBC = None
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none (loaded once)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), "malloc_trim", None)
+    except OSError:
+        return None
+
 
 #: Parts done between two :func:`release_freed_memory` calls of :func:`run_parts`.
 TRIM_EVERY = 16
