@@ -17,7 +17,7 @@ def load_graph_store(path: str) -> GraphDataset:
 
     if not Path(path).exists():
         raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
-    return to_dataset(read_graph_parquet(path))
+    return to_dataset(read_graph_parquet(path), checked=True)
 
 
 def open_graph_store(path: str):

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import GraphDataset
+from ..graph import GraphDataset, check_features
 from .schema import feature_table_of
 
 __all__ = ["to_dataset"]
 
 
-def to_dataset(table) -> GraphDataset:
+def to_dataset(table, checked: bool = False) -> GraphDataset:
     """A :class:`GraphDataset` from an Arrow table in the graph-store schema, without densifying features.
 
     Columns used: ``graph_id`` (int64), ``edge_src`` / ``edge_dst`` (list<int32>, local ids), ``y``
@@ -26,6 +26,11 @@ def to_dataset(table) -> GraphDataset:
     Parameters
     ----------
     table : pyarrow.Table
+    checked : bool
+        The table has passed :func:`~tmdlib.datasets.schema.validate_graph_table` (edges in range, simple,
+        symmetric; features finite): the dataset's own check of the same rules is skipped, and only the feature
+        values' magnitude, which the schema does not bound, is checked
+        (:func:`~tmdlib.graph.check_features`).  Reading a store costs one check instead of two.
 
     Returns
     -------
@@ -58,8 +63,11 @@ def to_dataset(table) -> GraphDataset:
         ids = table.column("x_id").combine_chunks()
         node_ptr = np.asarray(ids.offsets, dtype=np.int64)
         node_ptr = node_ptr - node_ptr[0]
-        return GraphDataset(node_ptr=node_ptr, features=feature_table_of(table),
-                            feature_index=np.asarray(ids.flatten(), dtype=np.int64), **common)
+        features = feature_table_of(table)
+        if checked:
+            check_features(features)  # the table's rows: the only rule the schema leaves open
+        return GraphDataset(node_ptr=node_ptr, features=features,
+                            feature_index=np.asarray(ids.flatten(), dtype=np.int64), validate=not checked, **common)
     x_outer = table.column("x").combine_chunks()
     node_ptr = np.asarray(x_outer.offsets, dtype=np.int64)
     node_ptr = node_ptr - node_ptr[0]
@@ -69,4 +77,6 @@ def to_dataset(table) -> GraphDataset:
     n_nodes = len(rows)
     d = int(inner_off[1] - inner_off[0]) if n_nodes else 0
     x = vals.reshape(n_nodes, d) if n_nodes else np.zeros((0, max(d, 1)))
-    return GraphDataset(x=x, node_ptr=node_ptr, **common)
+    if checked:
+        check_features(x, node_ptr)
+    return GraphDataset(x=x, node_ptr=node_ptr, validate=not checked, **common)

@@ -36,6 +36,17 @@ CHUNK_ROWS = 32768
 _GRAPH_COLUMNS = ("graph_id", "num_nodes", "edge_src", "edge_dst")
 
 
+#: Stores whose every row passed :func:`~tmdlib.datasets.schema.validate_graph_table` in this process, by
+#: :func:`_file_identity`: a later pass over the same, unchanged file does not check its rows again.
+_CHECKED: set[tuple] = set()
+
+
+def _file_identity(path: Path) -> tuple:
+    """``(real path, inode, size, mtime ns)``: a rewritten store is another file."""
+    st = os.stat(path)
+    return os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _open(path: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -161,25 +172,37 @@ class StoredGraphs:
         return int(self.nodes_per_graph.sum())
 
     def _tables(self, chunk_rows: int | None = None) -> Iterator[tuple[int, object]]:
-        """``(first pool position, Arrow table of the pool's rows in the chunk)``, checked, in pool order."""
+        """``(first pool position, Arrow table of the pool's rows in the chunk)``, checked, in pool order.
+
+        A store whose every row was checked by an earlier pass of this process, and whose file has not changed
+        since (:func:`_file_identity`), is not checked again: a select reads its pool three times (hashes,
+        embedding, grouping by part), ~6 s of checks each at 1.6 M molecules.
+        """
         import pyarrow as pa
 
         from .schema import validate_graph_table
 
         pf = _open(self.path)
+        identity = _file_identity(self.path)
+        check = identity not in _CHECKED  # checked whole in this process, and not rewritten since: not again
         cols = [*_GRAPH_COLUMNS, self._feat, "y"]  # what validate_graph_table needs
         schema = pa.schema([self._schema.field(c) for c in cols], metadata=self._schema.metadata)
-        start, done = 0, 0
+        start, done, checked = 0, 0, 0
         for batch in pf.iter_batches(batch_size=int(chunk_rows or self.chunk_rows), columns=cols,
                                      use_pandas_metadata=False):
             stop = start + batch.num_rows
             lo, hi = np.searchsorted(self.rows, [start, stop])
             if hi > lo:
                 table = pa.Table.from_batches([batch], schema=schema)
-                try:
-                    validate_graph_table(table, self.path)
-                except InputError as err:
-                    raise InputError(self.path, err.problem, None if err.line is None else err.line + start) from None
+                if check:
+                    try:
+                        validate_graph_table(table, self.path)
+                    except InputError as err:
+                        raise InputError(self.path, err.problem,
+                                         None if err.line is None else err.line + start) from None
+                    checked += batch.num_rows
+                    if checked == pf.metadata.num_rows and _file_identity(self.path) == identity:
+                        _CHECKED.add(identity)
                 if hi - lo < batch.num_rows:
                     table = table.take(pa.array(self.rows[lo:hi] - start))
                 yield int(lo), table
@@ -201,10 +224,10 @@ class StoredGraphs:
         from .arrow import to_dataset
 
         for start, table in self._tables(chunk_rows):
-            yield start, to_dataset(table)
+            yield start, to_dataset(table, checked=True)  # _tables checked it
 
     def map_chunks(self, fn: Callable[[GraphDataset], object], empty: np.ndarray,
-                   chunk_rows: int | None = None) -> np.ndarray:
+                   chunk_rows: int | None = None, progress: Callable[[int], None] | None = None) -> np.ndarray:
         """``fn`` of each chunk (:meth:`chunks`), its rows gathered into one array: one chunk in memory at a time.
 
         Parameters
@@ -213,6 +236,9 @@ class StoredGraphs:
             ``fn(chunk)``: one row per graph of the chunk (array_like of shape ``(m, ...)``).
         empty : ndarray, shape (0, ...)
             The result's dtype and row shape (returned as it is for an empty pool).
+        progress : callable, optional
+            ``progress(done)`` after each chunk, with the graphs done so far (a pass over 10^7 graphs takes
+            minutes).
 
         Returns
         -------
@@ -229,6 +255,8 @@ class StoredGraphs:
             if out is empty:
                 out = np.empty((len(self), *empty.shape[1:]), dtype=empty.dtype)
             out[start:start + len(chunk)] = fn(chunk)
+            if progress is not None:
+                progress(start + len(chunk))
             del chunk
         release_arrow_memory()
         return out
@@ -240,10 +268,10 @@ class StoredGraphs:
         from .arrow import to_dataset
 
         tables = [table for _, table in self._tables()]
-        return to_dataset(pa.concat_tables(tables) if tables else self._schema.empty_table())
+        return to_dataset(pa.concat_tables(tables) if tables else self._schema.empty_table(), checked=True)
 
     def part_reader(self, parts: Sequence[np.ndarray], scratch_dir: str | os.PathLike | None = None,
-                    chunk_rows: int | None = None) -> "PartReader":
+                    chunk_rows: int | None = None, progress: Callable[[int], None] | None = None) -> "PartReader":
         """Group the pool by ``parts`` in a scratch file (one pass) for :meth:`PartReader.load`.
 
         Parameters
@@ -255,8 +283,10 @@ class StoredGraphs:
             :meth:`PartReader.close`.
         chunk_rows : int, optional
             Graphs read at a time (default: the pool's ``chunk_rows``).
+        progress : callable, optional
+            ``progress(done)`` after each chunk, with the graphs grouped so far.
         """
-        return PartReader(self, parts, scratch_dir, chunk_rows or self.chunk_rows)
+        return PartReader(self, parts, scratch_dir, chunk_rows or self.chunk_rows, progress)
 
 
 class PartReader:
@@ -266,7 +296,8 @@ class PartReader:
     manager, or call :meth:`close` (removes the scratch file).
     """
 
-    def __init__(self, pool: StoredGraphs, parts: Sequence[np.ndarray], scratch_dir, chunk_rows: int):
+    def __init__(self, pool: StoredGraphs, parts: Sequence[np.ndarray], scratch_dir, chunk_rows: int,
+                 progress: Callable[[int], None] | None = None):
         import pyarrow as pa
 
         self.parts = [np.asarray(p, dtype=np.int64) for p in parts]
@@ -299,6 +330,8 @@ class PartReader:
                         writer.write_batch(rb)
                         self.batches[i].append(count)
                         count += 1
+                if progress is not None:
+                    progress(start + table.num_rows)
             if writer is not None:
                 writer.close()
             del table
@@ -322,7 +355,7 @@ class PartReader:
         with pa.OSFile(str(self.file), "rb") as fh:
             reader = pa.ipc.open_file(fh)
             table = pa.Table.from_batches([reader.get_batch(b) for b in self.batches[i]], schema=self.schema)
-            ds = to_dataset(table.combine_chunks())
+            ds = to_dataset(table.combine_chunks(), checked=True)  # written from checked tables
         ordered = np.sort(pos)  # the scratch holds a part's graphs in pool order
         return ds.take(np.searchsorted(ordered, pos))
 

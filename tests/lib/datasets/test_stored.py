@@ -127,3 +127,62 @@ def test_repeated_graph_id_missing_file_and_not_parquet(tmp_path):
     (tmp_path / "text.parquet").write_text("graph_id\n1\n")
     with pytest.raises(InputError, match="not a readable Parquet file"):
         StoredGraphs(tmp_path / "text.parquet")
+
+
+def test_a_store_checked_whole_is_not_checked_again_until_it_changes(tmp_path, monkeypatch):
+    """A select reads its pool three times; the rows are checked on the first pass that reads them all, and again
+    only when the file changes."""
+    from tmdlib.datasets import schema
+
+    real, calls = schema.validate_graph_table, []
+    monkeypatch.setattr(schema, "validate_graph_table", lambda t, p=None: (calls.append(t.num_rows), real(t, p))[1])
+    table = _nci1_table()
+    path = tmp_path / "NCI1.parquet"
+    pq.write_table(table, path, row_group_size=1000)
+    pool = StoredGraphs(path, chunk_rows=1500)
+
+    def hashes(p):
+        return p.map_chunks(graph_hashes, np.empty(0, "S64"))
+
+    head = pool.subset(np.arange(2000))
+    hashes(head)
+    assert sum(calls) == 3000  # two batches read and checked, the rest never read: not checked whole
+    calls.clear()
+    first = hashes(pool)
+    assert sum(calls) == table.num_rows
+    calls.clear()
+    again, part = hashes(pool), hashes(pool.subset(np.arange(1, len(pool), 2)))
+    assert calls == [] and np.array_equal(again, first) and np.array_equal(part, first[1::2])
+
+    src = table.column("edge_src").to_pylist()
+    src[2500][0] = 10_000  # the same file rewritten with a bad row: checked again, and refused
+    pq.write_table(table.set_column(table.column_names.index("edge_src"), "edge_src",
+                                    pa.array(src, table.schema.field("edge_src").type)), path, row_group_size=1000)
+    with pytest.raises(InputError) as err:
+        hashes(StoredGraphs(path, chunk_rows=1500))
+    assert err.value.line == 2501 and sum(calls) > 0
+
+
+def test_a_checked_table_gives_the_same_dataset_and_still_bounds_the_features(store):
+    """``to_dataset(checked=True)`` skips the dataset's repeat of the schema's checks, not the one the schema
+    lacks: feature values beyond float32's range in a stored feature table."""
+    import base64
+    import io
+
+    from tmdlib.datasets.schema import META_FEATURE_TABLE, feature_table_of, validate_graph_table
+    from tmdlib.graph import GraphValidationError
+
+    table = read_graph_parquet(store)
+    _same(to_dataset(table, checked=True), to_dataset(table))
+    if "x_id" not in table.column_names:
+        return
+    rows = feature_table_of(table)
+    rows[-1, 0] = 1e39
+    buf = io.BytesIO()
+    np.save(buf, rows)
+    meta = {**table.schema.metadata, META_FEATURE_TABLE.encode(): base64.b64encode(buf.getvalue())}
+    bad = table.replace_schema_metadata(meta)
+    validate_graph_table(bad)  # finite: the schema lets it through
+    for checked in (True, False):
+        with pytest.raises(GraphValidationError, match="1e\\+39"):
+            to_dataset(bad, checked=checked)
