@@ -7,7 +7,7 @@ import numpy as np
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from tasks.coreset import on_disk, part_hashes, part_mapper
+from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
                           open_graph_store, store_segments, store_smiles, store_split, store_task)
 from tasks.labels import read_ledger
@@ -42,7 +42,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     """
     store = open_graph_store(graphs)  # ids and sizes; the graphs are read a chunk at a time
     train, test = store_split(graphs, store_segments(graphs, len(store)), test_fraction, seed)
-    hashes = part_hashes(store)  # one pass over the store, every graph checked (ASCII hex, S64)
+    hashes = part_hashes(store, status_line)  # one pass over the store, every graph checked (ASCII hex, S64)
     store_hash = content_hash(store.graph_ids, (h.decode() for h in hashes))
     matrix = matrix_path(matrix)  # None when the tmd stage chose the scalable engine (meta.json only)
     check_engine(engine, bool(matrix))
@@ -80,7 +80,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
                       restarts=restarts, backend=backend, part_size=part_size, max_pairs=max_pairs,
-                      scratch_dir=scratch)
+                      scratch_dir=scratch, progress=status_line)
     del mapper, pool  # the parts' caches and the pool's reader: done with
     doc = sel.to_json(arrays=True)  # the per-graph lists stay arrays: write_json streams them (~1 GB less at 10⁷)
     doc.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,

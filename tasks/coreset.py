@@ -3,9 +3,9 @@
 * :func:`part_mapper` -- the pipeline's ``map_parts`` for
   :func:`tmdlib.select.scalable.scalable_coreset` (and ``tmd_coreset(..., engine="scalable")``): one part
   solved here with its exact pairs persisted, several parts fanned out as Prefect tasks and cached.
-* :func:`solve_part_task` -- one part (:class:`tmdlib.select.scalable.PartSpec`) as a Prefect task.  The
-  spec carries the part's graphs (compact arrays) and the task returns arrays: a worker needs no file of
-  the client's, so local processes and a Dask cluster on other machines run it alike.
+* :func:`solve_parts_task` -- a few parts (:class:`tmdlib.select.scalable.PartSpec`) as one Prefect task run.
+  A spec carries its part's graphs (compact arrays) and the task returns arrays: a worker needs no file of the
+  client's, so local processes and a Dask cluster on other machines run it alike.
 * :class:`PartCache` -- finished parts, one ``.npz`` each under ``<cache>/parts/``, named by a hash of the
   part's graph contents, its budget, the selection parameters and the engine's fingerprint.  Written by
   the client as results arrive; a rerun skips every finished part.
@@ -32,10 +32,22 @@ from tmdlib.select.scalable import PartResult, PartSpec, part_engine, solve_part
 from . import io
 
 
-@task(name="coreset-part", retries=1, retry_delay_seconds=1, persist_result=False)
-def solve_part_task(spec: PartSpec) -> PartResult:
-    """:func:`tmdlib.select.scalable.solve_part` of one part (runs wherever the task runner puts it)."""
-    return solve_part(spec)
+class PartBatch:
+    """The specs of one task run, boxed: runners walk a list argument (Prefect, to resolve futures in it) and may
+    rebuild what they walk (Dask turned each :class:`~tmdlib.select.scalable.PartSpec` of a list, and Prefect's
+    ``quote``, into plain tuples); an object of its own they pass as it is."""
+
+    __slots__ = ("specs",)
+
+    def __init__(self, specs):
+        self.specs = list(specs)
+
+
+@task(name="coreset-parts", retries=1, retry_delay_seconds=1, persist_result=False)
+def solve_parts_task(batch: PartBatch) -> list[PartResult]:
+    """:func:`tmdlib.select.scalable.solve_part` of a few parts, one after the other, in one task run (runs
+    wherever the task runner puts it; how many: :func:`parts_per_task`)."""
+    return [solve_part(spec) for spec in batch.specs]
 
 
 def _digest(*parts) -> str:
@@ -270,15 +282,39 @@ def _malloc_trim():
 TRIM_EVERY = 16
 
 #: Parts submitted and not yet finished at any time (``TMDSUB_PARTS_IN_FLIGHT``): enough to keep every worker
-#: of a cluster busy, while the client holds the graphs of only these parts.
+#: of a cluster busy, while the client holds the graphs of only these parts.  They go in task runs of
+#: :func:`parts_per_task` parts (8 task runs in flight at 8 parts each): a cluster of more than ~8 workers
+#: wants a larger value.
 PARTS_IN_FLIGHT = 64
+
+#: Most parts one task run solves (:func:`parts_per_task`), and the task runs a long run of parts is cut
+#: into at least.
+MAX_PARTS_PER_TASK = 8
+MIN_TASK_RUNS = 64
+
+
+def parts_per_task(parts: int) -> int:
+    """Parts one task run solves when ``parts`` parts are to be solved (``TMDSUB_PARTS_PER_TASK`` sets it).
+
+    Every task run costs Prefect's bookkeeping (its states through the API, a payload and a result through the
+    runner): ~0.1 CPU s in the worker and ~0.04 s in the API server, measured on MOSES 200 k's 256 parts of ~0.9
+    CPU s (BENCHMARKS.md).  So a run of at least 2 x :data:`MIN_TASK_RUNS` parts is dealt in task runs of up to
+    :data:`MAX_PARTS_PER_TASK` parts -- still at least :data:`MIN_TASK_RUNS` of them, so that workers finish
+    together (the last task run is a few parts' work) and a failed task run retries a few parts only.
+    """
+    env = os.environ.get("TMDSUB_PARTS_PER_TASK")
+    if env:
+        return max(1, int(env))
+    return max(1, min(MAX_PARTS_PER_TASK, int(parts) // MIN_TASK_RUNS))
 
 
 def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None = None) -> list[PartResult]:
-    """Results of every part: cached ones read, the others run (``submit`` = a task's ``.submit``) and saved.
+    """Results of every part: cached ones read, the others run and saved.
 
     At most ``in_flight`` parts are submitted and unfinished at a time, each spec made (its graphs read) just
-    before it is submitted, so the client never holds the graphs of the whole pool.
+    before it is submitted, so the client never holds the graphs of the whole pool.  By default the parts go
+    to the flow's task runner a few per task run (:func:`solve_parts_task`, :func:`parts_per_task`); each part
+    is cached and counted as its task run finishes.
 
     Parameters
     ----------
@@ -287,7 +323,8 @@ def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None
     cache : PartCache, optional
         Finished parts (None: nothing read or saved).
     submit : callable, optional
-        ``submit(spec) -> future`` (default: :func:`solve_part_task` ``.submit`` on the flow's runner).
+        ``submit(spec) -> future`` of one part's :class:`PartResult` (default: :func:`solve_parts_task`
+        ``.submit`` of a few specs at a time on the flow's runner).
     in_flight : int, optional
         Default :data:`PARTS_IN_FLIGHT` (or ``TMDSUB_PARTS_IN_FLIGHT``).
 
@@ -304,34 +341,42 @@ def run_parts(specs, cache: PartCache | None, submit=None, in_flight: int | None
     progress = Progress("coreset parts", len(specs), len(specs) - len(todo))
     if len(todo) < len(specs):  # a rerun says what it did not have to solve
         progress.show(f"({len(specs) - len(todo)} read from the cache)")
-    submit = submit or solve_part_task.submit
-    window = max(1, int(in_flight or os.environ.get("TMDSUB_PARTS_IN_FLIGHT", PARTS_IN_FLIGHT)))
+    per = 1 if submit else parts_per_task(len(todo))
+    if per > 1:  # chosen from the parts: say so
+        status_line(f"coreset parts: {len(todo)} to solve, {per} per task run (TMDSUB_PARTS_PER_TASK sets it)")
+    window = max(1, int(in_flight or os.environ.get("TMDSUB_PARTS_IN_FLIGHT", PARTS_IN_FLIGHT)) // per)
     queue = iter(todo)
     futures: dict = {}
     pairs = solved = 0
 
+    def send(group: list[int]):
+        if submit:
+            return submit(specs[group[0]])
+        return solve_parts_task.submit(PartBatch(specs[i] for i in group))  # boxed: no runner walks or rebuilds it
+
     def top_up() -> None:
         while len(futures) < window:
-            i = next(queue, None)
-            if i is None:
+            group = [i for _, i in zip(range(per), queue)]  # the next `per` parts (range first: none lost)
+            if not group:
                 return
-            futures[submit(specs[i])] = i
+            futures[send(group)] = group
 
     with outside_parent_task():
         top_up()
         while futures:
             for fut in as_completed(list(futures)):
-                i = futures.pop(fut)
-                res = fut.result()
-                if cache:
-                    cache.save(paths[i], res.to_arrays())
-                results[i] = res
-                pairs += int(res.pairs_computed)
-                progress.step(note=f"{pairs} exact pairs this run")
-                solved += 1
-                if solved % TRIM_EVERY == 0:  # the freed payloads' and results' pages, back to the system
-                    release_freed_memory()
-                break  # refill the window as soon as one part is done
+                group = futures.pop(fut)
+                done = [fut.result()] if submit else fut.result()
+                for i, res in zip(group, done, strict=True):
+                    if cache:
+                        cache.save(paths[i], res.to_arrays())
+                    results[i] = res
+                    pairs += int(res.pairs_computed)
+                progress.step(len(group), note=f"{pairs} exact pairs this run")
+                if (solved + len(group)) // TRIM_EVERY > solved // TRIM_EVERY:  # the freed payloads' and results'
+                    release_freed_memory()  # pages, back to the system
+                solved += len(group)
+                break  # refill the window as soon as one task run is done
             top_up()
     return results  # type: ignore[return-value]
 
@@ -454,15 +499,23 @@ def on_disk(array: np.ndarray, folder: str | Path | None = None, index: np.ndarr
         return np.load(fh.name, mmap_mode="r")  # the mapping outlives the file's name
 
 
-def part_hashes(ds):
+def part_hashes(ds, progress=None):
     """Content hash of each graph (the TMD stage's block hashes), in pool order.
 
     A pool in memory: a list of hex strings.  A pool read from its store a chunk at a time
     (:class:`~tmdlib.datasets.stored.StoredGraphs`): an ndarray of 64-byte ASCII hex (``S64``; 64 bytes per graph
-    instead of ~120 for a Python string).  The caches key parts and pairs by the same bytes either way.
+    instead of ~120 for a Python string), with status lines to ``progress`` (e.g. :func:`status_line`) while
+    the store is read.  The caches key parts and pairs by the same bytes either way.
     """
     from tmdlib.datasets.identity import graph_hashes
+    from tmdlib.select.scalable import Countdown
 
     if isinstance(ds, GraphDataset):
         return graph_hashes(ds)
-    return ds.map_chunks(graph_hashes, np.empty(0, dtype="S64"))
+    return ds.map_chunks(graph_hashes, np.empty(0, dtype="S64"),
+                         progress=Countdown("content hashes (reading the store)", len(ds), progress))
+
+
+def status_line(line: str) -> None:
+    """A status line of a long stage, on stderr (where :class:`Progress` writes)."""
+    print(line, file=sys.stderr, flush=True)

@@ -45,10 +45,13 @@ def test_scalable_parts_and_matrix_blocks_on_dask_workers_in_another_directory(t
 
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
-        # relative paths, resolved only in the client's workspace
+        # relative paths, resolved only in the client's workspace; parts two per task run (a runner must not
+        # rebuild the batch it carries: Dask turned a list of specs into tuples)
         res = run_cli("select", "MUTAG", "--fraction", "0.1", "--engine", "scalable", "--part-size", "50",
-                      "--dask-address", address, "--cache-dir", "cache-dask", "--out", "dask.json", cwd=ws)
+                      "--dask-address", address, "--cache-dir", "cache-dask", "--out", "dask.json", cwd=ws,
+                      env={"TMDSUB_PARTS_PER_TASK": "2"})
         assert res.returncode == 0, res.stderr
+        assert "coreset parts: 4 to solve, 2 per task run" in res.stderr
         res2 = run_cli("tmd-matrix", "MUTAG", "--out-dir", "tmd-dask", "--cache-dir", "blocks-dask",
                        "--block-size", "64", "--dask-address", address, cwd=ws)
         assert res2.returncode == 0, res2.stderr

@@ -47,13 +47,45 @@ from ..distance.lower import LowerBound, structure_embedding
 from ..graph import GraphDataset
 
 __all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",
-           "refine_kmedoids", "fit_proxy", "FIT_PAIRS", "PartSpec", "PartResult", "PartPlan", "part_engine", "solve_part", "partition", "part_budgets", "plan_parts",
+           "refine_kmedoids", "fit_proxy", "Countdown", "FIT_PAIRS", "PartSpec", "PartResult", "PartPlan", "part_engine",
+           "solve_part", "partition", "split_work", "part_budgets", "plan_parts",
            "pool_embedding", "auto_part_size", "resolve_part_size", "count_parts", "fit_part_size", "auto_pair_budget",
            "resolve_max_pairs",
            "solve_in_order", "EngineInfo", "ScalableCoreset", "combine_parts", "scalable_coreset", "EXHAUSTIVE_PART"]
 
 Exact = Callable[[np.ndarray, np.ndarray], np.ndarray]
 ProgressFn = Callable[[str], None]
+
+
+#: Seconds between two status lines of a :class:`Countdown`.
+STATUS_SECONDS = 10.0
+
+
+class Countdown:
+    """Status lines of one phase counted in units of work: ``<what>: <done>/<total> <unit> (<pct>%), ETA <s>s,
+    elapsed <s>s`` to ``progress``, at most one every ``every`` seconds, and one when the work is done (unless
+    the whole phase took less than ``every`` seconds: a short phase stays quiet).
+
+    Call it with the work done so far; ``work`` and ``total_work`` (default: the count itself) give the share of
+    the work the ETA is taken from, when the count shown is not proportional to it (the partition's parts).
+    """
+
+    def __init__(self, what: str, total: float, progress: ProgressFn | None, unit: str = "graphs",
+                 every: float | None = None):
+        self.what, self.total, self.progress, self.unit = what, float(total), progress, unit
+        self.every = STATUS_SECONDS if every is None else float(every)
+        self.t0 = self._last = time.monotonic()
+        self.lines = 0
+
+    def __call__(self, done: float, work: float | None = None, total_work: float | None = None) -> None:
+        now = time.monotonic()
+        if self.progress is None or now - self._last < self.every and (done < self.total or not self.lines):
+            return
+        self._last, self.lines = now, self.lines + 1
+        frac = (done / self.total if work is None else work / total_work) if self.total else 1.0
+        eta = (now - self.t0) * (1.0 - frac) / frac if frac > 0 else float("nan")
+        self.progress(f"{self.what}: {done:,.0f}/{self.total:,.0f} {self.unit} ({100.0 * frac:.0f}%), "
+                      f"ETA {eta:.0f}s, elapsed {now - self.t0:.0f}s")
 
 
 class PairCache:
@@ -1097,7 +1129,8 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
 
 # ---------------------------------------------------------------------------------------------- parts of a pool
 
-def partition(emb: np.ndarray, part_size: int, *, chunk: int = 1 << 18) -> list[np.ndarray]:
+def partition(emb: np.ndarray, part_size: int, *, chunk: int = 1 << 18,
+              progress: ProgressFn | None = None) -> list[np.ndarray]:
     r"""Split graphs ``0..n-1`` into parts of at most ``part_size`` graphs that are close to each other.
 
     Recursive bisection at the median of the first principal direction of ``emb`` (one row per graph,
@@ -1122,6 +1155,9 @@ def partition(emb: np.ndarray, part_size: int, *, chunk: int = 1 << 18) -> list[
     chunk : int, optional
         Rows per block of centred rows (the results depend on it only through floating-point summation order,
         and not at all for groups of at most ``chunk`` graphs).
+    progress : callable, optional
+        Status lines (:class:`Countdown`): parts made, with an ETA from the rows projected
+        (:func:`split_work`).
 
     Returns
     -------
@@ -1130,18 +1166,41 @@ def partition(emb: np.ndarray, part_size: int, *, chunk: int = 1 << 18) -> list[
     """
     emb = np.asarray(emb, dtype=np.float64 if emb.dtype != np.float32 else np.float32)
     chunk = max(int(chunk), 1)
+    n = emb.shape[0]
+    total_work = split_work(n, part_size)
+    status = Countdown("partition", count_parts(n, part_size) if n else 0, progress, unit="parts")
     out: list[np.ndarray] = []
-    stack = [np.arange(emb.shape[0])]
+    stack = [np.arange(n)]
+    work = 0
     while stack:
         idx = stack.pop()
         if idx.size <= part_size:
             out.append(idx)
+            status(len(out), work, total_work)
             continue
         order = np.argsort(_principal_projection(emb, idx, chunk), kind="stable")
+        work += idx.size
         half = idx.size // 2
         stack.append(idx[order[half:]])
         stack.append(idx[order[:half]])
     return out
+
+
+def split_work(n: int, part_size: int) -> int:
+    """Rows :func:`partition` projects to split ``n`` graphs into parts of at most ``part_size``: the sizes of
+    every group it splits, summed (each costs a projection of its rows).  ``O(log n)``, like
+    :func:`count_parts`."""
+    n, part_size = int(n), max(int(part_size), 1)
+    memo: dict[int, int] = {}
+
+    def rows(m: int) -> int:
+        if m <= part_size:
+            return 0
+        if m not in memo:
+            memo[m] = m + rows(m // 2) + rows(m - m // 2)
+        return memo[m]
+
+    return rows(n)
 
 
 def _principal_projection(emb: np.ndarray, idx: np.ndarray, chunk: int) -> np.ndarray:
@@ -1367,13 +1426,15 @@ def resolve_part_size(part_size, n: int, k: int | None = None) -> int:
     return int(part_size)
 
 
-def pool_embedding(ds, depth: int = 4, weights="pascal") -> np.ndarray:
+def pool_embedding(ds, depth: int = 4, weights="pascal", progress: ProgressFn | None = None) -> np.ndarray:
     """:func:`~tmdlib.distance.lower.structure_embedding` of a pool held in memory, or of one read a chunk at a
-    time (:class:`~tmdlib.datasets.stored.StoredGraphs`): the same rows, one per graph."""
+    time (:class:`~tmdlib.datasets.stored.StoredGraphs`, with status lines to ``progress``): the same rows, one
+    per graph."""
     if isinstance(ds, GraphDataset):
         return structure_embedding(ds, depth, weights)
     return ds.map_chunks(lambda chunk: structure_embedding(chunk, depth, weights),
-                         np.zeros((0, int(depth) * 8 + 1), np.float32))
+                         np.zeros((0, int(depth) * 8 + 1), np.float32),
+                         progress=Countdown("structure embedding (reading the store)", len(ds), progress))
 
 
 class PartPlan(Sequence):
@@ -1411,7 +1472,8 @@ class PartPlan(Sequence):
 
 def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, candidates=None,
                fixed=None, part_size: int | str = "auto", max_pairs: float | str | None = "auto",
-               num_threads: int | None = None, scratch_dir=None) -> tuple[list[np.ndarray], PartPlan]:
+               num_threads: int | None = None, scratch_dir=None,
+               progress: ProgressFn | None = None) -> tuple[list[np.ndarray], PartPlan]:
     """Split a pool into parts and give each its budget.
 
     Pools of at most ``part_size`` graphs (``"auto"``: :func:`auto_part_size`) are one part; larger ones are
@@ -1424,6 +1486,9 @@ def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, c
         The pool, in memory or read from its store a chunk at a time
         (:class:`~tmdlib.datasets.stored.StoredGraphs`: its graphs are then grouped by part in a scratch file
         under ``scratch_dir``, see :meth:`~tmdlib.datasets.stored.StoredGraphs.part_reader`).
+    progress : callable, optional
+        Status lines with an ETA of each phase over the whole pool (:class:`Countdown`): the embedding, the
+        partition, the grouping by part.
 
     Returns
     -------
@@ -1439,7 +1504,8 @@ def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, c
     part_size = resolve_part_size(part_size, n, k)
     cand = None if candidates is None else np.asarray(candidates, bool)
     fix = None if fixed is None else np.asarray(fixed, bool)
-    parts = [np.arange(n)] if n <= part_size else partition(pool_embedding(ds, depth, weights), part_size)
+    parts = ([np.arange(n)] if n <= part_size
+             else partition(pool_embedding(ds, depth, weights, progress), part_size, progress=progress))
     budgets = part_budgets(np.array([p.size for p in parts]), k)
     if fix is not None:
         budgets = _give_fixed_room(budgets, np.array([int(fix[p].sum()) for p in parts]))
@@ -1447,7 +1513,8 @@ def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, c
                       None if fix is None else fix[p], None if max_pairs is None else float(max_pairs) * p.size / n,
                       num_threads)
              for p, b in zip(parts, budgets)]
-    reader = None if isinstance(ds, GraphDataset) else ds.part_reader(parts, scratch_dir)
+    reader = None if isinstance(ds, GraphDataset) else ds.part_reader(
+        parts, scratch_dir, progress=Countdown("grouping the graphs by part (reading the store)", n, progress))
     return parts, PartPlan(ds, parts, stubs, reader)
 
 
@@ -1584,7 +1651,8 @@ def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int 
         persisted exact pairs (``solve_part(spec, exact=...)``).  The pipeline's:
         :func:`tasks.coreset.part_mapper`.  Default: :func:`solve_in_order` here.
     progress : callable, optional
-        Status lines of the default mapper (unused with ``map_parts``).
+        Status lines of the plan's passes over the pool (:func:`plan_parts`) and of the default mapper (a
+        ``map_parts`` reports its own).
     scratch_dir : path, optional
         Where a :class:`~tmdlib.datasets.stored.StoredGraphs` pool's graphs are grouped by part (default: the
         system's temporary folder); removed at the end.
@@ -1600,7 +1668,7 @@ def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int 
     part_size = resolve_part_size(part_size, len(ds), k if 1 <= k <= len(ds) else None)  # plan_parts checks k
     parts, specs = plan_parts(ds, k, depth, weights, seed=seed, candidates=candidates, fixed=fixed,
                               part_size=part_size, max_pairs=max_pairs, num_threads=num_threads,
-                              scratch_dir=scratch_dir)
+                              scratch_dir=scratch_dir, progress=progress)
     try:
         results = solve_in_order(specs, progress) if map_parts is None else list(map_parts(specs))
     finally:

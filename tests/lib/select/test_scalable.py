@@ -286,6 +286,62 @@ def test_count_parts_is_the_partitions_count(n, m):
     assert count_parts(n, m) == len(partition(emb, m))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3000), st.integers(1, 300))
+def test_split_work_is_the_rows_the_partition_projects(n, m):
+    from tmdlib.select import scalable
+
+    seen = []
+    real = scalable._principal_projection
+    try:
+        scalable._principal_projection = lambda emb, idx, chunk: (seen.append(idx.size), real(emb, idx, chunk))[1]
+        partition(np.random.default_rng(n).normal(size=(n, 2)), m)
+    finally:
+        scalable._principal_projection = real
+    assert scalable.split_work(n, m) == sum(seen)
+
+
+def test_the_partition_and_the_plan_say_how_far_they_are(tmp_path, monkeypatch):
+    """Status lines of the passes over a pool: counted, with an ETA, the last one at the end; none for a phase
+    shorter than the interval."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets import read_tu
+    from tmdlib.datasets.stored import StoredGraphs
+    from tmdlib.select import scalable
+    from tmdlib.select.scalable import Countdown, plan_parts
+
+    lines = []
+    parts = partition(np.random.default_rng(0).normal(size=(5000, 3)), 100, progress=lines.append)
+    assert lines == []  # well under STATUS_SECONDS: quiet
+    monkeypatch.setattr(scalable, "STATUS_SECONDS", 0.0)
+    parts = partition(np.random.default_rng(0).normal(size=(5000, 3)), 100, progress=lines.append)
+    assert len(lines) == len(parts) == 64
+    assert lines[0].startswith("partition: 1/64 parts (") and "ETA" in lines[0] and "elapsed" in lines[0]
+    assert lines[-1].startswith("partition: 64/64 parts (100%), ETA 0s")
+    pcts = [int(ln.split("(")[1].split("%")[0]) for ln in lines]
+    assert pcts == sorted(pcts) and pcts[0] > 0  # the share of the rows projected, not of the parts made
+
+    store = tmp_path / "MUTAG.parquet"
+    pq.write_table(read_tu(RAW / "MUTAG", "MUTAG"), store, row_group_size=50)
+    lines.clear()
+    _, plan = plan_parts(StoredGraphs(store, chunk_rows=50), 10, part_size=30, progress=lines.append)
+    plan.close()
+    heads = [ln.split(":")[0] for ln in lines]
+    assert heads == ["structure embedding (reading the store)"] * 4 + ["partition"] * len(plan) + \
+        ["grouping the graphs by part (reading the store)"] * 4
+    assert lines[3].startswith("structure embedding (reading the store): 188/188 graphs (100%), ETA 0s")
+
+    shown = []
+    clock = Countdown("phase", 10, shown.append, unit="things", every=3600.0)
+    clock(3)
+    clock(10)
+    assert shown == []  # finished before the first interval: nothing to say
+    clock = Countdown("phase", 10, shown.append, every=0.0)
+    clock(5, work=1, total_work=4)
+    assert shown == [shown[0]] and shown[0].startswith("phase: 5/10 graphs (25%), ETA ")
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 200_000), st.integers(2, 5000), st.integers(1, 300))
 def test_fit_part_size_is_the_smallest_size_with_a_medoid_per_part(n, m, k):
