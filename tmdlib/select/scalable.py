@@ -82,7 +82,8 @@ class Countdown:
         if self.progress is None or now - self._last < self.every and (done < self.total or not self.lines):
             return
         self._last, self.lines = now, self.lines + 1
-        frac = (done / self.total if work is None else work / total_work) if self.total else 1.0
+        whole = self.total if work is None else total_work
+        frac = (done if work is None else work) / whole if whole else 1.0
         eta = (now - self.t0) * (1.0 - frac) / frac if frac > 0 else float("nan")
         self.progress(f"{self.what}: {done:,.0f}/{self.total:,.0f} {self.unit} ({100.0 * frac:.0f}%), "
                       f"ETA {eta:.0f}s, elapsed {now - self.t0:.0f}s")

@@ -340,6 +340,8 @@ def test_the_partition_and_the_plan_say_how_far_they_are(tmp_path, monkeypatch):
     clock = Countdown("phase", 10, shown.append, every=0.0)
     clock(5, work=1, total_work=4)
     assert shown == [shown[0]] and shown[0].startswith("phase: 5/10 graphs (25%), ETA ")
+    Countdown("one part", 1, shown.append, unit="parts", every=0.0)(1, work=0, total_work=0)  # nothing to split
+    assert shown[-1].startswith("one part: 1/1 parts (100%), ETA 0s")
 
 
 @settings(max_examples=60, deadline=None)
