@@ -1168,8 +1168,8 @@ def partition(emb: np.ndarray, part_size: int, *, chunk: int = 1 << 18,
     emb = np.asarray(emb, dtype=np.float64 if emb.dtype != np.float32 else np.float32)
     chunk = max(int(chunk), 1)
     n = emb.shape[0]
-    total_work = split_work(n, part_size)
-    status = Countdown("partition", count_parts(n, part_size) if n else 0, progress, unit="parts")
+    total_parts, total_work = _bisection(n, part_size)
+    status = Countdown("partition", total_parts, progress, unit="parts")
     out: list[np.ndarray] = []
     stack = [np.arange(n)]
     work = 0
@@ -1191,17 +1191,7 @@ def split_work(n: int, part_size: int) -> int:
     """Rows :func:`partition` projects to split ``n`` graphs into parts of at most ``part_size``: the sizes of
     every group it splits, summed (each costs a projection of its rows).  ``O(log n)``, like
     :func:`count_parts`."""
-    n, part_size = int(n), max(int(part_size), 1)
-    memo: dict[int, int] = {}
-
-    def rows(m: int) -> int:
-        if m <= part_size:
-            return 0
-        if m not in memo:
-            memo[m] = m + rows(m // 2) + rows(m - m // 2)
-        return memo[m]
-
-    return rows(n)
+    return _bisection(n, part_size)[1]
 
 
 def _principal_projection(emb: np.ndarray, idx: np.ndarray, chunk: int) -> np.ndarray:
@@ -1248,19 +1238,26 @@ def count_parts(n: int, part_size: int) -> int:
     The bisection splits ``m`` graphs into ``m // 2`` and ``m - m // 2``, so the count depends on ``n`` and
     ``part_size`` only: ``O(log n)`` work, no embedding needed.
     """
+    return _bisection(n, part_size)[0]
+
+
+def _bisection(n: int, part_size: int) -> tuple[int, int]:
+    """``(parts, rows projected)`` of :func:`partition`'s bisection of ``n`` graphs into parts of at most
+    ``part_size`` (:func:`count_parts`, :func:`split_work`): a walk over the distinct group sizes."""
     n, part_size = int(n), int(part_size)
     if part_size < 1:
         raise ValueError(f"part_size must be >= 1, got {part_size}")
-    memo: dict[int, int] = {}
+    memo: dict[int, tuple[int, int]] = {}
 
-    def leaves(m: int) -> int:
+    def walk(m: int) -> tuple[int, int]:
         if m <= part_size:
-            return 1 if m > 0 else 0
+            return (1 if m > 0 else 0), 0
         if m not in memo:
-            memo[m] = leaves(m // 2) + leaves(m - m // 2)
+            (a, ra), (b, rb) = walk(m // 2), walk(m - m // 2)
+            memo[m] = a + b, m + ra + rb
         return memo[m]
 
-    return leaves(n)
+    return walk(n)
 
 
 def fit_part_size(part_size: int, n: int, k: int) -> int:
