@@ -10,8 +10,9 @@ from prefect import flow
 from tasks import io
 from tasks.graphs import (STORE_HASH_KEY, check_same_store, load_graph_store, store_content_hash, store_graph_ids,
                           store_task)
-from tasks.labels import (build_requests, commit_labels, import_labels, merge_labels, read_ledger, request_smiles,
-                          sdf_note, write_labels, write_requests)
+from tasks.labels import (build_requests, commit_labels, read_ledger, request_smiles, sdf_note, write_labels,
+                          write_requests)
+from tmdlib import InputError
 
 
 @flow(name="label-requests")
@@ -42,40 +43,109 @@ def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str
 
 
 @flow(name="labels-import")
-def labels_import_flow(graphs: str, requests: str, source: str, out_dir: str, labelled: str | None = None) -> dict:
-    """Validate imported labels against the requests and the dataset's task (or stand in with the dataset's own
-    labels, flagged); nothing is written when a value does not fit.
+def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: str, labelled: str | None = None,
+                       *, task: str | None = None, params: str | None = None, replicates: str | None = None,
+                       censored: str | None = None, max_spread: float | None = None) -> dict:
+    """Import what came back from the lab (or stand in with the dataset's own labels, flagged) with the ledger's
+    labels, by the stated rules (docs/pipeline.md#labels); nothing is written when a key or a value does not fit.
 
-    The labels written are the ledger's (``labelled``: reused) plus the new ones.
+    ``source``: an answer file (CSV or SD file keyed by graph_id, source_id or SMILES), ``benchmark-standin``, or
+    None: ``labels.source`` of ``params`` (a path, or a mapping of each dataset to its file).  ``task``: auto or a
+    type, for a pool stored without labels (default ``base.task``); ``replicates`` / ``censored`` /
+    ``max_spread``: the rules (default ``labels.*`` of ``params``, else mean / drop / 1.0).  Writes
+    ``measurements.csv`` (this import's new measurements), ``labels.csv`` and ``labels.json`` (task, counts:
+    requested, answered, missing, notes, censored, replicates, conflicts).
     """
-    ds, task = load_graph_store(graphs), store_task(graphs)
+    import pyarrow.parquet as pq
+
+    from tasks.labels import (STANDIN, read_answer_file, read_ledger_history, resolve_import, standin_measurements,
+                              label_params)
+
+    name = io.dataset_name(graphs)
+    rules = label_params(params, name)
+    source = source or rules["source"]
+    if not source:
+        raise InputError(params, f"no label source for {name}: set labels.source (a file, or {{{name}: file}})")
+    task = task or rules["task"]
+    rules = {"replicates": replicates or rules["replicates"], "censored": censored or rules["censored"],
+             "max_spread": rules["max_spread"] if max_spread is None else float(max_spread)}
+    ds, store_spec = load_graph_store(graphs), store_task(graphs)
     requested = store_graph_ids(requests)
+    req_cols = pq.read_schema(requests).names
+    purposes = None
+    if "purpose" in req_cols:  # coreset | audit (the lead's audit sample): answers accepted whatever the purpose
+        t = pq.read_table(requests, columns=["graph_id", "purpose"])
+        purposes = dict(zip(t.column("graph_id").to_pylist(), t.column("purpose").to_pylist()))
     manifest_path = Path(requests).with_name("manifest.json")
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     store_hash = store_content_hash(ds)  # the requests must have been made from this store
     check_same_store(str(manifest_path), manifest, graphs, store_hash, "label request list")
     order = np.argsort(ds.graph_ids)
     known = ds.graph_ids[order]
-    y = None if ds.y is None else ds.y[order]
-    gids, labels, meta = import_labels(source, requested, known, y, task)
-    if meta.get("benchmark_mode"):  # the dataset's labels may themselves be a stand-in (MOSES): say so
-        import pyarrow.parquet as pq
-
+    history, ledger_meta = read_ledger_history(labelled, known)  # a hand-edited ledger stops here
+    if source == STANDIN:
+        y = None if ds.y is None else ds.y[order]
+        new = standin_measurements(requested, known, y, store_spec, name)
+        meta, sha = {"source": STANDIN, "benchmark_mode": True,
+                     "warning": "labels were NOT imported: the dataset's own labels were joined for the requested "
+                                "ids only (benchmark stand-in for a labelling round)"}, ""
         from tmdlib.datasets.schema import META_LABEL_RULE
 
         rule = (pq.read_schema(graphs).metadata or {}).get(META_LABEL_RULE.encode(), b"").decode()
-        if rule.startswith("STAND-IN"):
-            meta = {**meta, "dataset_labels": rule}
-    ledger = read_ledger(labelled, known, task)
-    all_ids, all_y = merge_labels(ledger, gids, labels, source)
-    meta = {**meta, STORE_HASH_KEY: store_hash}
-    write_labels(out_dir, all_ids, all_y, meta, task)  # labels.json stays the same when only the ledger grew
-    return {**meta, "labelled": int(len(all_ids)), "new": int(len(requested)), "from_ledger": int(ledger.num_rows),
-            "task": task.type}
+        if rule.startswith("STAND-IN"):  # the dataset's labels may themselves be a stand-in (MOSES): say so
+            meta["dataset_labels"] = rule
+        answers = {"key": "graph_id", "rows": new.num_rows, "blank": 0}
+    else:
+        from tmdlib.datasets.task import TaskSpec
+
+        spec0 = store_spec if store_spec.decided else (
+            TaskSpec.from_dict(ledger_meta["task"]) if ledger_meta.get("task") else store_spec)
+        new, answers = read_answer_file(source, graphs, requests, known, spec0.targets)
+        sha = io.sha256_file(source)
+        meta = {"source": "import", "benchmark_mode": False, "file": str(source), "sha256": sha}
+    ids, Y, spec, report, added = resolve_import(new, history, ledger_meta, store_spec, requested, source=str(source),
+                                                 sha256=sha, override=task, purposes=purposes, **rules)
+    keep = ~np.isnan(Y).all(axis=1) if len(ids) else np.zeros(0, dtype=bool)
+    meta = {**meta, **report, "key": answers["key"], "answer_rows": answers["rows"], STORE_HASH_KEY: store_hash}
+    write_labels(out_dir, ids[keep], Y[keep], meta, spec, measurements=added)
+    return {**meta, "labelled": int(keep.sum()), "new": int(len(requested)), "from_ledger": len(
+        set(history.column("graph_id").to_pylist())), "task": spec.type, "task_spec": spec}
+
+
+def import_summary(dataset: str, res: dict, target) -> list[str]:
+    """The CLI's lines for an import: labels written, what is missing, and each stated rule that acted."""
+    flag = "  [BENCHMARK STAND-IN: dataset labels, not imported]" if res.get("benchmark_mode") else ""
+    spec = res.get("task_spec")
+    how = {"now": "fixed by this import", "ingest": "decided at ingest"}.get(res.get("task_decided"),
+                                                                            "fixed by an earlier import")
+    out = [f"{dataset}: {res['labelled']} labels ({spec.describe() if spec else res['task']}, {how}) -> "
+           f"{Path(target) / 'labels.csv'}{flag}"]
+    if res.get("missing"):
+        out.append(f"  {res['missing']} of {res['requested']} requested graphs have no answer yet: they stay "
+                   "requested (train uses what came back)")
+    if res.get("already_in_ledger"):
+        out.append(f"  {res['already_in_ledger']} answers already in the ledger (not imported again)")
+    if res.get("unrequested"):
+        out.append(f"  {res['unrequested']} graphs measured without a request: kept as labels")
+    for note, v in (res.get("notes") or {}).items():
+        out.append(f"  {v['count']} answers '{note}': missing values (the graphs stay requested)")
+    c = res.get("censored") or {}
+    if c.get("censored"):
+        out.append(f"  {c['censored']} censored values (<, >, <=, >=): labels.censored {c['rule']}"
+                   + (f", {c['dropped']} dropped" if c.get("dropped") else ""))
+    r = res.get("replicates") or {}
+    if r.get("graphs"):
+        out.append(f"  {r['graphs']} graphs measured more than once: labels.replicates {r['rule']}"
+                   + (f"; {len(r['flagged'])} with a spread above {r['max_spread']:g} (flagged)" if r['flagged'] else ""))
+    for c in res.get("conflicts") or []:
+        vals = ", ".join(f"{m['value']:g} (round {m['round']})" for m in c["measurements"])
+        out.append(f"  conflict: graph {c['graph_id']} measured {vals} -> {c['label']:g}")
+    return out
 
 
 @flow(name="labels-commit")
 def labels_commit_flow(graphs: str, labels_csv: str, ledger: str) -> dict:
-    """Append the labels a run used to the dataset's label ledger (so later runs reuse them)."""
+    """Append the measurements a labels run imported to the dataset's label ledger (so later runs reuse them),
+    each with its round and file; nothing in the ledger is overwritten."""
     known = store_graph_ids(graphs)
     return commit_labels(ledger, labels_csv, known, store_task(graphs))

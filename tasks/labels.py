@@ -1,6 +1,8 @@
 """Label hand-off tasks: export the label requests, import (or stand in for) the labels."""
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,12 @@ from . import io
 STANDIN = "benchmark-standin"
 
 
-LEDGER_HEADER = "graph_id,label,source"
+#: Columns of the label ledger (``data/labelled/<DS>.csv``): one row per measurement, never overwritten.
+LEDGER_COLUMNS = ("graph_id", "target", "value", "qualifier", "round", "file", "sha256", "line")
+#: The ledger's first line: this prefix, then JSON ``{"format": 2, "sha256": <digest of the rest>, "task": ...}``.
+LEDGER_MAGIC = "# tmdsub label ledger "
+#: Rules of ``labels:`` in params.yaml and their defaults.
+RULE_DEFAULTS = {"replicates": "mean", "censored": "drop", "max_spread": 1.0}
 
 
 def _rows(y, n: int, task=None) -> np.ndarray:
@@ -33,32 +40,235 @@ def _matrix(table: pa.Table) -> np.ndarray:
                             for c in cols])
 
 
-def read_ledger(path: str | None, known: np.ndarray, task=None) -> pa.Table:
-    """The label ledger (``graph_id,label[,source]``, or one column per target: every label paid for so far),
-    validated against the dataset's task.
+def _empty_history() -> pa.Table:
+    from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
 
-    The ledger lives at ``data/labelled/<DATASET>.csv`` and only grows (``tmdsub labels commit``);
-    a missing file is an empty ledger.  Returns :func:`tmdlib.datasets.labels.labels_schema` rows.
+    return _with_origin(MEASUREMENT_SCHEMA.empty_table(), 0, "", "")
+
+
+def _with_origin(m: pa.Table, round_: int | list, file: str | list, sha: str | list) -> pa.Table:
+    """Measurements with the ledger's ``round``, ``file`` and ``sha256`` columns."""
+    n = m.num_rows
+    col = lambda v, t: pa.array(v if isinstance(v, list) else [v] * n, t)  # noqa: E731
+    return m.append_column("round", col(round_, pa.int64())).append_column("file", col(file, pa.string())) \
+        .append_column("sha256", col(sha, pa.string()))
+
+
+def ledger_digest(body: str) -> str:
+    """sha256 of the ledger's text after its first line (what its first line records)."""
+    import hashlib
+
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def read_ledger_history(path: str | None, known: np.ndarray | None = None) -> tuple[pa.Table, dict]:
+    """Every measurement of the label ledger and what its first line records, checked before it is trusted.
+
+    The ledger (format 2) is a CSV of :data:`LEDGER_COLUMNS` after one line holding the digest of the rest and the
+    task the labels fixed.  A digest that does not match is a hand-edited (or damaged) ledger: refused, saying how
+    to restore it or accept the edit.  A ledger of the older format (``graph_id,label[,...],source``, no digest)
+    is read as round 0.  A missing file is an empty ledger.
+
+    Returns
+    -------
+    history : pyarrow.Table
+        :data:`tmdlib.datasets.labels.MEASUREMENT_SCHEMA` plus ``round``, ``file``, ``sha256``.
+    meta : dict
+        ``format``, ``sha256`` (recorded), ``task`` (a dict, or None), ``digest_checked`` (bool).
     """
-    from tmdlib.datasets.labels import label_columns, labels_schema, validate_label_import
+    from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
 
     if not path or not Path(path).exists():
-        return labels_schema(task).empty_table()
-    raw = io.read_text_csv(path, ("graph_id", *label_columns(task)), what="label ledger")
-    return validate_label_import(raw, [], known, path, task=task)
+        return _empty_history(), {"format": 2, "task": None, "digest_checked": False, "sha256": None}
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(path, f"cannot read the label ledger: {err}") from None
+    if not text.startswith(LEDGER_MAGIC):
+        return _legacy_history(path, known), {"format": 1, "task": None, "digest_checked": False, "sha256": None}
+    first, _, body = text.partition("\n")
+    try:
+        meta = json.loads(first[len(LEDGER_MAGIC):])
+        assert isinstance(meta, dict)
+    except (ValueError, AssertionError):
+        raise InputError(path, "the label ledger's first line (its digest) is not readable", line=1) from None
+    found = ledger_digest(body)
+    if meta.get("sha256") != found:
+        raise InputError(path, f"the label ledger was edited by hand or damaged: its content's sha256 {found[:12]} "
+                               f"is not the {str(meta.get('sha256'))[:12]} recorded by its last commit.  Restore it "
+                               "(git checkout / dvc checkout), or, to trust the edit, delete its first line: it is "
+                               "then read unchecked and sealed again by the next `tmdsub labels commit`", line=1)
+    table = _csv_text(body, path, LEDGER_COLUMNS)
+    rows = {k: [] for k in (*MEASUREMENT_SCHEMA.names, "round", "file", "sha256")}
+    problems = []
+    known_set = None if known is None else {int(g) for g in known}
+    cols = {c: table.column(c).to_pylist() for c in LEDGER_COLUMNS}
+    for r in range(table.num_rows):
+        ln = r + 3
+        try:
+            g, v, rd, li = int(cols["graph_id"][r]), float(cols["value"][r]), int(cols["round"][r]), \
+                int(cols["line"][r])
+        except (TypeError, ValueError):
+            problems.append((ln, "graph_id, value, round and line must be numbers"))
+            continue
+        q = cols["qualifier"][r] or ""
+        if not np.isfinite(v) or q not in ("", "<", ">", "<=", ">=", "~"):
+            problems.append((ln, f"value {cols['qualifier'][r]}{cols['value'][r]} is not a finite number with a "
+                                 "known qualifier"))
+        elif known_set is not None and g not in known_set:
+            problems.append((ln, f"graph_id {g} is no graph of the pool"))
+        for k, x in (("graph_id", g), ("target", cols["target"][r]), ("value", v), ("qualifier", q), ("note", ""),
+                     ("line", li), ("round", rd), ("file", cols["file"][r] or ""),
+                     ("sha256", cols["sha256"][r] or "")):
+            rows[k].append(x)
+    if problems:
+        from tmdlib.datasets.labels import _raise
+
+        _raise(path, problems, 20, "in the label ledger")
+    hist = pa.table({k: rows[k] for k in MEASUREMENT_SCHEMA.names}, schema=MEASUREMENT_SCHEMA)
+    hist = _with_origin(hist, rows["round"], rows["file"], rows["sha256"])
+    return hist, {**meta, "digest_checked": True}
+
+
+def _csv_text(body: str, path, required) -> pa.Table:
+    """The ledger's CSV body (after its digest line) as a text table; a missing column names line 2."""
+    import csv
+
+    rows = list(csv.reader(body.splitlines()))
+    if not rows or any(c not in rows[0] for c in required):
+        raise InputError(path, f"the label ledger's header must be {','.join(required)}", line=2)
+    head = rows[0]
+    data = [r for r in rows[1:]]
+    bad = [i for i, r in enumerate(data) if len(r) != len(head)]
+    if bad:
+        raise InputError(path, f"{len(data[bad[0]])} fields where the header has {len(head)}", line=bad[0] + 3)
+    return pa.table({c: pa.array([r[j] for r in data], pa.string()) for j, c in enumerate(head)})
+
+
+def _legacy_history(path: str, known) -> pa.Table:
+    """A ledger of the first format (``graph_id,label[,targets...][,source]``: one label per graph) as round 0."""
+    from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
+
+    raw = io.read_text_csv(path, ("graph_id",), what="label ledger")
+    targets = [c for c in raw.column_names if c not in ("graph_id", "source")]
+    if not targets:
+        raise InputError(path, f"the label ledger has no label column; found {raw.column_names}", line=1)
+    rows = {k: [] for k in MEASUREMENT_SCHEMA.names}
+    files = []
+    src = raw.column("source").to_pylist() if "source" in raw.column_names else [""] * raw.num_rows
+    known_set = None if known is None else {int(g) for g in known}
+    problems = []
+    for r, gid in enumerate(raw.column("graph_id").to_pylist()):
+        g = io._parse_int(gid)
+        if g is None or (known_set is not None and g not in known_set):
+            problems.append((r + 2, f"graph_id {gid!r} is no graph of the pool"))
+            continue
+        for t in targets:
+            cell = raw.column(t)[r].as_py()
+            try:
+                v = float(cell) if cell not in (None, "") else math.nan
+            except ValueError:
+                problems.append((r + 2, f"label {cell!r} is not a number"))
+                continue
+            if math.isnan(v):
+                continue
+            for k, x in (("graph_id", g), ("target", "y" if t == "label" else t), ("value", v),
+                         ("qualifier", ""), ("note", ""), ("line", r + 2)):
+                rows[k].append(x)
+            files.append(src[r] or "ledger")
+    if problems:
+        from tmdlib.datasets.labels import _raise
+
+        _raise(path, problems, 20, "in the label ledger")
+    return _with_origin(pa.table(rows, schema=MEASUREMENT_SCHEMA), 0, files, "")
+
+
+def write_ledger(path: str, history: pa.Table, task) -> str:
+    """The ledger ``path`` rewritten atomically: every measurement of ``history``, sealed by its digest and the
+    task (a reader of a half-written ledger is impossible: a kill leaves the previous one)."""
+    import csv
+    import io as _io
+
+    buf = _io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(LEDGER_COLUMNS)
+    cols = [history.column(c).to_pylist() for c in LEDGER_COLUMNS]
+    for row in zip(*cols):
+        w.writerow([row[0], row[1], repr(float(row[2])), *row[3:]])
+    body = buf.getvalue()
+    head = {"format": 2, "sha256": ledger_digest(body), "task": None if task is None else task.to_dict()}
+    io.write_text(path, LEDGER_MAGIC + json.dumps(head, sort_keys=True) + "\n" + body)
+    return path
+
+
+def read_ledger(path: str | None, known: np.ndarray, task=None, *, replicates: str = "mean",
+                censored: str = "drop") -> pa.Table:
+    """The labels the ledger holds (every label paid for so far), one row per graph: its measurements aggregated
+    by the rules (:func:`tmdlib.datasets.labels.aggregate_measurements`) under the dataset's task -- the store's,
+    or, for a pool stored without labels, the one the ledger records.
+
+    The ledger lives at ``data/labelled/<DATASET>.csv`` and only grows (``tmdsub labels commit``); a missing file
+    is an empty ledger.  Returns :func:`tmdlib.datasets.labels.labels_schema` rows.
+    """
+    from tmdlib.datasets.labels import labels_schema
+
+    hist, meta = read_ledger_history(path, known)
+    task = ledger_task(task, meta)
+    if hist.num_rows == 0 or task is None:
+        return labels_schema(task if task is not None and task.decided else None).empty_table()
+    ids, Y, _ = _aggregate(hist, task, replicates, censored, path)
+    return _label_table(ids, Y, task)
+
+
+def ledger_task(task, meta: dict):
+    """The task labels are read under: a decided ``task`` (the store's), else the ledger's recorded one."""
+    from tmdlib.datasets.task import TaskSpec
+
+    if task is not None and task.decided:
+        return task
+    if meta.get("task"):
+        return TaskSpec.from_dict(meta["task"])
+    return task
+
+
+def _label_table(ids, Y, task) -> pa.Table:
+    from tmdlib.datasets.labels import LABEL_SCHEMA, label_columns, labels_schema
+
+    if task.num_targets == 1:
+        return pa.table({"graph_id": pa.array(ids, pa.int64()), "label": pa.array(Y[:, 0], pa.float64())},
+                        schema=LABEL_SCHEMA)
+    cols = {"graph_id": pa.array(ids, pa.int64())}
+    for j, c in enumerate(label_columns(task)):
+        cols[c] = pa.array(Y[:, j], pa.float64(), mask=np.isnan(Y[:, j]))
+    return pa.table(cols, schema=labels_schema(task))
+
+
+def _where(hist: pa.Table, current_file: str | None = None, new_round: int | None = None):
+    """Names a measurement in errors: its line for this import's file, else the ledger round and file."""
+    lines, rounds, files = (hist.column(c).to_pylist() for c in ("line", "round", "file"))
+
+    def name(r: int) -> str:
+        if current_file is not None and files[r] == current_file and rounds[r] == new_round:
+            return f"line {lines[r]}"
+        return f"{Path(files[r]).name or 'ledger'} line {lines[r]} (round {rounds[r]})"
+    return name
+
+
+def _aggregate(hist: pa.Table, task, replicates: str, censored: str, path, where=None):
+    from tmdlib.datasets.labels import aggregate_measurements, apply_censored
+
+    kept, cens = apply_censored(hist, censored, path=path, where=where)
+    ids, Y, info = aggregate_measurements(kept, task, replicates, RULE_DEFAULTS["max_spread"], path=path,
+                                          where=None if where is None else _where(kept))
+    return ids, Y, {**info, "censored": cens}
 
 
 def merge_labels(ledger: pa.Table, new_ids: np.ndarray, new_y: np.ndarray, path: str | None) -> tuple:
-    """``(graph_ids, Y (m, T))`` of the ledger plus new labels; a graph labelled twice differently is an error
-    (missing values are equal to each other)."""
+    """``(graph_ids, Y (m, T))`` of the ledger's labels plus new ones (a graph in both keeps the new label: the
+    measurements behind both are aggregated before this, :func:`resolve_import`)."""
     Y_new = _rows(new_y, len(new_ids))
     old = {int(g): row for g, row in zip(ledger.column("graph_id").to_pylist(), _matrix(ledger))}
-    clash = [(int(g), old[int(g)], row) for g, row in zip(new_ids, Y_new)
-             if int(g) in old and not np.array_equal(old[int(g)], row, equal_nan=True)]
-    if clash:
-        fmt = lambda r: repr(float(r[0])) if r.size == 1 else repr([float(v) for v in r])  # noqa: E731
-        shown = ", ".join(f"graph {g}: ledger {fmt(a)}, new {fmt(b)}" for g, a, b in clash[:20])
-        raise InputError(path, f"{len(clash)} graph(s) already in the label ledger with another label ({shown})")
     merged = {**old, **{int(g): row for g, row in zip(new_ids, Y_new)}}
     ids = np.array(sorted(merged), dtype=np.int64)
     T = Y_new.shape[1] if len(Y_new) else (next(iter(merged.values())).size if merged else 1)
@@ -69,27 +279,82 @@ def _cell(v: float) -> str:
     return "" if np.isnan(v) else repr(float(v))
 
 
+def _same_measurement_key(hist: pa.Table) -> set:
+    cols = [hist.column(c).to_pylist() for c in ("graph_id", "target", "value", "qualifier")]
+    return set(zip(*cols))
+
+
 @task(name="commit-labels", persist_result=False)
 def commit_labels(ledger_path: str, labels_csv: str, known: np.ndarray, task=None) -> dict:
-    """Append to the ledger the labels of ``labels.csv`` it does not hold yet (atomic rewrite)."""
-    from tmdlib.datasets.labels import label_columns
+    """Append to the ledger the measurements of a labels run (``measurements.csv`` beside ``labels.csv``) it does
+    not hold yet, each with its round, file and line; the ledger is rewritten atomically, sealed by its digest and
+    the task.  Nothing in the ledger is ever overwritten or dropped."""
+    from tmdlib.datasets.task import TaskSpec
 
+    hist, meta = read_ledger_history(ledger_path, known)
+    labels_json = Path(labels_csv).with_suffix(".json")
+    lmeta = io.read_json(str(labels_json), "labels metadata") if labels_json.is_file() else {}
+    spec = task if task is not None and task.decided else (
+        TaskSpec.from_dict(lmeta["task"]) if lmeta.get("task") else ledger_task(task, meta))
+    if meta.get("task") and spec is not None and TaskSpec.from_dict(meta["task"]) != spec:
+        raise InputError(labels_csv, f"labels for a {spec.describe()} task; the ledger's task is "
+                                     f"{TaskSpec.from_dict(meta['task']).describe()}")
+    new = read_measurements(Path(labels_csv).with_name(MEASUREMENTS), known) \
+        if Path(labels_csv).with_name(MEASUREMENTS).is_file() else _labels_as_measurements(labels_csv, lmeta, known,
+                                                                                          spec)
+    have = {(s, li, g, t) for s, li, g, t in zip(*(hist.column(c).to_pylist() for c in
+                                                  ("sha256", "line", "graph_id", "target"))) if s}
+    same = _same_measurement_key(hist)
+    keep = []
+    for r, key in enumerate(zip(*(new.column(c).to_pylist() for c in ("sha256", "line", "graph_id", "target")))):
+        val = (key[2], key[3], new.column("value")[r].as_py(), new.column("qualifier")[r].as_py())
+        keep.append(not (key[0] and key[:] in have) and val not in same)
+    add = new.filter(pa.array(keep, pa.bool_())) if new.num_rows else new
+    rnd = (max(hist.column("round").to_pylist()) if hist.num_rows else 0) + 1
+    add = add.set_column(add.column_names.index("round"), "round", pa.array([rnd] * add.num_rows, pa.int64()))
+    if add.num_rows or meta.get("format") != 2 or (spec is not None and not meta.get("task")):
+        write_ledger(ledger_path, pa.concat_tables([hist, add.select(hist.column_names)]), spec)
+    graphs = len(set(hist.column("graph_id").to_pylist()) | set(add.column("graph_id").to_pylist()))
+    return {"ledger": str(ledger_path), "added": int(add.num_rows), "round": rnd if add.num_rows else None,
+            "measurements": int(hist.num_rows + add.num_rows), "total": graphs}
+
+
+#: This import's measurements, beside labels.csv: what ``tmdsub labels commit`` adds to the ledger.
+MEASUREMENTS = "measurements.csv"
+
+
+def read_measurements(path: Path, known=None) -> pa.Table:
+    """``measurements.csv`` (the ledger's columns, no digest) as a history table."""
+    from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
+
+    t = io.read_text_csv(path, LEDGER_COLUMNS, what="measurements file")
+    cols = {c: t.column(c).to_pylist() for c in LEDGER_COLUMNS}
+    try:
+        base = pa.table({"graph_id": [int(x) for x in cols["graph_id"]], "target": cols["target"],
+                         "value": [float(x) for x in cols["value"]], "qualifier": cols["qualifier"],
+                         "note": [""] * t.num_rows, "line": [int(x) for x in cols["line"]]}, schema=MEASUREMENT_SCHEMA)
+    except (TypeError, ValueError) as err:
+        raise InputError(path, f"not a measurements file: {err}") from None
+    return _with_origin(base, [int(x) for x in cols["round"]], cols["file"], cols["sha256"])
+
+
+def _labels_as_measurements(labels_csv: str, lmeta: dict, known, task) -> pa.Table:
+    """labels.csv of a run without measurements.csv (older runs) as one measurement per label."""
     from .io import read_labels
 
-    ledger = read_ledger(ledger_path, known, task)
-    labels, meta = read_labels(labels_csv, task=task)
-    have = set(ledger.column("graph_id").to_pylist())
-    new = {g: y for g, y in sorted(labels.items()) if g not in have}
-    source = meta.get("source", "unknown") if not meta.get("sha256") else f"import:{meta['sha256'][:12]}"
-    p = Path(ledger_path)
-    header = ",".join(["graph_id", *label_columns(task), "source"])
-    text = p.read_text() if p.exists() else header + "\n"
-    if text and not text.endswith("\n"):
-        text += "\n"
-    text += "".join(f"{g},{','.join(_cell(v) for v in np.atleast_1d(y))},{source}\n" for g, y in new.items())
-    if new:
-        io.write_text(p, text)
-    return {"ledger": str(p), "added": len(new), "total": len(have) + len(new)}
+    labels, _ = read_labels(labels_csv, task=task)
+    from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
+
+    rows = {k: [] for k in MEASUREMENT_SCHEMA.names}
+    targets = task.targets if task is not None else ("y",)
+    for g, y in sorted(labels.items()):
+        for t, v in zip(targets, np.atleast_1d(y)):
+            if np.isfinite(v):
+                for k, x in (("graph_id", g), ("target", t), ("value", float(v)), ("qualifier", ""), ("note", ""),
+                             ("line", 0)):
+                    rows[k].append(x)
+    src = lmeta.get("file") or lmeta.get("source", "unknown")
+    return _with_origin(pa.table(rows, schema=MEASUREMENT_SCHEMA), 0, src, lmeta.get("sha256", ""))
 
 
 @task(name="label-requests", persist_result=False)
@@ -166,34 +431,227 @@ def read_label_file(path: str) -> pa.Table:
     return io.read_text_csv(path, what="label file")
 
 
+def label_params(params_path: str | None, dataset: str) -> dict:
+    """``labels:`` of params.yaml for one dataset: ``source`` (a path, ``benchmark-standin``, or a mapping
+    ``{DATASET: path}`` resolved here), ``replicates``, ``censored``, ``max_spread``; and ``task`` (``base.task``).
+
+    Raises
+    ------
+    InputError
+        An unreadable file, a mapping without this dataset, or a rule that is none of the stated ones.
+    """
+    import yaml
+
+    from tmdlib.datasets.labels import CENSORED_RULES, REPLICATE_RULES
+
+    out = dict(RULE_DEFAULTS, source=None, task="auto")
+    if not params_path:
+        return out
+    try:
+        params = yaml.safe_load(Path(params_path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise InputError(params_path, f"cannot read the parameters: {err}") from None
+    group = params.get("labels") or {}
+    out["task"] = str((params.get("base") or {}).get("task") or "auto")
+    src = group.get("source")
+    if isinstance(src, dict):
+        if dataset not in src:
+            raise InputError(params_path, f"labels.source maps {', '.join(map(str, src)) or 'no dataset'} to their "
+                                          f"answer files, not {dataset}: add `{dataset}: path/to/answers.csv` (or "
+                                          f"{STANDIN})")
+        src = src[dataset]
+    out["source"] = None if src is None else str(src)
+    for key, allowed in (("replicates", REPLICATE_RULES), ("censored", CENSORED_RULES)):
+        v = group.get(key, out[key])
+        if v not in allowed:
+            raise InputError(params_path, f"labels.{key} must be one of {', '.join(allowed)}; got {v!r}")
+        out[key] = v
+    spread = group.get("max_spread", out["max_spread"])
+    if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not spread >= 0:
+        raise InputError(params_path, f"labels.max_spread must be a number >= 0; got {spread!r}")
+    out["max_spread"] = float(spread)
+    return out
+
+
+def no_labels_message(dataset: str) -> str:
+    """What to do when the benchmark stand-in meets a pool without labels (the labels stage's one message)."""
+    return (f"{dataset} is a pool without labels: the benchmark stand-in has nothing to join.  Send "
+            f"data/labels/{dataset}/label_requests.csv (or .sdf) to your lab, then set labels.source in params.yaml "
+            f"to their answer file (or {{{dataset}: path/to/answers.csv}} per dataset) and run `dvc repro` again "
+            f"(or run `tmdsub labels import {dataset} FILE`)")
+
+
+@task(name="read-answers", persist_result=False)
+def read_answer_file(source: str, store_path: str, requests_path: str, known: np.ndarray, targets) -> tuple:
+    """A lab's answer file (CSV, or SD file: ``.sdf`` / ``.sd``) as measurements ``(table, info)``, keys resolved
+    against the requests (``source_id``) and the pool (``graph_id``, canonical ``smiles``); one error naming every
+    offending line, nothing written."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.labels import read_answers
+
+    if Path(source).suffix.lower() in (".sdf", ".sd"):
+        from tmdlib.chem.answers import read_sdf_answers
+
+        table, lines = read_sdf_answers(source)
+    else:
+        table, lines = io.read_text_csv(source, what="label file"), None
+    names = table.column_names
+    request_sources = pool = canonical = None
+    key = next((k for k in ("graph_id", "source_id", "smiles") if k in names), None)
+    if key == "source_id":
+        req = pq.read_table(requests_path, columns=["graph_id", "source_id"])
+        request_sources = {}
+        for g, s in zip(req.column("graph_id").to_pylist(), req.column("source_id").to_pylist()):
+            request_sources.setdefault(str(s).strip(), []).append(int(g))
+    elif key == "smiles" and "smiles" in pq.read_schema(store_path).names:
+        from tmdlib.datasets.smiles import canonical_smiles
+
+        t = pq.read_table(store_path, columns=["graph_id", "smiles"])
+        pool, canonical = (t.column("graph_id").to_pylist(), t.column("smiles").to_pylist()), canonical_smiles
+    return read_answers(table, known, targets, request_sources=request_sources, pool_smiles=pool,
+                        canonical=canonical, path=source, line_numbers=lines)
+
+
+def standin_measurements(requested: np.ndarray, known: np.ndarray, dataset_y, task, dataset: str = "the pool"):
+    """The flagged benchmark stand-in: the dataset's own labels of the requested graphs, as measurements."""
+    from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
+
+    if dataset_y is None or not np.isfinite(np.asarray(dataset_y, dtype=np.float64)).any() or not task.decided:
+        raise InputError(None, no_labels_message(dataset))
+    pos = np.searchsorted(known, requested)
+    Y = _rows(np.asarray(dataset_y, dtype=np.float64)[pos], len(requested), task)
+    if task.type == "multiclass":  # the store holds class indices
+        Y = np.where(np.isfinite(Y), np.asarray(task.classes)[np.nan_to_num(Y).astype(np.int64)], np.nan)
+    rows = {k: [] for k in MEASUREMENT_SCHEMA.names}
+    for g, row in zip(requested, Y):
+        for t, v in zip(task.targets, row):
+            if np.isfinite(v):
+                for k, x in (("graph_id", int(g)), ("target", t), ("value", float(v)), ("qualifier", ""),
+                             ("note", ""), ("line", 0)):
+                    rows[k].append(x)
+    return pa.table(rows, schema=MEASUREMENT_SCHEMA)
+
+
+@task(name="resolve-labels", persist_result=False)
+def resolve_import(new: pa.Table, history: pa.Table, ledger_meta: dict, store_task, requested: np.ndarray, *,
+                   source: str, sha256: str, override: str = "auto", replicates: str = "mean",
+                   censored: str = "drop", max_spread: float = 1.0, purposes: dict | None = None) -> tuple:
+    """The labels of the ledger plus a new import, by the stated rules; ``(graph_ids, Y, task, report, added)``.
+
+    * already there: a file imported before (same sha256), or a value the ledger holds for the same graph and
+      target (qualifier included), is not a new measurement;
+    * the task: the store's when decided, else the ledger's, else fixed now from the values (``override``:
+      ``auto`` or a type);
+    * censored values (``censored``), then replicates and conflicts across rounds (``replicates``,
+      ``max_spread``): :func:`tmdlib.datasets.labels.apply_censored`, :func:`~.aggregate_measurements`;
+    * partial answers: the requested graphs without a label are counted and listed (they stay requested).
+    """
+    from tmdlib.datasets.labels import aggregate_measurements, apply_censored
+    from tmdlib.datasets.task import TaskSpec, decide_task
+
+    rnd = (max(history.column("round").to_pylist()) if history.num_rows else 0) + 1
+    notes = {}
+    vals = np.asarray(new.column("value"), dtype=np.float64)
+    for g, note in zip(new.column("graph_id").to_pylist(), new.column("note").to_pylist()):
+        if note:
+            notes.setdefault(note, []).append(int(g))
+    new = new.filter(pa.array(np.isfinite(vals)))
+    old_files = set(history.column("sha256").to_pylist()) - {""}
+    same = _same_measurement_key(history)
+    fresh = [sha256 not in old_files and (g, t, v, q) not in same for g, t, v, q in
+             zip(*(new.column(c).to_pylist() for c in ("graph_id", "target", "value", "qualifier")))]
+    already = int(len(fresh) - sum(fresh))
+    new = _with_origin(new.filter(pa.array(fresh, pa.bool_())), rnd, source, sha256)
+    everything = pa.concat_tables([history, new])
+    # the task: decided already, or fixed by these labels (values read as written; censored ones under the rule)
+    ledger_spec = TaskSpec.from_dict(ledger_meta["task"]) if ledger_meta.get("task") else None
+    current = store_task if store_task.decided else (ledger_spec or store_task)
+    if store_task.decided and ledger_spec is not None and ledger_spec != store_task:
+        raise InputError(None, f"the label ledger's task ({ledger_spec.describe()}) is not the dataset's "
+                               f"({store_task.describe()})")
+    where = _where(everything, source, rnd)
+    kept, cens = apply_censored(everything, censored, path=source, where=where)
+    k_tgt = kept.column("target").to_pylist()
+    targets = current.targets
+    if not current.decided and set(k_tgt) - set(targets):
+        targets = tuple(dict.fromkeys(k_tgt))
+    kv = np.full((kept.num_rows, len(targets)), np.nan)
+    for r, (t, v) in enumerate(zip(k_tgt, kept.column("value").to_pylist())):
+        kv[r, targets.index(t)] = v
+    lines = np.asarray(kept.column("line"), dtype=np.int64)
+    decided_now = not current.decided
+    try:
+        spec = decide_task(kv, targets, override, current=current, path=source, lines=lines)
+    except InputError as err:
+        if decided_now or current.source == "import":
+            raise InputError(source, f"{err.problem} (the task was {'fixed by the first label import' if not decided_now else 'inferred from these labels'}; "
+                                     "set base.task or --task to choose it)", line=err.line) from None
+        raise
+    ids, Y, info = aggregate_measurements(kept, spec, replicates, max_spread, path=source, where=_where(kept, source, rnd))
+    labelled = set(ids[~np.isnan(Y).all(axis=1)].tolist())
+    missing = [int(g) for g in requested if int(g) not in labelled]
+    new_ids = set(new.column("graph_id").to_pylist())
+    req = {int(g) for g in requested}
+    unrequested = sorted(g for g in new_ids if g not in req)
+    report = {
+        "task": spec.to_dict(), "task_decided": "now" if decided_now else (
+            "ingest" if store_task.decided else "earlier import (the ledger)"),
+        "rules": {"replicates": replicates, "censored": censored, "max_spread": float(max_spread)},
+        "round": rnd, "new_measurements": int(new.num_rows), "already_in_ledger": already,
+        "ledger_measurements": int(history.num_rows),
+        "requested": int(len(requested)), "answered": int(len(requested) - len(missing)),
+        "missing": len(missing), "missing_ids": missing[:200],
+        "unrequested": len(unrequested), "unrequested_ids": unrequested[:200],
+        "notes": {k: {"count": len(v), "graph_ids": sorted(set(v))[:50]} for k, v in sorted(notes.items())},
+        "censored": cens, "replicates": {"rule": replicates, "graphs": info["replicated"],
+                                         "flagged": info["flagged"], "max_spread": float(max_spread)},
+        "conflicts": info["conflicts"],
+    }
+    if purposes:
+        report["missing_by_purpose"] = {p: sum(1 for g in missing if purposes.get(g) == p)
+                                        for p in sorted(set(purposes.values()))}
+    return ids, Y, spec, report, new
+
+
 @task(name="import-labels", persist_result=False)
 def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset_y: np.ndarray | None,
                   task=None) -> tuple:
-    """Validated labels ``(graph_ids, Y (m, T), meta)`` in the values users write (multi-class: the class values);
-    from a user file (checked against the dataset's task: nothing is written on a bad value), or the flagged
-    benchmark stand-in."""
-    from tmdlib.datasets.labels import validate_label_import
+    """Validated labels ``(graph_ids, Y (m, T), meta)`` of one file alone (no ledger, default rules), in the values
+    users write (multi-class: the class values); or the flagged benchmark stand-in.  The labels flow uses
+    :func:`read_answer_file` and :func:`resolve_import` (with the ledger and the rules) instead."""
+    from tmdlib.datasets.task import BINARY
 
+    task = task or BINARY
     if source == STANDIN:
-        if dataset_y is None:
-            raise InputError(None, "the dataset has no labels to stand in with")
-        pos = np.searchsorted(known, requested)
-        y = np.asarray(dataset_y, dtype=np.float64)[pos]
-        if task is not None and task.type == "multiclass":  # the store holds class indices
-            y = np.asarray(task.classes)[y.astype(np.int64)]
-        meta = {"source": STANDIN, "benchmark_mode": True,
-                "warning": "labels were NOT imported: the dataset's own labels were joined for the requested ids "
-                           "only (benchmark stand-in for a labelling round)"}
-        return np.asarray(requested), y, meta
-    table = validate_label_import(read_label_file(source), requested, known, source, task=task)
-    meta = {"source": "import", "benchmark_mode": False, "file": str(source), "sha256": io.sha256_file(source)}
-    return table.column("graph_id").to_numpy(), _matrix(table), meta
+        m = standin_measurements(requested, known, dataset_y, task)
+        meta = {"source": STANDIN, "benchmark_mode": True}
+    else:
+        from tmdlib.datasets.labels import read_answers
+
+        m, _ = read_answers(read_label_file(source), known, task.targets, path=source)
+        meta = {"source": "import", "benchmark_mode": False, "file": str(source), "sha256": io.sha256_file(source)}
+    ids, Y, spec, report, _ = resolve_import.fn(m, _empty_history(), {}, task, requested, source=str(source),
+                                                sha256=meta.get("sha256", ""))
+    return ids, Y, {**meta, **report}
 
 
 @task(name="write-labels", persist_result=False)
-def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict, task=None) -> str:
-    """labels.csv (``graph_id,y``, or one column per target; empty = not measured) and labels.json atomically."""
+def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict, task=None,
+                 measurements: pa.Table | None = None) -> str:
+    """measurements.csv (this import's new measurements, for ``labels commit``), labels.csv (``graph_id,y``, or one
+    column per target; empty = not measured) and labels.json last, each atomically."""
+    import csv
+    import io as _io
+
     out = Path(out_dir)
+    if measurements is not None:
+        buf = _io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(LEDGER_COLUMNS)
+        for row in zip(*(measurements.column(c).to_pylist() for c in LEDGER_COLUMNS)):
+            w.writerow([row[0], row[1], repr(float(row[2])), *row[3:]])
+        io.write_text(out / MEASUREMENTS, buf.getvalue())
     Y = _rows(y, len(graph_ids), task)
     head = ["y"] if task is None or task.num_targets == 1 else list(task.targets)
     lines = [",".join(["graph_id", *head])] + [f"{int(g)},{','.join(_cell(v) for v in row)}"
@@ -201,3 +659,36 @@ def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict,
     io.write_text(out / "labels.csv", "\n".join(lines) + "\n")
     io.write_json(out / "labels.json", {**meta, "labelled": int(len(graph_ids))})
     return str(out)
+
+
+def task_of(store_task, labels_meta=None):
+    """The dataset's task for the stages after labels (train, evaluate): the store's when ingest decided it,
+    else the one the first label import fixed (``labels.json``'s ``task``).
+
+    Parameters
+    ----------
+    store_task : TaskSpec
+        :func:`tasks.graphs.store_task`.
+    labels_meta : dict or path, optional
+        ``labels.json``'s content (or ``train.json``'s ``labels_meta``), or the path of ``labels.json`` /
+        ``labels.csv`` (its ``.json`` sibling is read).
+
+    Raises
+    ------
+    InputError
+        A pool without labels whose label set records no task (import the lab's labels first).
+    """
+    from tmdlib.datasets.task import TaskSpec
+
+    meta = labels_meta
+    if isinstance(meta, (str, Path)):
+        p = Path(meta).with_suffix(".json")
+        meta = io.read_json(str(p), "labels metadata") if p.is_file() else {}
+    meta = meta or {}
+    if store_task.decided:
+        return store_task
+    if meta.get("task"):
+        return TaskSpec.from_dict(meta["task"])
+    raise InputError(labels_meta if isinstance(labels_meta, (str, Path)) else None,
+                     "the pool was stored without labels and no label import has fixed its task yet: import the "
+                     "lab's labels first (`tmdsub labels import DATASET FILE`, or labels.source)")

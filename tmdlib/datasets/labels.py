@@ -18,7 +18,9 @@ import pyarrow as pa
 from ..errors import InputError
 
 __all__ = ["label_request_table", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA",
-           "label_columns", "labels_schema"]
+           "label_columns", "labels_schema", "KEY_COLUMNS", "QUALIFIERS", "CENSORED", "MISSING_NOTES",
+           "REPLICATE_RULES", "CENSORED_RULES", "MEASUREMENT_SCHEMA", "parse_value", "read_answers", "apply_censored",
+           "aggregate_measurements"]
 
 #: Columns of :func:`label_request_table`.
 LABEL_REQUEST_SCHEMA = pa.schema([
@@ -276,3 +278,363 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
         v = lab[order, j]
         cols[c] = pa.array(v, pa.float64(), mask=np.isnan(v))
     return pa.table(cols, schema=labels_schema(task))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What comes back from a real lab: keys, qualifiers, notes, replicates, rounds (docs/pipeline.md#labels)
+# --------------------------------------------------------------------------------------------------------------
+
+#: Key columns a lab's answer may carry, in the order they are looked for: the request's ``graph_id``, its
+#: ``source_id``, or the molecule itself (``smiles``, matched on RDKit's canonical form).
+KEY_COLUMNS = ("graph_id", "source_id", "smiles")
+#: Value qualifiers, as written before a number (``≤`` / ``≥`` read as ``<=`` / ``>=``).
+QUALIFIERS = ("<=", ">=", "<", ">", "~")
+#: Qualifiers of a censored measurement (a bound, not a value); ``~`` (approximately) is a value.
+CENSORED = ("<", ">", "<=", ">=")
+#: Text notes read as "no value" (case-insensitive): the molecule stays requested; the report names them.
+MISSING_NOTES = frozenset({"", "na", "n/a", "nan", "none", "null", "nd", "n.d.", "n.d", "not determined",
+                           "inactive", "-", "--", "?", "missing", "nt", "n.t.", "not tested", "failed"})
+#: ``labels.replicates``: several values of one molecule (and target).
+REPLICATE_RULES = ("mean", "median", "refuse")
+#: ``labels.censored``: a value with ``<``, ``>``, ``<=`` or ``>=``.
+CENSORED_RULES = ("drop", "as-value", "refuse")
+
+#: One row per measurement (a graph, a target, a value as the lab wrote it).
+MEASUREMENT_SCHEMA = pa.schema([
+    pa.field("graph_id", pa.int64(), nullable=False),
+    pa.field("target", pa.string(), nullable=False),
+    pa.field("value", pa.float64(), nullable=False),   # NaN: a note (no value)
+    pa.field("qualifier", pa.string(), nullable=False),  # "" | < | > | <= | >= | ~
+    pa.field("note", pa.string(), nullable=False),       # the text of a missing value ("n.d."), else ""
+    pa.field("line", pa.int64(), nullable=False),        # line (CSV) or record (SDF) in its file
+])
+
+_NUMBER = None
+
+
+def parse_value(text) -> tuple[float, str, str]:
+    """A lab's cell as ``(value, qualifier, note)``.
+
+    ``"5.2"`` → ``(5.2, "", "")``; ``">-5.24"`` → ``(-5.24, ">", "")``; ``"≤ 3"`` → ``(3.0, "<=", "")``;
+    ``"n.d."`` (any of :data:`MISSING_NOTES`) → ``(nan, "", "n.d.")``.
+
+    Raises
+    ------
+    ValueError
+        Anything else (text that is no number, a qualifier without a number, an infinite value), with the reason.
+    """
+    import re
+
+    global _NUMBER
+    if _NUMBER is None:
+        _NUMBER = re.compile(r"^(<=|>=|≤|≥|=<|=>|<|>|~|=)?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)$")
+    raw = "" if text is None else str(text)
+    t = raw.strip()
+    if isinstance(text, (int, float, np.integer, np.floating)) and not isinstance(text, bool):
+        v = float(text)
+        if math.isnan(v):
+            return math.nan, "", "nan"
+        if not math.isfinite(v):
+            raise ValueError(f"{raw!r} is not a finite number")
+        return v, "", ""
+    if t.lower() in MISSING_NOTES:
+        return math.nan, "", t if t else "empty"
+    m = _NUMBER.match(t.replace(" ", ""))
+    if m is None:
+        raise ValueError(f"{raw!r} is not a number, a qualified number ({', '.join(QUALIFIERS)} before it) or a "
+                         f"missing-value note (n.d., inactive, NA, ...)")
+    q = {"≤": "<=", "≥": ">=", "=<": "<=", "=>": ">=", "=": "", None: ""}.get(m.group(1), m.group(1))
+    v = float(m.group(2))
+    if not math.isfinite(v):
+        raise ValueError(f"{raw!r} is not a finite number")
+    return v, q, ""
+
+
+def _value_columns(names: list[str], targets: Sequence[str], value_column: str | None) -> list[str] | str:
+    """The value column(s) of an answer table for the targets, or the reason there are none."""
+    if value_column:
+        return [value_column] if value_column in names else f"no value column {value_column!r}"
+    if len(targets) > 1:
+        missing = [t for t in targets if t not in names]
+        return list(targets) if not missing else f"missing value column(s) {', '.join(missing)} (one per target)"
+    for c in ("label", "y", targets[0], "value"):
+        if c in names:
+            return [c]
+    return f"no value column (label, y, {targets[0]} or value)"
+
+
+def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *, request_sources=None,
+                 pool_smiles=None, canonical=None, path: str | os.PathLike | None = None, line_numbers=None,
+                 value_column: str | None = None, limit: int = 50) -> tuple[pa.Table, dict]:
+    r"""A lab's answer table as measurements, every key and value checked; every problem in one error.
+
+    Keys (the first of :data:`KEY_COLUMNS` the table has): ``graph_id`` (an id of the pool), ``source_id`` (the
+    request's, ``request_sources``), or ``smiles`` -- matched on the canonical form (``canonical``, e.g. RDKit's,
+    applied to the pool's SMILES ``pool_smiles`` and to the lab's), however the lab wrote the molecule.  A key that
+    matches no molecule, or two, is an error naming its line: a typo never drops or mislabels a molecule silently.
+    Values (:func:`parse_value`): a number, a qualified number (``<``, ``>``, ``<=``, ``>=``, ``~``: kept in the
+    ``qualifier`` column) or a missing-value note (NaN, kept in ``note``).  A row whose cells are all blank is
+    skipped (an empty line); several rows of one molecule are replicates (all kept).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        As read (cells as text).
+    known_ids : array_like of int
+        Every graph id of the pool.
+    targets : sequence of str
+        The task's targets: one value column (``label``, ``y``, the target's name or ``value``), or one column
+        per target for several.
+    request_sources : mapping of str to list of int, optional
+        ``source_id -> graph ids`` of the requests.
+    pool_smiles : tuple (graph_ids, smiles), optional
+        The pool's molecules.
+    canonical : callable, optional
+        ``canonical(smiles) -> str or None`` (None: not a molecule); needed for a ``smiles`` key.
+    path : path, optional
+        Named in errors.
+    line_numbers : array_like of int, optional
+        File line of each row (default row + 2: a header on line 1).
+    value_column : str, optional
+        The value column's name when it is none of the defaults.
+    limit : int
+        At most this many problems are listed.
+
+    Returns
+    -------
+    measurements : pyarrow.Table
+        :data:`MEASUREMENT_SCHEMA`, in file order.
+    info : dict
+        ``key`` (the key column used), ``rows`` (answer rows read), ``blank`` (rows skipped).
+
+    Raises
+    ------
+    InputError
+        No key or value column (line 1), or every offending line with its problem.
+    """
+    names = table.column_names
+    key = next((k for k in KEY_COLUMNS if k in names), None)
+    if key is None:
+        raise InputError(path, f"no key column: an answer is keyed by graph_id, source_id or smiles; found {names}",
+                         line=1)
+    cols = _value_columns(names, targets, value_column)
+    if isinstance(cols, str):
+        raise InputError(path, f"{cols}; found {names}", line=1)
+    if key == "smiles" and (pool_smiles is None or canonical is None):
+        raise InputError(path, "answers keyed by SMILES need a pool of molecules (this pool has no smiles column)",
+                         line=1)
+    n = table.num_rows
+    lines = np.arange(2, n + 2) if line_numbers is None else np.asarray(line_numbers, dtype=np.int64)
+    known = {int(k) for k in known_ids}
+    by_smiles: dict[str, list[int]] = {}
+    if key == "smiles":
+        for g, s in zip(*pool_smiles):
+            c = canonical(s) if s else None
+            if c is not None:
+                by_smiles.setdefault(c, []).append(int(g))
+    keys = table.column(key).to_pylist()
+    vals = [table.column(c).to_pylist() for c in cols]
+    others = [table.column(c).to_pylist() for c in names]
+    problems: list[tuple[int, str]] = []
+    rows = {"graph_id": [], "target": [], "value": [], "qualifier": [], "note": [], "line": []}
+    blank = 0
+    for r in range(n):
+        ln = int(lines[r])
+        if all(v is None or str(v).strip() == "" for col in others for v in (col[r],)):
+            blank += 1
+            continue
+        raw = keys[r]
+        text = "" if raw is None else str(raw).strip()
+        gid, why = None, None
+        if not text:
+            why = f"empty {key}"
+        elif key == "graph_id":
+            gid = _parse_id(text)
+            if gid is None:
+                why = f"graph_id {raw!r} is not an integer"
+            elif gid not in known:
+                why, gid = f"graph_id {gid} is no graph of the pool", None
+        else:
+            if key == "source_id":
+                hits = list((request_sources or {}).get(text, ()))
+                what = f"source_id {text!r}"
+                where = "of the requests"
+            else:
+                c = canonical(text)
+                hits = [] if c is None else by_smiles.get(c, [])
+                what = f"SMILES {text!r}" + (" (RDKit cannot parse it)" if c is None else "")
+                where = "of the pool"
+            if len(hits) == 1:
+                gid = hits[0]
+            elif not hits:
+                why = f"{what} matches no molecule {where}"
+            else:
+                why = f"{what} matches {len(hits)} molecules {where} (graph ids {', '.join(map(str, hits[:5]))})"
+        parsed = []
+        for c, col in zip(cols, vals):
+            try:
+                parsed.append((c, *parse_value(col[r])))
+            except ValueError as err:
+                problems.append((ln, f"value{'' if len(cols) == 1 else ' ' + c} {err}"))
+        if why is not None:
+            problems.append((ln, why))
+            continue
+        for c, (_, v, q, note) in zip(cols, parsed):
+            target = targets[0] if len(cols) == 1 else c
+            rows["graph_id"].append(gid)
+            rows["target"].append(target)
+            rows["value"].append(v)
+            rows["qualifier"].append(q)
+            rows["note"].append(note)
+            rows["line"].append(ln)
+    if problems:
+        _raise(path, problems, limit, "in the answer file")
+    return pa.table(rows, schema=MEASUREMENT_SCHEMA), {"key": key, "rows": n - blank, "blank": blank}
+
+
+def _raise(path, problems: list, limit: int, where: str) -> None:
+    problems = sorted(problems, key=lambda p: (p[0] is None, p[0] or 0))
+    if len(problems) == 1:
+        raise InputError(path, problems[0][1], line=problems[0][0])
+    body = "\n".join(f"  {'line ' + str(ln) if ln is not None else 'file'}: {msg}" for ln, msg in problems[:limit])
+    more = f"\n  ... and {len(problems) - limit} more" if len(problems) > limit else ""
+    err = InputError(path, f"{len(problems)} problem(s) {where}:\n{body}{more}")
+    err.offenders = problems
+    raise err
+
+
+def apply_censored(measurements: pa.Table, rule: str = "drop", *, path=None, where=None) -> tuple[pa.Table, dict]:
+    """The censored-value rule (``labels.censored``) on measurements with a ``qualifier`` column.
+
+    ``drop`` (default): a value with ``<``, ``>``, ``<=`` or ``>=`` is a bound, not a measurement: left out of the
+    labels (counted); ``as-value``: the bound is taken as the value; ``refuse``: one error naming every such line.
+    ``~`` (approximately) is a value under every rule.  The measurements themselves are kept (the ledger holds
+    them all); the rule decides what the labels are.
+
+    Parameters
+    ----------
+    measurements : pyarrow.Table
+        With ``qualifier`` and ``line`` (and, from the ledger, ``file``) columns.
+    rule : {"drop", "as-value", "refuse"}
+    path : path, optional
+    where : callable, optional
+        ``where(row) -> str`` naming a row in errors (default: ``line N``).
+
+    Returns
+    -------
+    kept : pyarrow.Table
+        The measurements the labels are made of.
+    info : dict
+        ``rule``, ``censored`` (how many), ``dropped`` (how many left out), ``graph_ids`` (of the censored).
+    """
+    if rule not in CENSORED_RULES:
+        raise InputError(path, f"labels.censored must be one of {', '.join(CENSORED_RULES)}; got {rule!r}")
+    q = np.asarray(measurements.column("qualifier").to_pylist(), dtype=object)
+    cens = np.isin(q, CENSORED)
+    info = {"rule": rule, "censored": int(cens.sum()), "dropped": 0,
+            "graph_ids": sorted({int(g) for g in np.asarray(measurements.column("graph_id"))[cens]})}
+    if not cens.any() or rule == "as-value":
+        return measurements, info
+    if rule == "refuse":
+        lines = measurements.column("line").to_pylist()
+        vals = measurements.column("value").to_pylist()
+        name = where or (lambda r: None)
+        problems = [(lines[r] if where is None else None,
+                     (f"{name(r)}: " if where is not None else "") +
+                     f"censored value {q[r]}{vals[r]:g} (labels.censored: refuse; drop or as-value accept it)")
+                    for r in np.flatnonzero(cens)]
+        _raise(path, problems, 50, "in the answer file")
+    info["dropped"] = int(cens.sum())
+    return measurements.filter(pa.array(~cens)), info
+
+
+def aggregate_measurements(measurements: pa.Table, task, rule: str = "mean", max_spread: float = 1.0, *,
+                           path=None, where=None) -> tuple[np.ndarray, np.ndarray, dict]:
+    r"""One label per graph and target from its measurements, by a stated rule (``labels.replicates``).
+
+    Notes (NaN values) are no measurement.  For each graph and target with values :math:`v_1..v_r`:
+
+    * regression: ``mean`` (default) or ``median`` of the values; the spread is :math:`\max v - \min v`, flagged
+      when above ``max_spread`` (in the label's units);
+    * classification (binary, multi-class, multi-task): the majority value under ``mean`` / ``median``; a tie is
+      one error naming the lines (no class can be chosen); replicates that disagree are flagged;
+    * ``refuse``: any graph measured more than once is an error naming its lines.
+
+    Parameters
+    ----------
+    measurements : pyarrow.Table
+        :data:`MEASUREMENT_SCHEMA` (plus, from the ledger, ``round`` and ``file``): censored values already handled
+        (:func:`apply_censored`).
+    task : TaskSpec
+        A decided task: its targets are the columns of the result.
+    rule : {"mean", "median", "refuse"}
+    max_spread : float
+        Regression: a spread above it is flagged.
+    path : path, optional
+    where : callable, optional
+        ``where(row) -> str`` naming a measurement in errors (default ``line N``).
+
+    Returns
+    -------
+    graph_ids : ndarray of int64, shape (m,)
+        Sorted; every graph with at least one value.
+    Y : ndarray of float64, shape (m, T)
+        NaN where a target has no value.
+    info : dict
+        ``rule``, ``replicated`` (graphs with more than one value), ``flagged`` (``graph_id``, ``target``,
+        ``values``, ``spread``, ``label``), ``conflicts`` (graphs whose values differ across rounds, each with its
+        measurements and the resolved label), ``max_spread``.
+    """
+    if rule not in REPLICATE_RULES:
+        raise InputError(path, f"labels.replicates must be one of {', '.join(REPLICATE_RULES)}; got {rule!r}")
+    names = measurements.column_names
+    gid = np.asarray(measurements.column("graph_id"), dtype=np.int64)
+    tgt = measurements.column("target").to_pylist()
+    val = np.asarray(measurements.column("value"), dtype=np.float64)
+    lines = measurements.column("line").to_pylist()
+    rounds = measurements.column("round").to_pylist() if "round" in names else [0] * len(gid)
+    files = measurements.column("file").to_pylist() if "file" in names else [None] * len(gid)
+    name = where or (lambda r: f"line {lines[r]}")
+    col = {t: j for j, t in enumerate(task.targets)}
+    unknown = sorted({t for t in tgt if t not in col})
+    if unknown:
+        raise InputError(path, f"values for target(s) {', '.join(unknown)}, not the task's {', '.join(task.targets)}")
+    groups: dict[tuple[int, int], list[int]] = {}
+    for r in np.flatnonzero(np.isfinite(val)):
+        groups.setdefault((int(gid[r]), col[tgt[r]]), []).append(int(r))
+    ids = np.array(sorted({g for g, _ in groups}), dtype=np.int64)
+    pos = {int(g): i for i, g in enumerate(ids)}
+    Y = np.full((ids.size, task.num_targets), np.nan)
+    problems, flagged, conflicts, replicated = [], [], [], set()
+    for (g, j), rs in sorted(groups.items()):
+        v = val[rs]
+        if len(rs) > 1:
+            replicated.add(g)
+            if rule == "refuse":
+                problems.append((None, f"graph {g} measured {len(rs)} times ({', '.join(name(r) for r in rs)}; "
+                                       f"labels.replicates: refuse; mean or median aggregate them)"))
+                continue
+        if task.is_classification:
+            vals, counts = np.unique(v, return_counts=True)
+            top = np.flatnonzero(counts == counts.max())
+            if top.size > 1:
+                problems.append((None, f"graph {g}: replicates disagree with no majority "
+                                       f"({', '.join(f'{x:g} at {name(r)}' for x, r in zip(v, rs))})"))
+                continue
+            label, spread = float(vals[top[0]]), float(vals.size - 1)
+            flag = vals.size > 1
+        else:
+            label = float(np.mean(v) if rule != "median" else np.median(v))
+            spread = float(v.max() - v.min())
+            flag = spread > max_spread
+        Y[pos[g], j] = label
+        if flag:
+            flagged.append({"graph_id": g, "target": task.targets[j], "values": [float(x) for x in v],
+                            "spread": spread, "label": label})
+        if len({rounds[r] for r in rs}) > 1 and np.unique(v).size > 1:
+            conflicts.append({"graph_id": g, "target": task.targets[j], "label": label, "measurements": [
+                {"value": float(val[r]), "round": rounds[r], "file": files[r], "line": lines[r]} for r in rs]})
+    if problems:
+        _raise(path, problems, 50, "among the measurements")
+    return ids, Y, {"rule": rule, "max_spread": float(max_spread), "replicated": len(replicated),
+                    "flagged": flagged, "conflicts": conflicts}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from ..errors import InputError
 
 __all__ = ["TASK_TYPES", "TaskSpec", "infer_task", "validate_labels", "META_TASK", "MAX_CLASSES",
            "task_of_metadata", "BINARY", "label_matrix", "task_and_labels", "label_array", "table_labels",
-           "table_task", "with_task", "source_labels", "store_task"]
+           "table_task", "with_task", "source_labels", "store_task", "UNLABELLED", "decide_task"]
 
 #: The task types, in the order of the table above.
 TASK_TYPES = ("binary", "multiclass", "multitask", "regression")
@@ -40,6 +40,9 @@ TASK_TYPES = ("binary", "multiclass", "multitask", "regression")
 META_TASK = "tmdlib.task"
 #: At most this many distinct integer values in one label column read as classes (more: regression).
 MAX_CLASSES = 20
+#: :attr:`TaskSpec.source` of a pool stored without any label: its type is a placeholder until the first label
+#: import decides it (:func:`decide_task`).
+UNLABELLED = "unlabelled"
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,9 @@ class TaskSpec:
         Multi-class: the class values as they appear in the source (sorted); the stored label of a graph is
         the index of its class, ``0..C-1``.  Empty otherwise.
     source : str
-        ``"inferred"`` (from the values), ``"user"`` (``--task``) or ``"builtin"`` (a built-in dataset's own,
-        :attr:`tmdlib.datasets.registry.DatasetInfo.task`).
+        ``"inferred"`` (from the values), ``"user"`` (``--task``), ``"builtin"`` (a built-in dataset's own,
+        :attr:`tmdlib.datasets.registry.DatasetInfo.task`), ``"import"`` (decided by the first label import) or
+        :data:`UNLABELLED` (a pool without labels: ``type`` is a placeholder, :attr:`decided` is False).
     """
 
     type: str = "binary"
@@ -75,6 +79,11 @@ class TaskSpec:
             raise ValueError(f"a {self.type} task has one label column, got {len(self.targets)}")
         if self.type == "multiclass" and len(self.classes) < 2:
             raise ValueError("a multiclass task needs at least 2 classes")
+
+    @property
+    def decided(self) -> bool:
+        """False for a pool stored without labels (:data:`UNLABELLED`): the first label import decides the task."""
+        return self.source != UNLABELLED
 
     @property
     def num_targets(self) -> int:
@@ -115,6 +124,8 @@ class TaskSpec:
 
     def describe(self) -> str:
         """One line for the CLI: ``regression (1 target: y)``, ``multiclass (3 classes: 0, 1, 2)``."""
+        if not self.decided:
+            return "none yet: unlabelled pool (the first label import decides the task)"
         if self.type == "multiclass":
             shown = ", ".join(f"{c:g}" for c in self.classes[:10]) + (" ..." if self.num_classes > 10 else "")
             return f"multiclass ({self.num_classes} classes: {shown})"
@@ -147,7 +158,9 @@ def infer_task(y, targets=None, override: str | None = None, path: str | os.Path
     * every value an integer in {0, 1}: **binary** (one column) or **multitask** (several);
     * one column of integers with at most :data:`MAX_CLASSES` distinct values: **multiclass** (two values other
       than 0 / 1, e.g. -1 / 1, are two classes);
-    * anything else: **regression**.
+    * anything else: **regression**;
+    * no value at all (an unlabelled pool): undecided, :data:`UNLABELLED` (the type a placeholder: binary, or
+      multi-task for several columns), decided by the first label import (:func:`decide_task`).
 
     Parameters
     ----------
@@ -176,8 +189,8 @@ def infer_task(y, targets=None, override: str | None = None, path: str | os.Path
         raise ValueError(f"{len(names)} target names for {T} label columns")
     finite = Y[np.isfinite(Y)]
     if override in (None, "", "auto"):
-        if finite.size == 0:
-            return TaskSpec("binary" if T == 1 else "multitask", names)
+        if finite.size == 0:  # a pool without labels: the first label import decides
+            return TaskSpec("binary" if T == 1 else "multitask", names, source=UNLABELLED)
         if np.all(_is_int(finite)) and np.all((finite == 0) | (finite == 1)):
             kind = "binary" if T == 1 else "multitask"
         elif T == 1 and np.all(_is_int(finite)) and 2 <= np.unique(finite).size <= MAX_CLASSES:
@@ -280,6 +293,55 @@ def validate_labels(y, spec: TaskSpec, *, path: str | os.PathLike | None = None,
         body = "\n".join(f"  line {n}: {text}" for n, text in problems[:limit]) + more
         raise InputError(path, f"{len(problems)} label problem(s) for the dataset's {spec.describe()} task:\n{body}")
     return out
+
+
+def decide_task(y, targets=None, override=None, *, current: TaskSpec | None = None,
+                path: str | os.PathLike | None = None, lines=None) -> TaskSpec:
+    r"""The task of a dataset once labels exist: the one it has, or the one the first labels fix.
+
+    A dataset whose task is decided (``current.decided``) keeps it: the labels are checked against it, and an
+    ``override`` naming another type is refused.  An unlabelled pool (``current`` None or :data:`UNLABELLED`) gets
+    its task from these labels -- :func:`infer_task`'s rules under ``auto`` (regression for non-integer numbers,
+    binary for 0 / 1, multi-class for a small set of integers), or the forced type (``base.task`` / ``--task``).
+
+    Parameters
+    ----------
+    y : array_like, shape (G,) or (G, T)
+        The labels as the lab wrote them (NaN = not measured; multi-class: the class values).
+    targets : sequence of str, optional
+        Column names (default: ``current``'s, else ``y`` / ``y0..``).
+    override : {None, "auto", "binary", "multiclass", "multitask", "regression"}
+    current : TaskSpec, optional
+        The dataset's task so far.
+    path : path, optional
+        The label file, named in errors.
+    lines : array_like of int, shape (G,), optional
+        File line of each row, named in errors.
+
+    Returns
+    -------
+    TaskSpec
+        ``current`` when decided; else the new task, ``source`` ``"import"`` (inferred) or ``"user"`` (forced).
+
+    Raises
+    ------
+    InputError
+        No label to decide from, an override that contradicts a decided task, or labels that do not fit.
+    """
+    Y = label_matrix(y)
+    auto = override in (None, "", "auto")
+    if current is not None and current.decided:
+        if not auto and override != current.type:
+            raise InputError(path, f"--task {override} contradicts the dataset's task, {current.describe()} "
+                                   f"(decided {'at ingest' if current.source != 'import' else 'by the first label import'})")
+        validate_labels(Y, current, path=path, lines=lines, encoded=False)
+        return current
+    names = tuple(targets) if targets is not None else (current.targets if current is not None
+                                                        and current.num_targets == Y.shape[1] else None)
+    if not np.isfinite(Y).any():
+        raise InputError(path, "no label value to decide the task from (the pool has no labels yet)")
+    spec, _ = task_and_labels(Y, names, None if auto else override, path=path, lines=lines)
+    return spec if not auto else replace(spec, source="import")
 
 
 def _fmt(v) -> str:
