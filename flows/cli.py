@@ -299,25 +299,26 @@ app.add_typer(labels_app, name="labels")
 @labels_app.command("import")
 def labels_import(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    source: str = typer.Argument(..., help="CSV with columns graph_id,label -- or the word 'benchmark-standin' to "
-                                          "join the dataset's own labels for the requested ids (flagged as such)."),
+    source: Optional[str] = typer.Argument(None, help="The lab's answers: CSV or SD file keyed by graph_id, source_id or smiles (docs/pipeline.md#labels) -- or 'benchmark-standin' (the dataset's own labels, flagged); default: labels.source of --params."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
     requests: Optional[Path] = typer.Option(None, "--requests", help="Label requests (default data/labels/<DATASET>/label_requests.parquet)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/labels/<DATASET>)."),
     labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv): its labels are reused."),
+    task: Optional[str] = typer.Option(None, "--task", help="A pool stored without labels: auto (from the lab's values) or a type (default base.task of --params, else auto)."),
+    params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: labels.source (a file or {DATASET: file}), labels.replicates / censored / max_spread, base.task."),
 ) -> None:
     """Validate a label file against the requests; writes labels.csv (ledger + new labels) + labels.json, nothing on error."""
     from tmdlib.errors import InputError
-    from flows.labels import labels_import_flow
+    from flows.labels import import_summary, labels_import_flow
 
     store = _store(dataset, graphs)
     req = requests or DATA / "labels" / dataset / "label_requests.parquet"
     if not req.is_file():
         raise InputError(req, "label requests not found (run `tmdsub label-requests` first)")
     target = out_dir or DATA / "labels" / dataset
-    res = labels_import_flow(str(store), str(req), source, str(target), str(labelled or _ledger(dataset)))
-    flag = "  [BENCHMARK STAND-IN: dataset labels, not imported]" if res.get("benchmark_mode") else ""
-    typer.echo(f"{dataset}: {res['labelled']} labels -> {target / 'labels.csv'}{flag}")
+    res = labels_import_flow(str(store), str(req), source, str(target), str(labelled or _ledger(dataset)), task=task,
+                             params=str(params) if params else None)
+    typer.echo("\n".join(import_summary(dataset, res, target)))
 
 
 @labels_app.command("commit")
@@ -333,7 +334,7 @@ def labels_commit(
     store = _store(dataset, graphs)
     res = labels_commit_flow(str(store), str(labels or DATA / "labels" / dataset / "labels.csv"),
                              str(ledger or _ledger(dataset)))
-    typer.echo(f"{dataset}: {res['added']} labels added to {res['ledger']} ({res['total']} in all)")
+    typer.echo(f"{dataset}: {res['added']} measurements added to {res['ledger']} ({res['total']} graphs labelled)")
 
 
 @app.command()
