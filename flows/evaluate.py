@@ -15,16 +15,15 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.evaluate import (log_evaluation, measure_task, metrics_document, parse_fractions, plot_bound_vs_gap,
-                            tmd_setting, write_metrics)
-from tasks.graphs import (check_matrix_meta, check_same_store, load_graph_store, load_matrix, matrix_path,
-                          store_content_hash, store_task)
+from tasks.evaluate import (log_evaluation, log_production, measure_model_task, measure_task, metrics_document,
+                            parse_fractions, plot_bound_vs_gap, production_task, tmd_setting, write_metrics)
+from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store, store_content_hash
 from tasks.io import dataset_name, node_subsets_for, positions, read_json, read_nodes, read_selection
+from tasks.labels import STANDIN, task_of
 from tasks.train import load_model, set_torch_threads
 from tmdlib import InputError
 from tmdlib.metrics import headline
 from tmdlib.reporting.verdict import verdict_lines
-from tmdlib.torch.fit import TaskHead
 from tmdlib.torch.measure import bound_weights, matrix_checks, plan_sample
 
 
@@ -34,12 +33,16 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   fractions: str | list | None = None, sweep_epochs: int = 20, full_epochs: int | None = None,
                   seed: int | None = None, device: str = "auto", torch_threads: int = 1,
                   experiment: str = "tmdsub", log_mlflow: bool = True, sample: int = 0,
-                  trust_matrix: bool = False) -> dict:
+                  trust_matrix: bool = False, confidence: float = 0.9) -> dict:
     """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``).
 
     ``sample > 0`` (pools too large to score whole, e.g. MOSES): the coreset graphs are scored exactly, the full
     training loss is estimated on a seeded uniform sample (with its standard error), the reference is trained on
     that sample, the test set is sampled, and the matrix checks and the sweep are skipped.
+
+    Production mode (labels from the lab, not the benchmark stand-in): the model's metric on the pool estimated on
+    the audit sample with a ``confidence`` interval, the τ-weighted coreset loss and the certificate c·ε against the
+    trained task's loss scale; nothing that needs labels the team does not have (:mod:`tmdlib.models.evaluate`).
     """
     t0 = time.perf_counter()
     set_torch_threads(torch_threads)
@@ -47,21 +50,39 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         raise InputError(None, f"--sample must be >= 0, got {sample}")
     fr = parse_fractions(",".join(map(str, fractions)) if isinstance(fractions, (list, tuple)) else fractions)
     info = read_json(train_info, "train info")
-    if "config" not in info or "model" not in info:
-        raise InputError(train_info, "not a train.json (needs 'config' and 'model')")
-    cfg, head = dict(info["config"], device=device), TaskHead.from_dict(info.get("task_head"))
-    seed = int(cfg["seed"] if seed is None else seed)
-    depth, weights, problems, meta = tmd_setting(tmd_meta, int(cfg["layers"]),
-                                                 info.get("lipschitz", {}).get("weights", "pascal"))
-    name, ds, sel = dataset_name(graphs), load_graph_store(graphs), read_selection(selection)
-    if store_task(graphs) != head.task:
-        raise InputError(train_info, f"the model was trained for a {head.task.describe()} task, the store holds a "
-                                     f"{store_task(graphs).describe()} one")
+    if "config" not in info:
+        raise InputError(train_info, "not a train.json (needs 'config')")
+    fitted = load_model(model, info)
+    cfg, head = dict(info["config"], device=device), fitted.head
+    seed = int(cfg.get("seed", 0) if seed is None else seed)
+    depth, weights, problems, meta = tmd_setting(tmd_meta, int(cfg.get("layers", 3)),
+                                                 (info.get("lipschitz") or {}).get("weights", "pascal"))
+    if fitted.certificate() is None:  # a model without a TMD-Lipschitz constant: no c, no depth condition
+        problems = []
+    store = open_store(graphs)
+    name, ds, sel = dataset_name(graphs), store.dataset, read_selection(selection)
+    trained_for = task_of(store.task, info.get("labels_meta"))
+    if trained_for != head.task:
+        raise InputError(train_info, f"the model was trained for a {head.task.describe()} task, the labels are "
+                                     f"{trained_for.describe()}")
     store_hash = store_content_hash(ds)  # the selection and the matrix must both belong to this store
     check_same_store(selection, sel, graphs, store_hash, "selection")
     check_same_store(train_info, info, graphs, store_hash, "model")
     if tmd_meta:
         check_same_store(tmd_meta, meta, graphs, store_hash, "TMD matrix")
+    if info.get("labels_source") != STANDIN:  # production: the lab's labels are all there is
+        metrics = production_task(fitted, store, sel, info, name, confidence, seed)
+        metrics.update({"depth": depth, "weights": weights, "device": device,
+                        "seconds": round(time.perf_counter() - t0, 2)})
+        plot_bound_vs_gap([], plot_out, f"{name} ({head.task.type}): production mode: no observed gap without the "
+                          "pool's labels", metrics["bound"] if metrics["bound"].get("c_epsilon") is not None else None)
+        write_metrics(metrics_out, metrics)
+        for line in verdict_lines(metrics)[:2]:
+            print(line)
+        if log_mlflow:
+            metrics["mlflow"] = log_production(metrics, info, graphs, selection, model, train_info, metrics_out,
+                                               plot_out, name, experiment)
+        return metrics
     train_pos = positions(sel["train_ids"], ds.graph_ids, selection, "train_ids")
     test_pos = positions(sel["test_ids"], ds.graph_ids, selection, "test_ids")
     in_train = {int(p): k for k, p in enumerate(train_pos)}
@@ -84,16 +105,21 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     checks = matrix_checks(D_train, subset, tau) if D_train is not None else {}
     epsilon = sel["epsilon_mean"] if sel["epsilon_mean"] is not None else checks.get("epsilon")
     node_sets = node_subsets_for(read_nodes(nodes), sel["medoids"], nodes) if nodes else None
-    m = measure_task(ds, load_model(model, info["model"]), head, cfg, train_pos=train_pos, test_pos=test_pos,
-                     subset=subset, tau=tau, epsilon=epsilon, assignment=checks.get("assignment"), D_train=D_train,
-                     sample_idx=None if plan is None else plan["sample_idx"], n_train=n_train, weights=weights,
-                     full_epochs=full_epochs, fractions=fr, sweep_epochs=sweep_epochs, seed=seed, nodes=node_sets,
-                     metric=headline(head.task.type, name))
+    if fitted.certificate() is None:  # no TMD-Lipschitz constant: test metrics and the observed gap, no bound
+        m = measure_model_task(fitted, store, train_pos, subset, tau, test_pos, epsilon, name)
+    else:
+        m = measure_task(ds, fitted.model, head, cfg, train_pos=train_pos, test_pos=test_pos,
+                         subset=subset, tau=tau, epsilon=epsilon, assignment=checks.get("assignment"),
+                         D_train=D_train, sample_idx=None if plan is None else plan["sample_idx"], n_train=n_train,
+                         weights=weights, full_epochs=full_epochs, fractions=fr, sweep_epochs=sweep_epochs, seed=seed,
+                         nodes=node_sets, metric=headline(head.task.type, name))
     metrics = metrics_document(m, name, sel, info, checks, problems, depth, weights, tau_source, plan, sample, seed,
                                n_train, device, time.perf_counter() - t0)
-    plot_bound_vs_gap(m["sweep"], plot_out, f"{name} ({head.task.type}): {sel.get('method')} selection, c = "
-                      f"{m['bound']['c']:.3g}, TMD depth {depth}; sweep models {sweep_epochs} epochs, labels: dataset "
-                      "(benchmark)", m["bound"] if m["bound"].get("epsilon") is not None else None)
+    c = m["bound"].get("c")
+    plot_bound_vs_gap(m["sweep"], plot_out, f"{name} ({head.task.type}): {sel.get('method')} selection, "
+                      + (f"c = {c:.3g}" if c is not None else f"{fitted.name}: no TMD constant")
+                      + f", TMD depth {depth}; sweep models {sweep_epochs} epochs, labels: dataset (benchmark)",
+                      m["bound"] if m["bound"].get("epsilon") is not None and c is not None else None)
     write_metrics(metrics_out, metrics)
     print(verdict_lines(metrics)[0])
     if log_mlflow:
@@ -138,11 +164,17 @@ def evaluate_command(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     b = m["bound"]
-    typer.echo(verdict_lines(m)[0])
-    typer.echo(f"test {m['test']['metric']}: {m['test']['coreset_model']} (full-data model {m['test']['full_model']})")
-    typer.echo(f"Lemma 3.2: gap {b['gap_observed']:.4g} vs c*eps {b.get('c_epsilon')}; "
-               f"Cor 3.3: excess {b['excess_loss']:.4g} vs 2c*eps {b.get('erm_bound')}")
-    if m.get("certified"):
+    for line in verdict_lines(m)[:1 if m.get("mode") != "production" else 2]:
+        typer.echo(line)
+    if m.get("mode") == "production":
+        typer.echo(f"tau-weighted coreset loss {m['coreset_loss_weighted']:.4g}; not measurable without the pool's "
+                   "labels: the test metric, the observed gap, a full-data reference")
+    else:
+        typer.echo(f"test {m['test']['metric']}: {m['test']['coreset_model']} (full-data model {m['test']['full_model']})")
+        fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
+        typer.echo(f"Lemma 3.2: gap {fmt(b['gap_observed'])} vs c*eps {b.get('c_epsilon')}; "
+                   f"Cor 3.3: excess {fmt(b.get('excess_loss'))} vs 2c*eps {b.get('erm_bound')}")
+    if m.get("certified") and m.get("mode") != "production":
         typer.echo(f"certified: budget {m['lipschitz_budget']}, c = {b['c']:.4g} (measured {b['c_measured']:.4g}); "
                    f"label-consistent gap {b.get('gap_label_consistent')} <= c*eps; "
                    f"with labels: gap <= {b.get('bound_with_labels')}")

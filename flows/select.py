@@ -9,11 +9,12 @@ from prefect.utilities.annotations import quote
 
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
-                          open_graph_store, store_segments, store_smiles, store_split, store_task)
+                          open_graph_store, store_labelled, store_segments, store_smiles, store_split, store_task)
 from tasks.labels import read_ledger
 from tasks.select import select_task, subsample_nodes_task, write_json, write_parquet
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.api import check_engine
+from tmdlib.select.audit import audit_members, audit_size
 from tmdlib.select.certificate import resolve_engine
 from tmdlib.select.coreset import budget_to_k
 from tmdlib.select.scalable import (AUTO_PAIR_WORK, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, auto_pair_budget,
@@ -29,7 +30,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 seed: int = 0, test_fraction: float = 0.2, matrix: str | None = None, restarts: int = 5,
                 backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
                 weights="pascal", cache_dir: str | None = None, part_size: int | str = "auto",
-                max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False) -> dict:
+                max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False,
+                audit="auto") -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
     ``selection.json`` (the selection, its certificate, the split, the store's content hash) and returns it
@@ -39,9 +41,20 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     weights, is refused, as is one without ``meta.json`` unless ``trust_matrix``; graphs
     already in the label ledger ``labelled`` are reused first (only their ids are read).  The scalable engine's
     parts run on this flow's task runner, finished parts and exact pairs cached under ``cache_dir``.
+
+    A pool without labels (production) has no 80/20 split: its test set is the audit sample
+    (:func:`tmdlib.select.audit.audit_members`, ``audit`` members: auto, a count or a fraction; the same in every
+    round), and the selection runs on the rest of the pool.
     """
     store = open_graph_store(graphs)  # ids and sizes; the graphs are read a chunk at a time
-    train, test = store_split(graphs, store_segments(graphs, len(store)), test_fraction, seed)
+    production = not store_labelled(graphs)
+    if production:
+        test = audit_members(store.graph_ids, audit_size(audit, len(store)), seed)
+        train = np.setdiff1d(np.arange(len(store), dtype=np.int64), test)
+        print(f"unlabelled pool (production): {len(test):,} graphs drawn as the audit sample (labels.audit = "
+              f"{audit}), never trained on; the selection runs on the other {len(train):,}", flush=True)
+    else:
+        train, test = store_split(graphs, store_segments(graphs, len(store)), test_fraction, seed)
     hashes = part_hashes(store, status_line)  # one pass over the store, every graph checked (ASCII hex, S64)
     store_hash = content_hash(store.graph_ids, (h.decode() for h in hashes))
     matrix = matrix_path(matrix)  # None when the tmd stage chose the scalable engine (meta.json only)
@@ -85,6 +98,9 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     doc = sel.to_json(arrays=True)  # the per-graph lists stay arrays: write_json streams them (~1 GB less at 10⁷)
     doc.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,
                 "train_ids": store.graph_ids[train], "test_ids": store.graph_ids[test]})
+    if production:  # benchmark selections keep their bytes
+        doc.update({"mode": "production", "test_fraction": None, "audit": str(audit),
+                    "audit_ids": store.graph_ids[test]})
     # How many labels were reused is reported (and in the label manifest), not stored: committing
     # labels to the ledger must not change selection.json when the medoids stay the same.
     reuse = {key: doc.pop(key) for key in ("labelled_in_pool", "reused_labels")}

@@ -1,11 +1,12 @@
-"""Train flow: a GIN on the selected (τ-weighted) graphs with the imported labels only, for the dataset's task.
+"""Train flow: a registered model (:mod:`tmdlib.models`) on the selected (τ-weighted) graphs with the imported labels
+only, for the dataset's task.
 
-Run as ``tmdsub train ...`` (:func:`train_command`).  Wiring only: the training is
-:func:`tmdlib.torch.fit.fit` (any task type: binary, multi-class, multi-task, regression; the loss's Lipschitz
-constant in c), called through :func:`tasks.train.fit_task`.  Outputs ``model.pt`` (a state dict) and
-``train.json`` (config, task and loss, target standardisation, device, per-epoch losses, the stability constant c,
-alive units, the MLflow run and model); the run is logged to MLflow as ``train@<DATASET>``
-(``train_nodes@<DATASET>`` with ``--nodes``), the GIN registered as ``tmdsub-<DATASET>``.
+Run as ``tmdsub train ...`` (:func:`train_command`).  Wiring only: the model is found in the registry
+(``--model``: ``gin``, ``certified-gin``, ``rf``, ``svm``, ``gbm``, or a user's ``package.module:factory``) and
+fitted through :func:`tasks.train.fit_task`.  Outputs ``model.pt`` (the model's arrays as plain tensors) and
+``train.json`` (the model's config, task and loss, target standardisation, device, per-epoch losses, the stability
+constant c when the model has one, alive units, the MLflow run and model); the run is logged to MLflow as
+``train@<DATASET>`` (``train_nodes@<DATASET>`` with ``--nodes``), a GIN registered as ``tmdsub-<DATASET>``.
 """
 from __future__ import annotations
 
@@ -13,56 +14,96 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import typer
 from prefect import flow
 
-from tasks.graphs import STORE_HASH_KEY, check_same_store, load_graph_store, store_content_hash, store_task
-from tasks.io import (dataset_name, node_subsets_for, positions, read_labels, read_nodes, read_selection,
-                      sha256_file)
+from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store, store_content_hash
+from tasks.io import (dataset_name, node_subsets_for, positions, read_labels, read_labels_meta, read_nodes,
+                      read_selection, sha256_file)
+from tasks.labels import task_of
 from tasks.registry import log_gin_model, model_description
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
                             selection_dataset, set_run_tag)
-from tasks.train import (check_loss_option, collapse_warning, fit_task, parse_target, resolve_config, save_model,
-                         selection_labels, set_torch_threads, target_budget, train_record, write_model)
+from tasks.train import (check_loss_option, collapse_warning, fit_task, gin_options, parse_target, resolve_config,
+                         resolve_model_option, save_model, selection_labels, set_torch_threads, target_budget,
+                         train_record, train_summary, write_model)
 from tmdlib import InputError
+from tmdlib.models import Inputs
+
+
+def model_for(model: str | None, lipschitz_budget, lipschitz_target) -> str:
+    """The model to train: ``model`` when given; otherwise the certified GIN when a Lipschitz budget or target is
+    set, else the GIN (the behaviour before ``train.model`` existed)."""
+    if model not in (None, "", "auto"):
+        return str(model)
+    certified = parse_target(lipschitz_target) is not None or str(lipschitz_budget).strip().lower() not in (
+        "", "0", "0.0", "none", "null", "off")
+    return "certified-gin" if certified else "gin"
+
+
+def certified_setting(spec, lipschitz_budget, lipschitz_mode, target) -> tuple:
+    """``(budget, mode)`` of the GIN: none for other models; the user's budget (mode as given, ``ball`` by
+    default) or, when neither a budget nor a target is given, the certified GIN's registered default."""
+    if spec.name != "certified-gin":
+        return None, None
+    given = str(lipschitz_budget).strip().lower() not in ("", "0", "0.0", "none", "null", "off")
+    if given or target is not None:
+        return (lipschitz_budget if given else spec.defaults.get("lipschitz_budget")), lipschitz_mode
+    return spec.defaults.get("lipschitz_budget"), lipschitz_mode or spec.defaults.get("lipschitz_mode")
 
 
 @flow(name="train", log_prints=True)
 def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_out: str,
                labels_meta: str | None = None, nodes: str | None = None, epochs: int = 100,
-               hidden: int | None = None, layers: int = 3, batch_size: int | None = None, lr: float = 0.01,
+               hidden: int | None = None, layers: int = 3, batch_size: int | None = None, lr: float | None = None,
                seed: int = 0, device: str = "auto", pool: str = "add", eta: float = 1.0, bias: bool = False,
                weights: str = "pascal", torch_threads: int = 1, experiment: str = "tmdsub",
                log_mlflow: bool = True, lipschitz_budget=None, lipschitz_mode=None,
-               lipschitz_target: float | str | None = None, loss: str = "auto", huber_delta: float = 1.0) -> dict:
-    """Train on the coreset graphs, optionally on their node-subsampled subgraphs; returns ``train.json``'s content.
+               lipschitz_target: float | str | None = None, loss: str = "auto", huber_delta: float = 1.0,
+               model: str | None = None, recipe: str = "paper-b2", weighting: str = "tau") -> dict:
+    """Train the model ``model`` (:mod:`tmdlib.models`: a registered name or ``package.module:factory``) on the
+    coreset graphs, optionally on their node-subsampled subgraphs; returns ``train.json``'s content.
 
-    ``lipschitz_budget`` / ``lipschitz_mode`` / ``lipschitz_target``: certified mode (:mod:`tmdlib.torch.certified`;
-    the target sets c = target / the selection's ε).  ``loss``: the task's by default (:mod:`tmdlib.guarantees.losses`).
+    GIN options (``recipe``, ``epochs``, ``lr`` ...; ``lipschitz_budget`` / ``lipschitz_mode`` /
+    ``lipschitz_target`` for the certified GIN: the target sets c = target / the selection's ε) are ignored by the
+    other models.  ``weighting``: ``tau`` (the coreset's cluster sizes, Corollary 3.3) or ``none`` (unit weights).
     """
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
     target = parse_target(lipschitz_target)  # every parameter is checked before any file is read
     check_loss_option(loss, huber_delta)
-    cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
-                         lipschitz_budget, lipschitz_mode)
-    ds, task = load_graph_store(graphs), store_task(graphs)
+    spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target))
+    graph_model = spec.name in ("gin", "certified-gin")
+    budget, mode = certified_setting(spec, lipschitz_budget, lipschitz_mode, target)
+    cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias, budget, mode,
+                         recipe=recipe) if graph_model else {"seed": int(seed)}
+    if weighting not in ("tau", "none"):
+        raise InputError(None, f"--weighting must be tau or none, got {weighting!r}")
+    store = open_store(graphs)
+    ds = store.dataset
+    task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
+    label_map, label_meta = read_labels(labels, labels_meta, task)
+    spec.check_task(task.type)
     sel = read_selection(selection)
-    if target is not None:  # the budget that makes c·ε = target for this selection's ε
+    if target is not None and graph_model:  # the budget that makes c·ε = target for this selection's ε
         cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
                              target_budget(target, sel.get("epsilon_mean"), selection, layers, eta, weights,
-                                           lipschitz_mode), lipschitz_mode)
+                                           mode), mode, recipe=recipe)
     store_hash = store_content_hash(ds)  # the selection and the labels must both belong to this store
     check_same_store(selection, sel, graphs, store_hash, "selection")
-    label_map, label_meta = read_labels(labels, labels_meta, task)
     check_same_store(labels_meta or str(Path(labels).with_suffix(".json")), label_meta, graphs, store_hash, "label set")
     med_ids = sel["medoids"]
     pos = positions(med_ids, ds.graph_ids, selection, "medoids")
     y = selection_labels(label_map, med_ids, task, labels)
     subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes) if nodes else (None, None)
+    if nodes and spec.inputs != "graphs":
+        raise InputError(nodes, f"node subsampling trains graph models only; model {spec.name!r} reads molecules")
     stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
     source = label_meta.get("source", "unknown")
+    tau = sel["tau"] if weighting == "tau" else np.ones(len(med_ids))
     params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights, "task": task.type,
+              "train.model": spec.name, "train.weighting": weighting, "train.recipe": recipe if graph_model else None,
               "train.loss": loss, "train.huber_delta": huber_delta, "selection.method": sel.get("method"),
               "selection.fraction": sel.get("fraction"), "selection.k": len(med_ids), "node_subsampling": bool(nodes),
               "labels_source": source, "torch_threads": torch_threads,
@@ -71,41 +112,40 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     inputs = [p for p in (graphs, selection, labels, nodes) if p]
     # the run exists before training (the loss is logged as it goes) and before train.json names it
     with open_run("train", params, inputs, experiment, enabled=log_mlflow, run_name=stage,
-                  extra_tags={"labels_source": source, "task": task.type}) as run:
+                  extra_tags={"labels_source": source, "task": task.type, "model": spec.name}) as run:
         live = None
         if run:
             log_datasets(run["run_id"], [graph_store_dataset(graphs, ds, name),
                                          labels_dataset(labels, label_map, label_meta, name),
                                          selection_dataset(selection, sel, name)], "training")
-            live = LiveMetric(run["run_id"], "train_loss", last_step=cfg["epochs"] - 1)
-        res = fit_task(ds, pos, y, sel["tau"], cfg, task, loss=loss, delta=huber_delta, node_subsets=subsets,
-                       weights=weights, on_loss=live)
+            if graph_model:
+                live = LiveMetric(run["run_id"], "train_loss", last_step=cfg["epochs"] - 1)
+        options = gin_options(cfg, loss, huber_delta, weights, name, recipe, live) if graph_model else {}
+        X = Inputs(ds, store.smiles() if spec.inputs == "molecules" else None, pos, subsets)
+        fitted = fit_task(spec, options, X, y, tau, task)
         if live:
             live.flush()
-        record, metrics = train_record(res, cfg, sel, label_meta, weights, target, node_eps)
+        record, metrics = train_record(fitted, cfg, sel, tau, weights, target, node_eps)
         info = {"dataset": name, "graphs": graphs, "selection": selection, "labels": labels, "labels_source": source,
                 "labels_meta": label_meta, "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
                 "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
-                "tau_sum": float(sel["tau"].sum()), "epsilon": sel["epsilon_mean"], "node_subsampling": bool(nodes),
-                "nodes": nodes, "torch_threads": int(torch_threads), STORE_HASH_KEY: store_hash, **record}
-        save_model(res.model, model_out)  # model.pt first: the MLflow model version names its sha256
+                "tau_sum": float(sel["tau"].sum()), "weighting": weighting, "epsilon": sel["epsilon_mean"],
+                "node_subsampling": bool(nodes), "nodes": nodes, "torch_threads": int(torch_threads),
+                STORE_HASH_KEY: store_hash, **record}
+        info["model_state"] = save_model(fitted, model_out)  # model.pt first: the MLflow model version names its sha256
         if run:
-            set_run_tag(run["run_id"], "device", res.device)
-            sha = sha256_file(model_out)
-            info["mlflow"] = {**run, "model": log_gin_model(
-                run["run_id"], res.model, res.data, name, model_description(info, stage, run["run_id"], model_out, sha,
-                                                                        ds.num_features), register=not nodes,
-                head=res.head, tags={"dataset": name, "stage": stage, "train_run_id": run["run_id"],
-                                     "model_sha256": sha, "labels_source": source, "task": task.type,
-                                     "certified": info["certified"]})}
+            set_run_tag(run["run_id"], "device", info["device"])
+            if graph_model:
+                sha = sha256_file(model_out)
+                info["mlflow"] = {**run, "model": log_gin_model(
+                    run["run_id"], fitted.model, fitted.result.data, name,
+                    model_description(info, stage, run["run_id"], model_out, sha, ds.num_features),
+                    register=not nodes, head=fitted.head,
+                    tags={"dataset": name, "stage": stage, "train_run_id": run["run_id"], "model_sha256": sha,
+                          "labels_source": source, "task": task.type, "certified": info["certified"]})}
         info = write_model(None, model_out, info_out, info)  # model.pt is written above
-        lip = info["lipschitz"]
-        print(f"trained {name} ({task.describe()}): {len(med_ids)} graphs, {cfg['epochs']} epochs on {res.device}, "
-              f"final weighted {res.head.loss} {info['final_loss'] if info['final_loss'] is not None else float('nan'):.4f}"
-              f", c = {lip['c']:.4g}" + (f" (certified: budget {lip['lipschitz_budget']}, measured {lip['c_measured']:.4g}"
-                                          f", constraint {'holds' if lip['constraint_ok'] else 'VIOLATED'})"
-                                          if lip["certified"] else ""))
-        warning = collapse_warning(info, cfg["lr"])
+        print(train_summary(name, task, info, fitted))
+        warning = collapse_warning(info, cfg.get("lr"))
         if warning:
             print(warning, file=sys.stderr)
         if run:
@@ -125,7 +165,7 @@ def train_command(
     hidden: Optional[int] = typer.Option(None, "--hidden", help="Hidden width (default 128 TU, 256 OGB)."),
     layers: int = typer.Option(3, "--layers", help="GIN layers (TMD depth = layers + 1)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Batch size (default 16 TU, 64 OGB)."),
-    lr: float = typer.Option(0.01, "--lr", help="Adam learning rate."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Adam learning rate (default: the recipe's)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the initialisation and the batch order."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when present) | cpu | cuda[:N]."),
     pool: str = typer.Option("add", "--pool", help="Readout pooling: add (the guarantee needs it) | mean."),
@@ -140,8 +180,11 @@ def train_command(
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
     loss: str = typer.Option("auto", "--loss", help="auto (the task's: bce binary / multi-task, ce multi-class, huber regression) | huber | l1 | mse (regression; mse is uncertified)."),
     huber_delta: float = typer.Option(1.0, "--huber-delta", help="Huber's delta in standard deviations of the target (the loss's Lipschitz constant M)."),
+    model: str = typer.Option("auto", "--model", help="A registered model (gin, certified-gin, rf, svm, gbm, ...; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = certified-gin when a Lipschitz budget/target is set, else gin."),
+    recipe: str = typer.Option("paper-b2", "--recipe", help="GIN training recipe: paper-b2 (Adam lr 0.01, batch 16 TU / 64 OGB) | default (lr 0.001, batch 64)."),
+    weighting: str = typer.Option("tau", "--weighting", help="tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the tau-weighted coreset loss)."),
 ) -> None:
-    """Train a GIN on the selected graphs (tau-weighted loss of the dataset's task, paper B.2 hyper-parameters)."""
+    """Train a model on the selected graphs (tau-weighted loss of the dataset's task; --model picks it)."""
     try:
         info = train_flow(str(graphs), str(selection), str(labels), str(model_out), str(info_out),
                           labels_meta=str(labels_meta) if labels_meta else None,
@@ -149,11 +192,14 @@ def train_command(
                           batch_size=batch_size, lr=lr, seed=seed, device=device, pool=pool, eta=eta, bias=bias,
                           weights=weights, torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow,
                           lipschitz_budget=lipschitz_budget, lipschitz_mode=lipschitz_mode,
-                          lipschitz_target=lipschitz_target, loss=loss, huber_delta=huber_delta)
+                          lipschitz_target=lipschitz_target, loss=loss, huber_delta=huber_delta, model=model,
+                          recipe=recipe, weighting=weighting)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
-    typer.echo(f"model -> {model_out}, info -> {info_out} (c = {info['lipschitz']['c']:.4g}"
-               f"{' certified' if info.get('certified') else ''}, device {info['device']})")
+    c = info["lipschitz"]["c"]
+    typer.echo(f"model {info['model_name']} -> {model_out}, info -> {info_out} ("
+               + (f"c = {c:.4g}{' certified' if info.get('certified') else ''}, " if c is not None else "")
+               + f"device {info['device']})")
     if "mlflow" in info:
         typer.echo(f"mlflow run {info['mlflow']['run_id']} at {info['mlflow']['tracking_uri']}")

@@ -197,3 +197,102 @@ def write_metrics(path: str, metrics: dict) -> str:
     """Atomic JSON write of ``metrics.json``."""
     io.write_json(path, metrics)
     return path
+
+
+# ----------------------------------------------------------------------------------------------
+# Any registered model: production mode, and benchmark mode without a TMD-Lipschitz constant
+# ----------------------------------------------------------------------------------------------
+PRODUCTION_EVAL = "the lab's labels only (production): the audit sample estimates the pool"
+
+
+def _inputs(model, store, pos):
+    from tmdlib.models import Inputs
+
+    return Inputs(store.dataset, store.smiles() if model.inputs == "molecules" else None, pos)
+
+
+@task(name="measure-production", persist_result=False, cache_policy=NO_CACHE)
+def production_task(model, store, sel: dict, info: dict, name: str, confidence: float, seed: int) -> dict:
+    """``metrics.json`` of production mode (:func:`tmdlib.models.evaluate.production_measurement`): the model's metric
+    on the pool estimated on the labelled audit sample, the τ-weighted coreset loss, c·ε against the trained task's
+    loss scale, and what is not measurable."""
+    from tmdlib.models.evaluate import production_measurement
+
+    from .io import positions, read_labels
+    from .labels import task_of
+    from .train import selection_labels
+
+    task = task_of(store.task, info.get("labels_meta"))
+    labels_csv = info["labels"]
+    label_map, _meta = read_labels(labels_csv, None, task)
+    ids = store.dataset.graph_ids
+    med = np.asarray([int(g) for g in sel["medoids"] if int(g) in label_map], dtype=np.int64)
+    tau_of = dict(zip((int(g) for g in sel["medoids"]), np.asarray(sel["tau"], dtype=np.float64)))
+    audit_ids = np.asarray(sel.get("audit_ids") or [], dtype=np.int64)
+    answered = np.asarray([int(g) for g in audit_ids if int(g) in label_map], dtype=np.int64)
+    core_pos = positions(med, ids, labels_csv, "labelled medoids")
+    audit_pos = positions(answered, ids, labels_csv, "labelled audit graphs")
+    m = production_measurement(model, _inputs(model, store, core_pos), selection_labels(label_map, med, task, labels_csv),
+                               np.asarray([tau_of[int(g)] for g in med]), _inputs(model, store, audit_pos),
+                               selection_labels(label_map, answered, task, labels_csv) if len(answered) else
+                               np.zeros((0,)), n_pool=len(ids), epsilon=sel.get("epsilon_mean"),
+                               confidence=confidence, seed=seed, dataset=name)
+    est = m["pool_estimate"]
+    if not len(audit_ids):
+        est["note"] = "no audit sample was requested (labels.audit = 0, or a benchmark selection)"
+    elif len(answered) < len(audit_ids):
+        est["note"] = f"{len(audit_ids) - len(answered)} of {len(audit_ids)} audit graphs have no label yet"
+    budget = info["config"].get("lipschitz_budget")
+    return {"dataset": name, "mode": "production", "task": task.type, "model": info.get("model_name"),
+            "store_content_sha256": sel.get("store_content_sha256"), "method": sel.get("method"),
+            "fraction": sel.get("fraction"), "k": int(len(sel["medoids"])), "labelled_coreset": int(len(med)),
+            "n_pool": m["n_pool"], "audit_requested": int(len(audit_ids)), "audit_labelled": int(len(answered)),
+            "seed": seed, "labels_for_evaluation": PRODUCTION_EVAL,
+            "labels_for_training": info.get("labels_source", "unknown"), "pool_estimate": est,
+            "coreset_loss_weighted": m["coreset_loss"],
+            "test": {"metric": est["metric"], "coreset_model": None, "full_model": None, "n": 0,
+                     "note": m["not_measurable"]["test_metric"]},
+            "certified": budget is not None, "lipschitz_budget": budget,
+            "bound": {**m["bound"], "fraction": sel.get("fraction"), "k": int(len(sel["medoids"]))},
+            "not_measurable": m["not_measurable"], "reference": None, "nodes": None, "sweep": [],
+            "task_head": model.head.to_dict()}
+
+
+def log_production(metrics: dict, info: dict, graphs: str, selection: str, model: str, train_info: str,
+                   metrics_out: str, plot_out: str, name: str, experiment: str) -> dict:
+    """The production evaluate run in MLflow: the pool estimate and its interval, the coreset loss, c·ε."""
+    from .registry import tag_evaluation
+    from .tracking import log_run, start_run
+
+    est, b = metrics["pool_estimate"], metrics["bound"]
+    params = {"dataset": name, "task": metrics["task"], "mode": "production", "model": metrics.get("model"),
+              "selection.method": metrics.get("method"), "selection.k": metrics["k"],
+              "confidence": est["confidence"], "audit_labelled": metrics["audit_labelled"]}
+    flat = {f"pool_estimate.{k}": v for k, v in est.items() if isinstance(v, (int, float)) and v is not None}
+    flat.update({"coreset_loss_weighted": metrics["coreset_loss_weighted"], "c_epsilon": b.get("c_epsilon"),
+                 "loss_scale": b.get("loss_scale")})
+    inputs = [graphs, selection, model, train_info]
+    run = start_run("evaluate", params, inputs, experiment, f"evaluate@{name}",
+                    {"labels_for_evaluation": PRODUCTION_EVAL, "task": metrics["task"], "mode": "production"})
+    out = log_run("evaluate", params, {k: v for k, v in flat.items() if v is not None}, inputs,
+                  [metrics_out, plot_out], experiment=experiment, run=run)
+    logged = (info.get("mlflow") or {}).get("model") or {}
+    tag_evaluation(logged, f"pool_{est['metric']}", est.get("value"), run["run_id"])
+    return out
+
+
+@task(name="measure-model", persist_result=False, cache_policy=NO_CACHE)
+def measure_model_task(model, store, train_pos, subset, tau, test_pos, epsilon, name: str) -> dict:
+    """Benchmark mode for a model without a TMD-Lipschitz constant (:func:`tmdlib.models.evaluate.benchmark_measurement`),
+    in the shape :func:`metrics_document` takes."""
+    from tmdlib.models.evaluate import benchmark_measurement
+
+    y = store.dataset.y
+    y = y.reshape(len(y), -1) if model.head.task.num_targets > 1 else y.reshape(len(y), -1)[:, 0]
+    m = benchmark_measurement(model, _inputs(model, store, train_pos), y[train_pos], subset, tau,
+                              _inputs(model, store, test_pos), y[test_pos], epsilon=epsilon, dataset=name)
+    m["bound"]["tau_sum"] = float(np.sum(tau))
+    return {**m, "task": model.head.to_dict(), "reference": {"degenerate": None, "epochs": None,
+                                                             "note": m["bound"]["corollary_note"]},
+            "nodes": None, "sweep": [], "sweep_note": "no sweep for a model without a TMD-Lipschitz constant",
+            "epochs": {"full_model": None, "sweep": None}}

@@ -267,3 +267,82 @@ def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights,
         raise InputError(matrix, f"TMD matrix does not match this run ({meta_path}): {'; '.join(problems)} "
                                  f"(recompute it with `tmdsub tmd-matrix` for this store, depth and weights)")
     return meta
+
+
+def store_labelled(path: str) -> bool:
+    """Whether the store holds any label (a benchmark set, or a pool ingested with its labels); an unlabelled pool
+    is production's: its labels come from the lab, its test set is the audit sample."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.task import table_labels
+
+    if "y" not in pq.read_schema(path).names:
+        return False
+    return bool(np.isfinite(table_labels(pq.read_table(path, columns=["y"]))).any())
+
+
+# --------------------------------------------------------------------------------- the store as one object
+class Store:
+    """One graph store (``data/graphs/<DATASET>.parquet``), opened once per stage: every read of it goes through
+    here — the graphs (read and checked once, on first use), its task, SMILES, ids, split and batches.
+
+    Parameters
+    ----------
+    path : str
+    """
+
+    def __init__(self, path: str):
+        if not Path(path).exists():
+            raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
+        self.path = str(path)
+        self._dataset = None
+        self._task = None
+        self._smiles = None
+
+    @property
+    def dataset(self) -> GraphDataset:
+        """All graphs (:class:`tmdlib.GraphDataset`), read and validated on first use."""
+        if self._dataset is None:
+            self._dataset = load_graph_store.fn(self.path)
+        return self._dataset
+
+    @property
+    def task(self):
+        """The task recorded at ingest (:class:`tmdlib.datasets.task.TaskSpec`; None for an unlabelled pool whose
+        task is decided by its first label import)."""
+        if self._task is None:
+            self._task = store_task(self.path)
+        return self._task
+
+    @property
+    def graph_ids(self) -> np.ndarray:
+        return self.dataset.graph_ids if self._dataset is not None else store_graph_ids(self.path)
+
+    def smiles(self, positions=None) -> list[str] | None:
+        """SMILES of the graphs at ``positions`` (all when None), or None when the store has none."""
+        if self._smiles is None:
+            import pyarrow.parquet as pq
+
+            if "smiles" not in pq.read_schema(self.path).names:
+                return None
+            self._smiles = [s or "" for s in pq.read_table(self.path, columns=["smiles"]).column("smiles").to_pylist()]
+        return list(self._smiles) if positions is None else [self._smiles[int(p)] for p in positions]
+
+    @property
+    def labelled(self) -> bool:
+        """:func:`store_labelled`."""
+        return store_labelled(self.path)
+
+    def split(self, sizes: list[int], test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        return store_split(self.path, sizes, test_fraction, seed)
+
+    def segments(self, n: int) -> list[int]:
+        return store_segments(self.path, n)
+
+    def content_hash(self) -> str:
+        return store_content_hash(self.dataset)
+
+
+def open_store(path: str) -> Store:
+    """The graph store at ``path`` as a :class:`Store` (nothing read yet but its existence)."""
+    return Store(path)

@@ -364,9 +364,14 @@ def read_labels(csv_path: str, meta_path: str | None = None, task=None) -> tuple
                          for c in checked.column_names[1:]])
     gids = checked.column("graph_id").to_pylist()
     labels = {int(g): (float(row[0]) if task.num_targets == 1 else row) for g, row in zip(gids, Y)}
+    return labels, read_labels_meta(csv_path, meta_path)
+
+
+def read_labels_meta(csv_path: str, meta_path: str | None = None) -> dict:
+    """``labels.json`` of a labels file (``meta_path``, default next to the CSV); ``{"source": "unknown"}`` when
+    there is none."""
     mp = Path(meta_path) if meta_path else Path(csv_path).with_suffix(".json")
-    meta = read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
-    return labels, meta
+    return read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
 
 
 def _parse_int(v) -> int | None:

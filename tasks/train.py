@@ -38,10 +38,11 @@ def set_torch_threads(n: int) -> int:
 # ----------------------------------------------------------------------------------------------
 # Parameters (checked before any file is read)
 # ----------------------------------------------------------------------------------------------
-def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, batch_size: int | None, lr: float,
-                   seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None,
-                   lipschitz_mode=None) -> dict:
-    """Training hyper-parameters with the paper's per-dataset defaults (B.2) filled in; checked.
+def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, batch_size: int | None,
+                   lr: float | None, seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None,
+                   lipschitz_mode=None, recipe: str = "paper-b2") -> dict:
+    """The GIN's training hyper-parameters: the named ``recipe`` (:data:`tmdlib.torch.model.RECIPES`; ``paper-b2``
+    fills in the paper's per-dataset B.2 widths) with the given options over it; checked.
 
     ``lipschitz_budget`` (certified mode, :mod:`tmdlib.torch.certified`): a positive number (per weight matrix) or a
     comma list of per-matrix budgets; ``None``, ``0``, ``"none"``, ``"null"`` → unconstrained.  It is added to
@@ -50,11 +51,13 @@ def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, b
     when it is ``"orthogonal"`` and a budget is set.
     """
     from tmdlib.torch.certified import parse_budget, parse_mode
-    from tmdlib.torch.gin import default_hyperparameters
+    from tmdlib.torch.model import RECIPES, recipe_config
 
-    d = default_hyperparameters(dataset)
+    if recipe not in RECIPES:
+        raise InputError(None, f"--recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
+    d = recipe_config(recipe, dataset)
     cfg = {"hidden": int(hidden or d["hidden"]), "layers": int(layers), "pool": pool, "eta": float(eta),
-           "bias": bool(bias), "lr": float(lr), "batch_size": int(batch_size or d["batch_size"]),
+           "bias": bool(bias), "lr": float(lr or d["lr"]), "batch_size": int(batch_size or d["batch_size"]),
            "epochs": int(epochs), "seed": int(seed), "device": device}
     problems = [f"--{k.replace('_', '-')} must be >= 1" for k in ("hidden", "layers", "batch_size") if cfg[k] < 1]
     if cfg["epochs"] < 0:
@@ -158,46 +161,92 @@ def selection_labels(label_map: dict, med_ids, task, path: str) -> np.ndarray:
     return enc[:, 0] if task.num_targets == 1 else enc
 
 
-@task(name="fit-gin", persist_result=False, cache_policy=NO_CACHE)
-def fit_task(ds, positions, y, tau, cfg: dict, task, **kwargs):
-    """:func:`tmdlib.torch.fit.fit` (a GIN for the dataset's task on the labelled selection)."""
-    from tmdlib.torch.fit import fit
+def resolve_model_option(model: str):
+    """The :class:`tmdlib.models.ModelSpec` of ``--model`` (a registered name or ``package.module:factory``)."""
+    from tmdlib.models import resolve_model
 
-    return fit(ds, positions, y, tau, cfg, task, **kwargs)
+    return resolve_model(model)
 
 
-def train_record(res, cfg: dict, sel: dict, meta: dict, weights: str, target, node_eps) -> tuple[dict, dict]:
-    """``(train.json fields, MLflow metrics)`` of a :class:`tmdlib.torch.fit.FitResult`."""
-    from tmdlib.torch.gin import model_config
+def gin_options(cfg: dict, loss: str, huber_delta: float, weights, dataset: str, recipe: str, on_loss=None) -> dict:
+    """The options of :class:`tmdlib.torch.model.GINModel` from a checked :func:`resolve_config` ``cfg``."""
+    train = {k: cfg[k] for k in ("hidden", "layers", "pool", "eta", "bias", "lr", "batch_size", "epochs", "seed",
+                                 "device")}
+    return {"recipe": recipe, "dataset": dataset, "lipschitz_budget": cfg.get("lipschitz_budget"),
+            "lipschitz_mode": cfg.get("lipschitz_mode"), "loss": None if loss == "auto" else loss,
+            "huber_delta": huber_delta, "weights": weights, "on_loss": on_loss, **train}
 
-    lip, alive, tau = res.lipschitz, res.alive_units, sel["tau"]
-    info = {
-        "config": cfg, "model": model_config(res.model), "device": res.device, "losses": res.losses,
-        "final_loss": res.losses[-1] if res.losses else None, "train_seconds": round(res.seconds, 3),
-        "task": res.head.task.to_dict(), "task_head": res.head.to_dict(),
-        "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
-                      "loss": f"{res.head.loss} ({res.head.why})"},
-        "certified": lip["certified"], "c_certified": lip["c_certified"], "lipschitz_target": target,
-        "node_epsilon_mean": None if node_eps is None else float(np.dot(tau, node_eps) / tau.sum()),
-        # hidden units of each layer non-zero on some training node; a 0 = a collapsed (dead) network
-        "alive_units": alive, "collapsed": res.collapsed,
-    }
-    metrics = {"final_loss": info["final_loss"], "c": lip["c"], "collapsed": res.collapsed,
-               "alive_units_min": min(alive), "kappa": lip["kappa"], "bound_valid": lip["valid"],
-               "train_seconds": res.seconds, "certified": lip["certified"], "c_measured": lip["c_measured"],
-               **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
-                   **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
-                  if lip["certified"] else {}),
-               **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])}, "phi.readout": lip["readout"]}
+
+@task(name="fit-model", persist_result=False, cache_policy=NO_CACHE)
+def fit_task(spec, options: dict, X, y, tau, task):
+    """Build the model of ``spec`` with ``options`` and fit it on the labelled selection ``X`` (τ-weighted)."""
+    import time
+
+    t0 = time.perf_counter()
+    model = spec.build(options).fit(X, y, tau, task)
+    model.seconds = time.perf_counter() - t0
+    return model
+
+
+def train_record(model, cfg: dict, sel: dict, tau, weights: str, target, node_eps) -> tuple[dict, dict]:
+    """``(train.json fields, MLflow metrics)`` of a fitted :class:`tmdlib.models.Model`.
+
+    A GIN adds its losses, its stability constant c (the certificate, Lemma 3.2) and its alive units; any other
+    model states that it has no TMD-Lipschitz constant (its coreset loss is measured, no c·ε is claimed)."""
+    lip = model.certificate()
+    tau = np.asarray(tau, dtype=np.float64)
+    info = {"model_name": model.name, "model_inputs": model.inputs, "model_options": model.describe(),
+            "config": cfg, "device": "cpu", "train_seconds": round(float(getattr(model, "seconds", 0.0)), 3),
+            "task": model.head.task.to_dict(), "task_head": model.head.to_dict(),
+            "node_epsilon_mean": None if node_eps is None else float(np.dot(tau, node_eps) / tau.sum()),
+            "lipschitz_target": target}
+    metrics = {"train_seconds": info["train_seconds"]}
+    if lip is None:
+        info.update({"lipschitz": {"c": None, "certified": False, "c_certified": None, "valid": False,
+                                   "why": f"model {model.name!r} has no Lipschitz constant in TMD: the coreset loss is "
+                                          "measured, no c*eps bound is stated"},
+                     "certified": False, "c_certified": None, "losses": [], "final_loss": None})
+    else:
+        res = model.result
+        alive = res.alive_units
+        info.update({"model": info["model_options"]["model"], "device": res.device, "losses": res.losses,
+                     "final_loss": res.losses[-1] if res.losses else None,
+                     "lipschitz": {**lip, "depth": cfg["layers"] + 1, "weights": weights,
+                                   "loss": f"{res.head.loss} ({res.head.why})"},
+                     "certified": lip["certified"], "c_certified": lip["c_certified"],
+                     # hidden units of each layer non-zero on some training node; a 0 = a collapsed (dead) network
+                     "alive_units": alive, "collapsed": res.collapsed})
+        metrics.update({"final_loss": info["final_loss"], "c": lip["c"], "collapsed": res.collapsed,
+                        "alive_units_min": min(alive), "kappa": lip["kappa"], "bound_valid": lip["valid"],
+                        "certified": lip["certified"], "c_measured": lip["c_measured"],
+                        **({"c_certified": lip["c_certified"], "constraint_ok": lip["constraint_ok"],
+                            **{f"spectral_norm.{n}": v for n, v in zip(lip["matrices"], lip["spectral_norms"])}}
+                           if lip["certified"] else {}),
+                        **{f"phi.{i + 1}": v for i, v in enumerate(lip["per_layer"][:-1])},
+                        "phi.readout": lip["readout"]})
     if info["node_epsilon_mean"] is not None:
         metrics["node_epsilon_mean"] = info["node_epsilon_mean"]
     return info, metrics
 
 
-def collapse_warning(info: dict, lr: float) -> str | None:
+def train_summary(name: str, task, info: dict, model) -> str:
+    """The line the train stage prints."""
+    lip = info["lipschitz"]
+    head = f"trained {model.name} on {name} ({task.describe()}): {info['k']} graphs"
+    if lip.get("c") is None:
+        return f"{head} ({info['weighting']} weights), {info['train_seconds']:.1f} s; no TMD-Lipschitz constant"
+    final = info["final_loss"] if info["final_loss"] is not None else float("nan")
+    return (f"{head}, {info['config']['epochs']} epochs on {info['device']}, final weighted {model.head.loss} "
+            f"{final:.4f}, c = {lip['c']:.4g}" + (f" (certified: budget {lip['lipschitz_budget']}, measured "
+                                                 f"{lip['c_measured']:.4g}, constraint "
+                                                 f"{'holds' if lip['constraint_ok'] else 'VIOLATED'})"
+                                                 if lip["certified"] else ""))
+
+
+def collapse_warning(info: dict, lr) -> str | None:
     """The warning printed when the trained GIN collapsed (a dead layer), else None."""
-    alive = info["alive_units"]
-    if not info["collapsed"]:
+    alive = info.get("alive_units")
+    if not info.get("collapsed"):
         return None
     return (f"WARNING: the trained GIN collapsed: layer {alive.index(0) + 1} has no unit that is non-zero on any "
             f"training graph, so every graph gets the same output (alive units per layer: {alive}). Lower the "
@@ -205,22 +254,37 @@ def collapse_warning(info: dict, lr: float) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Model files
+# Model files: the model's arrays as plain tensors (torch.load(weights_only=True)), its config in train.json
 # ----------------------------------------------------------------------------------------------
-def save_model(model, path: str) -> str:
-    """Atomically save ``model.state_dict()`` (tensors only; load with ``weights_only=True``)."""
+def save_model(model, path: str) -> dict:
+    """Atomically write a fitted :class:`tmdlib.models.Model`'s arrays to ``path`` as a dict of tensors (a GIN's:
+    its state dict); returns the model's config (``train.json``'s ``model_state``), which rebuilds it."""
     import torch
 
+    config, arrays = model.state()
+    bad = [k for k, v in arrays.items() if np.asarray(v).dtype.kind not in "biuf"]
+    if bad:
+        raise InputError(path, f"model {model.name!r}: arrays {bad[:5]} are not numeric (cannot be saved as tensors)")
     with io.atomic_path(path) as tmp:
-        torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, tmp)
-    return path
+        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}, tmp)
+    return config
 
 
-def load_model(path: str, config: dict):
-    """A :class:`tmdlib.torch.gin.GIN` built from ``config`` with the state dict at ``path`` (``weights_only=True``)."""
+def model_state_of(info: dict) -> dict:
+    """``train.json``'s model config (``model_state``); a train.json written before models were registered holds a
+    GIN's ``model`` / ``config`` / ``task_head`` instead."""
+    if info.get("model_state"):
+        return info["model_state"]
+    return {"name": "certified-gin" if info.get("certified") else "gin", "config": info.get("config"),
+            "model": info.get("model"), "head": info.get("task_head"), "lipschitz": info.get("lipschitz")}
+
+
+def load_model(path: str, info: dict):
+    """The fitted :class:`tmdlib.models.Model` of ``train.json`` ``info`` with its arrays from ``path``
+    (``torch.load(weights_only=True)``: nothing is unpickled)."""
     import torch
 
-    from tmdlib.torch.gin import build_model
+    from tmdlib.models import restore_model
 
     if not Path(path).is_file():
         raise InputError(path, "model file not found")
@@ -228,29 +292,10 @@ def load_model(path: str, config: dict):
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch raises many kinds for a bad file
         raise InputError(path, f"not a loadable state dict: {err}") from None
-    model = build_model(config)
     try:
-        model.load_state_dict(state)
-    except RuntimeError as err:
+        return restore_model(model_state_of(info), {k: v.numpy() for k, v in state.items()})
+    except (RuntimeError, KeyError, ValueError) as err:
         raise InputError(path, f"state dict does not match the model config: {err}") from None
-    return model.eval()
-
-
-# ----------------------------------------------------------------------------------------------
-# Tasks
-# ----------------------------------------------------------------------------------------------
-@task(name="train-gin", persist_result=False, cache_policy=NO_CACHE)
-def train_model(data: list, cfg_dict: dict, in_dim: int, on_loss=None) -> tuple:
-    """Train a GIN (``tmdlib.torch.gin.train_gin``); returns ``(model, losses, device)``.
-
-    ``cfg_dict`` may hold ``lipschitz_budget`` (certified mode, :mod:`tmdlib.torch.certified`): every weight
-    matrix is then projected onto ``‖W‖₂ ≤ budget`` after each step; absent / None / 0 → unconstrained.
-    ``on_loss(epoch, loss)`` is called after every epoch (e.g. :class:`LiveMetric`).
-    """
-    from tmdlib.torch.certified import train_from_config
-
-    res = train_from_config(data, cfg_dict, in_dim=in_dim, on_loss=on_loss)
-    return res.model, res.losses, res.device
 
 
 @task(name="write-model", persist_result=False, cache_policy=NO_CACHE)

@@ -186,8 +186,8 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
 
     from ..datasets.task import BINARY
     from ..metrics import headline
-    from ..torch.fit import task_head, train_config
-    from ..torch.gin import TrainConfig, train_gin
+    from ..models.head import task_head, training_labels
+    from ..torch.fit import train_on
     from ..torch.measure import score_model
     from ..torch.pyg import dataset_to_pyg
 
@@ -234,9 +234,7 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
             sel_seconds = sel.seconds["select"]
             pos = train[sel.positions]
             head = task_head(task, y=y[pos], weights=sel.tau)
-            labels = head.encode(y[pos])
-            data = dataset_to_pyg(ds, y=labels[:, 0] if task.num_targets == 1 else labels, weights=sel.tau,
-                                  positions=pos)
+            data = dataset_to_pyg(ds, y=training_labels(head, y[pos]), weights=sel.tau, positions=pos)
             k, eps = sel.k, float(sel.epsilon_mean)
         elif kind == "node":
             t0 = time.process_time()
@@ -254,7 +252,7 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
         if kind != "graph" or method in CONDENSE_METHODS:
             head = task_head(task)
         t0 = time.perf_counter()
-        res = train_gin(data, TrainConfig(**train_config(cfg, head)), in_dim=ds.num_features, on_epoch=on_epoch)
+        res = train_on(data, cfg, head, in_dim=ds.num_features, on_epoch=on_epoch)
         seconds = time.perf_counter() - t0
         model = restore(res.model) if restore is not None else res.model
         scored = score_model(model, test_data, y[test], head, metric)["value"]

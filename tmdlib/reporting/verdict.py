@@ -21,7 +21,7 @@ from typing import Mapping
 
 from ..guarantees.bounds import bound_verdict
 
-__all__ = ["coreset_verdicts", "node_verdicts", "verdict_lines"]
+__all__ = ["coreset_verdicts", "estimate_line", "node_verdicts", "verdict_lines"]
 
 NO_EPSILON = "no ε was recorded (a selection without a TMD medoid objective, and no TMD matrix given)"
 
@@ -108,6 +108,17 @@ def node_verdicts(nodes: Mapping | None, bound: Mapping | None = None, certified
                           **mode)}
 
 
+def estimate_line(est: Mapping) -> str:
+    """The production headline: the model's metric on the pool, estimated on the audit sample, with its interval."""
+    if est.get("value") is None:
+        return f"Pool estimate: none ({est.get('note', 'no labelled audit graph')})"
+    ci = ("" if est.get("ci_low") is None else
+          f" [{est['ci_low']:.4g}, {est['ci_high']:.4g}] at {100 * est['confidence']:g} % confidence")
+    note = f"; {est['note']}" if est.get("note") else ""
+    return (f"Pool estimate ({est['n_audit']} audit graphs, {est['method']}): {est['metric']} {est['value']:.4g}{ci}"
+            f"{note}")
+
+
 def verdict_lines(metrics: Mapping | None, node_bound: Mapping | None = None) -> list[str]:
     """The verdict as lines of text, headline first: the one a report or a summary opens with.
 
@@ -128,7 +139,8 @@ def verdict_lines(metrics: Mapping | None, node_bound: Mapping | None = None) ->
     m = metrics or {}
     b = m.get("bound") or {}
     v = coreset_verdicts(b, m.get("certified"))
-    lines = [f"Lemma 3.2 (coreset loss gap): {v['lemma']['sentence']}"]
+    lines = [estimate_line(m["pool_estimate"])] if m.get("pool_estimate") else []
+    lines.append(f"Lemma 3.2 (coreset loss gap): {v['lemma']['sentence']}")
     if v["with_labels"] is not None:
         lines.append(f"Lemma 3.2 with the label term: {v['with_labels']['sentence']}")
     lines.append(f"Corollary 3.3 (excess training loss): {v['corollary']['sentence']}")

@@ -16,76 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..datasets.task import BINARY, TaskSpec, label_matrix
-from ..guarantees.losses import Standardizer, check_loss, loss_lipschitz, per_graph_losses
+from ..datasets.task import BINARY, TaskSpec
+from ..guarantees.losses import per_graph_losses
+from ..models.head import TaskHead, task_head, training_labels
 
-__all__ = ["TaskHead", "FitResult", "task_head", "fit", "predict", "losses_on", "train_config"]
-
-
-@dataclass
-class TaskHead:
-    r"""How a model's outputs meet a task's labels.
-
-    Attributes
-    ----------
-    task : TaskSpec
-    loss : str
-        ``bce``, ``ce``, ``huber``, ``l1`` or ``mse``.
-    delta : float
-        Huber's δ (standardised units).
-    standardizer : Standardizer
-        Regression: :math:`(y - \mu)/\sigma` of each target, fitted on the labelled coreset; identity otherwise.
-    M : float or None
-        The loss's Lipschitz constant in the output (None: uncertified, MSE).
-    why : str
-        Where ``M`` comes from (one sentence).
-    """
-
-    task: TaskSpec = field(default_factory=lambda: BINARY)
-    loss: str = "bce"
-    delta: float = 1.0
-    standardizer: Standardizer = field(default_factory=Standardizer.identity)
-    M: float | None = 1.0
-    why: str = ""
-
-    @property
-    def certified_loss(self) -> bool:
-        """Whether the loss has a Lipschitz constant (every loss but MSE)."""
-        return self.M is not None
-
-    def encode(self, y) -> np.ndarray:
-        """Labels as the model is trained on them: standardised for regression, shape ``(n, T)``."""
-        Y = label_matrix(y)
-        return self.standardizer.transform(Y) if self.task.type == "regression" else Y
-
-    def to_dict(self) -> dict:
-        return {"task": self.task.to_dict(), "loss": self.loss, "huber_delta": self.delta,
-                "targets": self.standardizer.to_dict() if self.task.type == "regression" else None,
-                "M": self.M, "loss_lipschitz": self.why}
-
-    @classmethod
-    def from_dict(cls, d: dict | None) -> "TaskHead":
-        """From :meth:`to_dict` (``train.json``'s ``task_head``); a missing entry is the binary BCE head."""
-        if not d:
-            return task_head(BINARY)
-        task = TaskSpec.from_dict(d.get("task") or {})
-        return task_head(task, d.get("loss"), float(d.get("huber_delta", 1.0)),
-                         standardizer=Standardizer.from_dict(d.get("targets"), task.num_targets))
-
-
-def task_head(task: TaskSpec, loss: str | None = None, delta: float = 1.0, y=None, weights=None,
-              standardizer: Standardizer | None = None) -> TaskHead:
-    """The :class:`TaskHead` of a task: its loss (checked), :math:`M`, and for regression the standardiser fitted on
-    the labelled coreset ``y`` (τ-weighted by ``weights``) unless given."""
-    loss = check_loss(task.type, loss)
-    M, why = loss_lipschitz(loss, delta)
-    if task.type == "regression":
-        if standardizer is None:
-            standardizer = (Standardizer.identity(task.num_targets) if y is None
-                            else Standardizer.fit(label_matrix(y), weights))
-    else:
-        standardizer = Standardizer.identity(task.num_targets)
-    return TaskHead(task, loss, float(delta), standardizer, M, why)
+__all__ = ["TaskHead", "FitResult", "task_head", "fit", "train_on", "predict", "losses_on", "train_config"]
 
 
 def train_config(cfg: dict, head: TaskHead) -> dict:
@@ -163,23 +98,15 @@ def fit(ds, positions, y, tau, cfg: dict, task: TaskSpec = BINARY, *, loss: str 
     -------
     FitResult
     """
-    from .certified import stability_constant, train_from_config
+    from .certified import stability_constant
     from .gin import alive_units
     from .pyg import dataset_to_pyg
 
     head = head or task_head(task, loss, delta, y, tau)
-    Y = head.encode(y)
-    labels = Y[:, 0] if Y.shape[1] == 1 and task.type in ("binary", "multiclass") else Y
-    data = dataset_to_pyg(ds, positions=positions, y=labels, weights=tau, node_subsets=node_subsets)
+    data = dataset_to_pyg(ds, positions=positions, y=training_labels(head, y), weights=tau, node_subsets=node_subsets)
     tc = train_config(cfg, head)
     t0 = time.perf_counter()
-    if on_epoch is None:
-        res = train_from_config(data, tc, in_dim=ds.num_features, on_loss=on_loss)
-    else:
-        from .gin import TrainConfig, train_gin
-
-        plain = {k: v for k, v in tc.items() if k not in ("lipschitz_budget", "lipschitz_mode")}
-        res = train_gin(data, TrainConfig(**plain), in_dim=ds.num_features, on_epoch=on_epoch, on_loss=on_loss)
+    res = train_on(data, tc, head, in_dim=ds.num_features, on_loss=on_loss, on_epoch=on_epoch)
     seconds = time.perf_counter() - t0
     lip = stability_constant(res.model, tc.get("lipschitz_budget"), M=head.M if head.M is not None else 1.0,
                              weights=weights, mode=tc.get("lipschitz_mode", "ball"))
@@ -187,12 +114,38 @@ def fit(ds, positions, y, tau, cfg: dict, task: TaskSpec = BINARY, *, loss: str 
     return FitResult(res.model, res.losses, res.device, head, lip, alive_units(res.model, data), seconds, data)
 
 
+def train_on(data, cfg: dict, head: TaskHead, in_dim: int, *, on_loss=None, on_epoch=None):
+    r"""The one training recipe: a GIN trained on PyG graphs ``data`` (labels already encoded by
+    :func:`tmdlib.models.head.training_labels`, weights in ``data[i].weight``) with ``head``'s loss and width.
+
+    The pipeline's train stage (:func:`fit`), both experiment profiles (:func:`tmdlib.experiment.protocol.run_cell`,
+    including node subsampling and the condensation baselines' synthetic graphs), the molecules benchmark and the
+    PyG example all train here.  ``cfg`` holds :class:`tmdlib.torch.gin.TrainConfig` fields (see
+    :data:`RECIPES` for the named settings) and optionally ``lipschitz_budget`` / ``lipschitz_mode`` (certified
+    training, :func:`tmdlib.torch.certified.train_from_config`); ``on_epoch(epoch, model)`` (model selection on a
+    validation set) is available for the unconstrained GIN.
+
+    Returns
+    -------
+    tmdlib.torch.gin.TrainResult
+    """
+    from .certified import train_from_config
+    from .gin import TrainConfig, train_gin
+
+    tc = train_config(cfg, head)
+    if on_epoch is None:
+        return train_from_config(data, tc, in_dim=in_dim, on_loss=on_loss)
+    if tc.get("lipschitz_budget") is not None:
+        raise ValueError("on_epoch (validation model selection) is for the unconstrained GIN only")
+    plain = {k: v for k, v in tc.items() if k not in ("lipschitz_budget", "lipschitz_mode")}
+    return train_gin(data, TrainConfig(**plain), in_dim=in_dim, on_epoch=on_epoch, on_loss=on_loss)
+
+
 def predict(model, data, head: TaskHead, device: str = "cpu") -> np.ndarray:
     """Outputs in the task's own units, shape ``(n, D)``: logits (classification) or de-standardised predictions."""
     from .gin import predict_outputs
 
-    z = predict_outputs(model, data, device=device)
-    return head.standardizer.inverse(z) if head.task.type == "regression" else z
+    return head.to_task_units(predict_outputs(model, data, device=device))
 
 
 def losses_on(model, data, y, head: TaskHead, device: str = "cpu", outputs=None) -> np.ndarray:

@@ -1,0 +1,186 @@
+r"""What can be measured of a trained model from the labels a team actually has (production mode), and the
+benchmark measurement of a model without a TMD-Lipschitz constant.
+
+Production mode: the labels are the lab's answers for the coreset :math:`\mathcal I` (weights τ) and for an **audit
+sample** :math:`\mathcal A` — a uniform random sample of the pool outside the coreset, never trained on
+(:func:`tmdlib.select.audit.audit_sample`).  From them:
+
+* the model's metric **on the pool**, estimated on :math:`\mathcal A` with a percentile-bootstrap confidence interval
+  (:func:`pool_estimate`: ``n_boot`` resamples of the audit members with replacement, the metric recomputed on each;
+  the interval is the :math:`(1-\gamma)/2` and :math:`(1+\gamma)/2` quantiles at confidence :math:`\gamma`); the
+  model's mean loss likewise.  Because :math:`\mathcal A` is uniform over the pool outside the coreset, these
+  estimate the model's quality on exactly the molecules it will be used for;
+* the τ-weighted training loss on the coreset, :math:`\frac1n\sum_{i\in\mathcal I}\tau_i\mathcal L_i`;
+* the certificate :math:`c\,\varepsilon` of Lemma 3.2 (when the model reports a TMD-Lipschitz constant :math:`c`)
+  against the loss scale of the task that was trained (the trivial predictor's loss, fitted on the coreset's labels).
+
+Nothing is computed from labels that do not exist: no full-data reference, no observed gap, no test metric.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..guarantees.losses import trivial_loss
+from ..metrics import headline, higher_is_better, score
+
+__all__ = ["pool_estimate", "weighted_loss", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE"]
+
+#: What production mode cannot measure, and why (reported as such in metrics.json).
+NOT_MEASURABLE = {
+    "test_metric": "not measurable without the pool's labels: the audit sample's estimate stands for it",
+    "observed_gap": "not measurable without the labels of every pool member (Lemma 3.2's left-hand side)",
+    "full_data_reference": "not measurable: no model can be trained on labels that do not exist (Corollary 3.3)",
+}
+
+
+def weighted_loss(losses, weights) -> float:
+    """:math:`\\sum_i w_i \\ell_i / \\sum_i w_i`."""
+    w = np.asarray(weights, dtype=np.float64)
+    return float(np.dot(w, np.asarray(losses, dtype=np.float64)) / w.sum())
+
+
+def pool_estimate(outputs, y, task_type: str, metric: str | None = None, losses=None, confidence: float = 0.9,
+                  n_boot: int = 2000, seed: int = 0, num_classes: int = 0) -> dict:
+    r"""The metric (and mean loss) of a model on the pool, estimated on a uniform audit sample.
+
+    Parameters
+    ----------
+    outputs : array_like, shape (m, D)
+        The model's outputs on the audit members (task units: logits, or predictions).
+    y : array_like, shape (m,) or (m, T)
+        Their labels (NaN = missing; such members are left out).
+    task_type : str
+    metric : str, optional
+        Default: :func:`tmdlib.metrics.headline`.
+    losses : array_like, shape (m,), optional
+        Per-member training losses (a loss estimate is added when given).
+    confidence : float
+        :math:`\gamma \in (0, 1)`.
+    n_boot : int
+        Bootstrap resamples.
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``metric``, ``value`` (on the audit sample), ``ci_low``, ``ci_high``, ``confidence``, ``n_audit``,
+        ``method``, ``higher_is_better`` and, with ``losses``, ``loss`` / ``loss_ci_low`` / ``loss_ci_high``.  With
+        fewer than 2 labelled audit members the interval is None and ``note`` says why.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
+    Y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    keep = ~np.isnan(Y).all(axis=1)
+    Z, Y = Z[keep], Y[keep]
+    L = None if losses is None else np.asarray(losses, dtype=np.float64)[keep]
+    metric = metric or headline(task_type)
+    m = int(len(Y))
+    out = {"metric": metric, "value": None, "ci_low": None, "ci_high": None, "confidence": float(confidence),
+           "n_audit": m, "higher_is_better": higher_is_better(metric),
+           "method": f"percentile bootstrap ({n_boot} resamples of the audit sample)"}
+    if m == 0:
+        return {**out, "note": "no labelled audit member: nothing to estimate from"}
+    value = score(Z, Y, task_type, num_classes).get(metric)
+    out["value"] = None if value is None or not np.isfinite(value) else float(value)
+    if L is not None:
+        out["loss"] = float(L.mean())
+    if m < 2:
+        return {**out, "note": "one labelled audit member: no interval"}
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, m, size=(int(n_boot), m))
+    vals = np.array([score(Z[i], Y[i], task_type, num_classes).get(metric, np.nan) for i in idx], dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    a = (1 - confidence) / 2
+    if vals.size:
+        out["ci_low"], out["ci_high"] = (float(v) for v in np.quantile(vals, [a, 1 - a]))
+    if L is not None:
+        means = L[idx].mean(axis=1)
+        out["loss_ci_low"], out["loss_ci_high"] = (float(v) for v in np.quantile(means, [a, 1 - a]))
+    return out
+
+
+def production_measurement(model, X_coreset, y_coreset, tau, X_audit, y_audit, *, n_pool: int, epsilon=None,
+                           confidence: float = 0.9, seed: int = 0, dataset: str = "") -> dict:
+    r"""Everything production mode can state about a trained model (module doc).
+
+    Parameters
+    ----------
+    model : tmdlib.models.Model
+        Fitted (``head`` set).
+    X_coreset, y_coreset, tau
+        The labelled coreset members (:class:`tmdlib.models.Inputs`), their labels as stored and weights τ.
+    X_audit, y_audit
+        The labelled audit members and their labels.
+    n_pool : int
+        Pool size :math:`n` (the τ's sum when the coreset covers the pool).
+    epsilon : float, optional
+        The selection's mean medoid objective :math:`\varepsilon` (TMD).
+    confidence : float
+    seed : int
+    dataset : str
+        For the headline metric's choice.
+
+    Returns
+    -------
+    dict
+        ``pool_estimate`` (:func:`pool_estimate`), ``coreset_loss``, ``bound`` (``c``, ``epsilon``, ``c_epsilon``,
+        ``loss_scale`` and what it is, ``certified``), ``not_measurable``.
+    """
+    head = model.head
+    task = head.task
+    tau = np.asarray(tau, dtype=np.float64)
+    core_loss = weighted_loss(model.losses(X_coreset, y_coreset), tau)
+    audit_out = model.outputs(X_audit) if len(X_audit) else np.zeros((0, task.output_dim))
+    audit_losses = head.losses(audit_out, y_audit) if len(X_audit) else np.zeros(0)
+    est = pool_estimate(audit_out, y_audit, task.type, headline(task.type, dataset), losses=audit_losses,
+                        confidence=confidence, seed=seed, num_classes=task.num_classes)
+    scale, what = trivial_loss(task.type, head.loss, head.encode(y_coreset), tau, task.num_classes, head.delta)
+    cert = model.certificate()
+    c = None if cert is None else cert.get("c")
+    c_eps = None if c is None or epsilon is None else float(c) * float(epsilon)
+    bound = {"c": c, "epsilon": None if epsilon is None else float(epsilon), "c_epsilon": c_eps,
+             "erm_bound": None if c_eps is None else 2 * c_eps, "loss_scale": scale, "loss_scale_what": what,
+             "full_model_train_loss": scale, "coreset_loss_weighted": core_loss,
+             "certified": None if cert is None else bool(cert.get("certified")),
+             "constraint_ok": None if cert is None else cert.get("constraint_ok"),
+             "valid": None if cert is None else bool(cert.get("valid", True)), "conditions": [],
+             "gap_observed": None, "lemma_holds": None, "excess_loss": None, "corollary_holds": None,
+             "corollary_note": "the excess loss over a full-data model is not measurable in production",
+             "lipschitz_note": None if cert is not None else (
+                 f"model {model.name!r} has no Lipschitz constant in TMD: Lemma 3.2 holds with some c, none is "
+                 "known, so no c*eps is stated")}
+    return {"pool_estimate": est, "coreset_loss": core_loss, "n_pool": int(n_pool), "bound": bound,
+            "not_measurable": dict(NOT_MEASURABLE)}
+
+
+def benchmark_measurement(model, X_train, y_train, subset, tau, X_test, y_test, *, epsilon=None,
+                          dataset: str = "") -> dict:
+    r"""Benchmark mode for a model without a TMD-Lipschitz constant: the test metrics, and Lemma 3.2's observed gap
+    :math:`|\frac1n\sum_{i\in\mathcal I}\tau_i\mathcal L_i - \frac1n\sum_i\mathcal L_i|` (every training label is
+    known here), with no :math:`c\,\varepsilon` to compare it with.
+
+    Returns
+    -------
+    dict
+        ``test`` (``metric``, ``coreset_model``, ``coreset_metrics``, ``n``), ``bound`` (``gap_observed``,
+        ``coreset_loss_weighted``, ``full_train_loss``, ``loss_scale``; ``c`` None).
+    """
+    head = model.head
+    task = head.task
+    losses = model.losses(X_train, y_train)
+    n = len(losses)
+    core = float(np.dot(np.asarray(tau, dtype=np.float64), losses[np.asarray(subset)]) / n)
+    full = float(losses.mean())
+    metric = headline(task.type, dataset)
+    test_scores = score(model.outputs(X_test), y_test, task.type, task.num_classes) if len(X_test) else {}
+    scale, what = trivial_loss(task.type, head.loss, head.encode(y_train), None, task.num_classes, head.delta)
+    return {"test": {"metric": metric, "coreset_model": test_scores.get(metric), "coreset_metrics": test_scores,
+                     "full_model": None, "n": int(len(X_test))},
+            "bound": {"c": None, "epsilon": None if epsilon is None else float(epsilon), "c_epsilon": None,
+                      "gap_observed": abs(core - full), "coreset_loss_weighted": core, "full_train_loss": full,
+                      "loss_scale": scale, "loss_scale_what": what, "full_model_train_loss": scale,
+                      "lemma_holds": None, "erm_bound": None, "excess_loss": None, "corollary_holds": None,
+                      "corollary_note": "no full-data reference is trained for a model without a TMD constant",
+                      "certified": None, "valid": None, "conditions": [],
+                      "lipschitz_note": f"model {model.name!r} has no Lipschitz constant in TMD: no c*eps is stated"}}

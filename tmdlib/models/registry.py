@@ -1,0 +1,133 @@
+r"""The registry of models: every model the train stage, the evaluate stage, the experiment grids, the molecules
+benchmark, the MLflow model and the PyG example can train is declared here once.
+
+A model is a :class:`~tmdlib.models.base.Model` (fit on a labelled, weighted selection of a pool; outputs;
+its state as plain arrays; whether it is Lipschitz in TMD).  A :class:`ModelSpec` says how to build one from
+options, how to rebuild a fitted one from its saved state, which task types and which input kind it takes
+(``"graphs"``: the pool's graphs; ``"molecules"``: their SMILES), and whether the certificate of Lemma 3.2 may
+be stated for it.
+
+Registering a model::
+
+    register(ModelSpec("mine", make=lambda options: MyModel(**options), restore=MyModel.from_state,
+                       inputs="molecules", tasks=("regression",), summary="one line for --help"))
+
+A user's own model needs no registration: :func:`resolve_model` also takes ``"package.module:factory"``, a
+callable returning a scikit-learn estimator (trained on the molecules' ECFP4 counts with
+``fit(X, y, sample_weight)`` / ``predict(X)``) or a :class:`~tmdlib.models.base.Model`.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import InputError
+
+__all__ = ["ModelSpec", "register", "get_model", "model_names", "resolve_model", "MODELS", "INPUTS"]
+
+#: What a model reads of the pool: its graphs, or its molecules (SMILES).
+INPUTS = ("graphs", "molecules")
+ALL_TASKS = ("binary", "multiclass", "multitask", "regression")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as registered.
+
+    Attributes
+    ----------
+    name : str
+        What users type (``train.model``, ``--model``), lower case.
+    make : callable
+        ``make(options: dict) -> Model`` (unfitted); ``options`` are the model's own keywords.
+    restore : callable
+        ``restore(config: dict, arrays: dict) -> Model`` (fitted), from :meth:`Model.state`.
+    inputs : str
+        ``"graphs"`` or ``"molecules"`` (:data:`INPUTS`).
+    tasks : tuple of str
+        The task types it takes.
+    lipschitz : bool
+        Its outputs are Lipschitz in TMD with a constant it reports (the GIN): Lemma 3.2 / Corollary 3.3 are
+        stated with that constant.  False: the τ-weighted coreset loss is still reported, no ``c·ε``.
+    summary : str
+    defaults : dict
+        Options used when none are given (shown by ``tmdsub train --help`` and the docs).
+    """
+
+    name: str
+    make: Callable
+    restore: Callable
+    inputs: str = "graphs"
+    tasks: tuple = ALL_TASKS
+    lipschitz: bool = False
+    summary: str = ""
+    defaults: dict = field(default_factory=dict)
+
+    def build(self, options: dict | None = None):
+        """An unfitted model with ``defaults`` updated by ``options``."""
+        return self.make({**self.defaults, **(options or {})})
+
+    def check_task(self, task_type: str) -> None:
+        if task_type not in self.tasks:
+            raise InputError(None, f"model {self.name!r} takes {', '.join(self.tasks)} tasks, not {task_type}")
+
+
+MODELS: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    """Add a model (its name must be new, its input kind and task types known); returns it."""
+    if spec.name in MODELS:
+        raise ValueError(f"model {spec.name!r} is already registered")
+    if spec.inputs not in INPUTS:
+        raise ValueError(f"model {spec.name!r}: inputs must be one of {INPUTS}, got {spec.inputs!r}")
+    if not set(spec.tasks) <= set(ALL_TASKS) or not spec.tasks:
+        raise ValueError(f"model {spec.name!r}: unknown task types {sorted(set(spec.tasks) - set(ALL_TASKS))}")
+    MODELS[spec.name] = spec
+    return spec
+
+
+def model_names() -> tuple[str, ...]:
+    """Registered model names, in registration order (the built-in ones are registered when :mod:`tmdlib.models`
+    is imported)."""
+    return tuple(MODELS)
+
+
+def get_model(name: str) -> ModelSpec:
+    """The registered model ``name``; :class:`InputError` listing the known ones otherwise."""
+    if name not in MODELS:
+        raise InputError(None, f"unknown model {name!r}: {', '.join(model_names())}, or 'package.module:factory'")
+    return MODELS[name]
+
+
+def resolve_model(name: str) -> ModelSpec:
+    """A registered model, or the spec of a user's factory ``"package.module:factory"``.
+
+    The factory is imported (the user's own code) and called once with no argument to check what it returns: a
+    :class:`~tmdlib.models.base.Model`, or an object with ``fit`` and ``predict`` (a scikit-learn estimator, then
+    trained on the molecules' ECFP4 counts).
+    """
+    if ":" not in str(name):
+        return get_model(str(name))
+    from .base import EstimatorModel, Model
+
+    module, _, attr = str(name).partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise InputError(None, f"model {name!r}: cannot import {attr!r} from {module!r} ({err})") from None
+    if not callable(factory):
+        raise InputError(None, f"model {name!r}: {attr!r} is not callable")
+    probe = factory()
+    if isinstance(probe, Model):
+        return ModelSpec(name, make=lambda options: factory(**options), restore=type(probe).from_state,
+                         inputs=probe.inputs, tasks=probe.tasks, lipschitz=False, summary=f"user model {name}")
+    if not (hasattr(probe, "fit") and hasattr(probe, "predict")):
+        raise InputError(None, f"model {name!r}: the factory must return a scikit-learn estimator (fit / predict) "
+                               f"or a tmdlib.models.Model, got {type(probe).__name__}")
+    classifier = hasattr(probe, "predict_proba")
+    return ModelSpec(name, make=lambda options: EstimatorModel(factory(**options), name=name),
+                     restore=EstimatorModel.from_state, inputs="molecules",
+                     tasks=("binary", "multiclass") if classifier else ("regression",), lipschitz=False,
+                     summary=f"user estimator {name} on ECFP4 counts")
