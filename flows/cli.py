@@ -56,6 +56,16 @@ def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
         raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
 
 
+def _workers(value: str, shown: bool = True) -> int:
+    """``--workers``: auto (the cores this process may use) or a number; prints the ``workers:`` line first."""
+    from tasks.cpus import workers_line
+
+    n, line = workers_line(value)
+    if shown:
+        typer.echo(line)
+    return n
+
+
 def _select_methods() -> tuple[str, ...]:
     from tmdlib.select import method_names
 
@@ -85,7 +95,7 @@ def ingest(
     task: str = typer.Option("auto", "--task", help="auto (from the labels: 0/1 -> binary or multitask, a few integers -> multiclass, else regression) | binary | multiclass | multitask | regression."),
     params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: per-dataset source settings under ingest.sources.<NAME> (label_columns, split_column, smiles_column, keep_columns, task) used where no option is given."),
     append_dir: Optional[Path] = typer.Option(None, "--append-dir", help="Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended in name order after the dataset."),
-    workers: int = typer.Option(1, "--workers", min=1, help="SMILES: processes converting molecules (MOSES: 2 on 2 cores)."),
+    workers: str = typer.Option("auto", "--workers", help="SMILES: processes converting molecules: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
     limit: int = typer.Option(0, "--limit", min=0, help="SMILES: only the first N molecules (a smaller pool; 0 = all)."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph), with its task type."""
@@ -95,6 +105,7 @@ def ingest(
     _choice("--task", task, ("auto", "binary", "multiclass", "multitask", "regression"))
     kind, path, ds_name, folder = resolve_source(
         dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
+    workers = _workers(workers, shown=kind == "smiles")  # only a SMILES source fans out
     options = source_options(ds_name, str(params) if params else None, smiles_column=smiles_column,
                              label_columns=label_column, split_column=split_column, keep_columns=keep_column,
                              task=task)
@@ -135,8 +146,8 @@ def tmd_matrix(
     weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
     block_size: int = typer.Option(256, "--block-size", min=1, help="Graphs per block side."),
     runner: str = typer.Option("local", "--runner", help="local (processes) | threads | dask."),
-    workers: int = typer.Option(2, "--workers", min=1, help="Parallel blocks (local/threads/dask local cluster)."),
-    threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block", help="numba threads inside one block (default: 1 per worker)."),
+    workers: str = typer.Option("auto", "--workers", help="Parallel blocks (local/threads/dask local cluster): auto (the cores this process may use; printed) or a number."),
+    threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block", help="numba threads inside one block (default: 1 with several workers; with one, the cores this process may use)."),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS",
                                                help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
     engine: str = typer.Option("exact", "--engine", help="The selection's engine: exact (compute the matrix) | scalable (no matrix: only meta.json) | auto (the matrix only while it is cheap)."),
@@ -147,10 +158,15 @@ def tmd_matrix(
     store, w = _store(dataset, graphs), _weights(depth, weights)
     _choice("--runner", runner, ("local", "threads", "dask"))
     _choice("--engine", engine, ("exact", "scalable", "auto"))
+    workers = _workers(workers, shown=not dask_address)
+    if not threads_per_block:  # one numba thread per block beside other workers; one worker: the cores it may use
+        from tasks.cpus import usable_cores
+
+        threads_per_block = 1 if workers > 1 else usable_cores().count
     task_runner = make_task_runner("dask" if dask_address else runner, workers, dask_address)
     meta = tmd_matrix_flow.with_options(task_runner=task_runner)(
         str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
-        weights=w, block_size=block_size, threads_per_block=threads_per_block or (1 if workers > 1 else None),
+        weights=w, block_size=block_size, threads_per_block=threads_per_block,
         engine=engine)
     if meta.get("matrix") is False:
         typer.echo(f"{dataset}: {meta['graphs']} graphs, {meta['node_pairs']:.3g} node pairs: the scalable engine "
@@ -203,7 +219,7 @@ def select(
     part_size: str = typer.Option("auto", "--part-size", help="Scalable engine: largest pool solved as one part; larger pools are split (one task per part). auto: 4000, or 1000 past 100,000 training graphs (printed)."),
     max_pairs: str = typer.Option("auto", "--max-pairs", help="Scalable engine: budget of exact TMD evaluations for the search: auto (chosen from the pool's graph sizes, printed), a number, or 0 for none; the certificate stays exact."),
     runner: str = typer.Option("local", "--runner", help="Scalable engine, several parts: local (processes) | threads | dask."),
-    workers: int = typer.Option(2, "--workers", min=1, help="Parallel parts (local/threads/dask local cluster)."),
+    workers: str = typer.Option("auto", "--workers", help="Parallel parts (local/threads/dask local cluster): auto (the cores this process may use; printed) or a number."),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS", help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
     trust_matrix: bool = typer.Option(False, "--trust-matrix", help="Use a TMD matrix that has no meta.json beside it, unchecked (by default it is refused)."),
 ) -> None:
@@ -222,6 +238,7 @@ def select(
         runner = "dask"
     _choice("--runner", runner, ("local", "threads", "dask"))
     if matrix is not None:
+    workers = _workers(workers, shown=not dask_address)
         from tasks.graphs import matrix_path
 
         if matrix_path(str(matrix)) is None:  # the tmd stage took the scalable engine: it wrote meta.json, no matrix

@@ -24,7 +24,8 @@ from typing import Optional
 import typer
 from prefect import flow
 
-from tasks.experiment import ResultStore, cpu_count, prepare_dataset, run_cell
+from tasks.cpus import usable_cores, workers_line
+from tasks.experiment import ResultStore, prepare_dataset, run_cell
 from tmdlib import InputError
 from tmdlib.experiment import ALL_GRAPH_METHODS, ARCHS, KINDS, NODE_METHODS, PROFILES, needed_matrices, plan_cells
 
@@ -102,7 +103,7 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
         matrix_seconds = cached_matrix_seconds(cache)
     for name in [] if report_only else grid["datasets"]:
         t0 = time.perf_counter()
-        prep = prepare_dataset(name, raw_root, cache, prepare_threads or cpu_count(), needed_matrices(grid))
+        prep = prepare_dataset(name, raw_root, cache, prepare_threads or usable_cores().count, needed_matrices(grid))
         matrix_seconds[name] = {m: s for m, s in prep["compute_seconds"].items() if s is not None}
         store = ResultStore(str(results_dir), name)
         try:
@@ -163,7 +164,7 @@ def experiment_command(
     kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma list of graph,node (default: both)."),
     archs: Optional[str] = typer.Option(None, "--archs", help="Comma list of gin (paper B.2), gin-wide-mean (2x width, mean pooling)."),
     methods: Optional[str] = typer.Option(None, "--methods", help="Comma list replacing the profile's methods: tmd, random, feature, wl, doscond, kidd, doscond-nolabel, kidd-nolabel (graph); tmd, random, rw, kcore (node). doscond/kidd use labels."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel trial processes (default: the CPUs available; quick: 1, in-process)."),
+    workers: Optional[str] = typer.Option(None, "--workers", help="Parallel trial processes: auto (the cores this process may use -- affinity, cgroup quota -- / --torch-threads; printed) or a number (default: auto; quick: 1, in-process)."),
     out_dir: Path = typer.Option(Path("reports"), "--out-dir", help="Reports folder (results/, <profile>/, cache/)."),
     raw_root: Path = typer.Option(Path("data/raw"), "--raw-root", help="Folder of the shipped raw datasets."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Distance-matrix cache (default: <out-dir>/cache)."),
@@ -185,11 +186,14 @@ def experiment_command(
 
         try:
             resolve(datasets, trials, methods, models, fractions, gin_datasets)
-            n = workers or max(1, cpu_count() // torch_threads)
+            if torch_threads < 1:
+                raise InputError(None, f"--torch-threads must be >= 1, got {torch_threads}")
+            n, line = workers_line(workers, per_worker=torch_threads)
+            typer.echo(line)
             runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
             summary = molecules_flow.with_options(task_runner=runner)(
                 datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, methods, models,
-                fractions, gin_datasets, device, torch_threads, 2, report, report_only)
+                fractions, gin_datasets, device, torch_threads, None, report, report_only)
         except InputError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2)
@@ -200,16 +204,17 @@ def experiment_command(
         return
     try:
         resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
-        if workers is not None and workers < 1:
-            raise InputError(None, f"--workers must be >= 1, got {workers}")
         if torch_threads < 1:
             raise InputError(None, f"--torch-threads must be >= 1, got {torch_threads}")
+        n, line = workers_line(workers, per_worker=torch_threads)
+        if workers is None and profile == "quick":
+            # quick: one in-process worker (starting worker processes costs more than its few small models)
+            n, line = 1, f"workers: 1 (quick profile: in-process; --workers auto: {n})"
         if device != "auto" and not (device == "cpu" or device.startswith("cuda")):
             raise InputError(None, "--device must be auto, cpu or cuda[:N]")
         if not raw_root.is_dir():
             raise InputError(str(raw_root), "raw data folder not found")
-        # quick: one in-process worker (starting worker processes costs more than its few small models)
-        n = workers or (1 if profile == "quick" else max(1, cpu_count() // torch_threads))
+        typer.echo(line)
         runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
         summary = experiment_flow.with_options(task_runner=runner)(
             profile, datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, epochs,

@@ -92,14 +92,15 @@ def source_options(name: str, params: str | None = None, *, smiles_column: str |
 def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None = None,
                 checksum_folder: str | None = None, node_attributes: bool = False,
                 smiles_column: str = "smiles", label_column: str | list[str] | None = None,
-                append_dir: str | None = None, workers: int = 1, limit: int | None = None,
+                append_dir: str | None = None, workers: int | str = "auto", limit: int | None = None,
                 split_column: str | None = None, keep_columns: list[str] | None = None,
                 task: str | None = None) -> dict:
     """Verify (built-in data), read, append the batches of ``append_dir``, validate and atomically write.
 
     ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),
     appended in name order after the base source; old graphs keep their ids, features and task.
-    A SMILES source is converted by ``workers`` processes (``limit``: its first molecules only); a built-in
+    A SMILES source is converted by ``workers`` processes (auto: the cores this process may use, see
+    :mod:`tasks.cpus`; ``limit``: its first molecules only); a built-in
     unlabelled pool (MOSES) gets its flagged benchmark label stand-in.
 
     The task (``task``: auto or a type) is decided from the labels (:mod:`tmdlib.datasets.task`); a built-in

@@ -57,10 +57,15 @@ def resolve(datasets: str | None, trials: int | None, methods: str | None, model
 def molecules_flow(datasets: str | None = None, out_dir: str = "reports", raw_root: str = "data/raw",
                    cache_dir: str | None = None, trials: int | None = None, methods: str | None = None,
                    models: str | None = None, fractions: str | None = None, gin_datasets: int | None = None,
-                   device: str = "cpu", torch_threads: int = 1, threads: int = 2, report: bool = True,
+                   device: str = "cpu", torch_threads: int = 1, threads: int | None = None, report: bool = True,
                    report_only: bool = False) -> dict:
-    """Run (or resume) the molecules benchmark, then write the reports (``report_only``: only the reports)."""
+    """Run (or resume) the molecules benchmark, then write the reports (``report_only``: only the reports).
+
+    ``threads``: numba threads of each set's TMD matrix (default: the cores this process may use).
+    """
     from prefect.futures import as_completed
+
+    from tasks.cpus import usable_cores
 
     p = resolve(datasets, trials, methods, models, fractions, gin_datasets)
     cache = cache_dir or str(Path(out_dir) / "cache")
@@ -68,7 +73,7 @@ def molecules_flow(datasets: str | None = None, out_dir: str = "reports", raw_ro
     summary, seconds = {"profile": "molecules", "datasets": {}}, {}
     for name in [] if report_only else p["datasets"]:
         t0 = time.perf_counter()
-        prep = prepare(name, raw_root, cache, threads)
+        prep = prepare(name, raw_root, cache, threads or usable_cores().count)
         seconds[name] = prep["seconds"]
         for fut in [select_method.submit(name, raw_root, prep["paths"], m, p["fractions"], p["trials"])
                     for m in p["methods"]]:

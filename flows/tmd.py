@@ -16,6 +16,7 @@ import numpy as np
 from prefect import flow, get_run_logger
 
 from tasks import io
+from tasks.cpus import resolve_workers
 from tasks.graphs import STORE_HASH_KEY, load_graph_store, read_id_pairs, store_content_hash
 from tasks.tmd import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits,
                        chunk_index, compute_block, merge_blocks, plan_chunks, read_block, record_chunks, tmd_pairs,
@@ -35,8 +36,12 @@ def tmd_pairs_flow(graphs: str, pairs: str, out: str, depth: int = 4, weights="p
     return int(len(i))
 
 
-def make_task_runner(runner: str, workers: int, dask_address: str | None = None):
-    """Task runner by name: ``local`` (processes), ``threads``, ``dask`` (local cluster or ``dask_address``)."""
+def make_task_runner(runner: str, workers: int | str = "auto", dask_address: str | None = None):
+    """Task runner by name: ``local`` (processes), ``threads``, ``dask`` (local cluster or ``dask_address``).
+
+    ``workers``: auto (the cores this process may use, :func:`tasks.cpus.resolve_workers`) or a number.
+    """
+    workers = resolve_workers(workers)
     if runner == "local":
         from prefect.task_runners import ProcessPoolTaskRunner
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -254,14 +253,6 @@ def recorded_matrix_seconds(results_dir: str) -> dict:
     if not ok:
         raise InputError(str(path), "expected {dataset: {matrix: seconds}} with numeric seconds")
     return {d: {m: float(v) for m, v in t.items()} for d, t in data.items()}
-
-
-def cpu_count() -> int:
-    """CPUs this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from tmdlib import datasets as tds
 from tmdlib.datasets.task import TaskSpec, store_task, table_task
 
 from . import io
+from .cpus import resolve_workers
 
 
 @task(name="verify-checksums", persist_result=False)
@@ -111,12 +112,13 @@ def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column
 @task(name="read-source", persist_result=False)
 def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
                 smiles_column: str = "smiles", label_column=None, standin: str | None = None,
-                workers: int = 1, limit: int | None = None, *, split_column: str | None = None,
+                workers: int | str = "auto", limit: int | None = None, *, split_column: str | None = None,
                 keep_columns=(), task=None):
     """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``) with its task.
 
     ``label_column`` is one column or a list (SMILES); ``task`` is auto / a type / an existing dataset's
-    :class:`~tmdlib.datasets.task.TaskSpec`.
+    :class:`~tmdlib.datasets.task.TaskSpec`; ``workers``: processes converting a SMILES source, auto (the cores
+    this process may use, :func:`tasks.cpus.resolve_workers`) or a number.
     """
     if kind == "tu":
         return tds.read_tu(path, name=name, node_attributes=node_attributes,
@@ -126,7 +128,7 @@ def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
     if kind == "smiles":
         return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column or None,
                                    split_column=split_column or None, keep_columns=keep_columns or (), task=task,
-                                   standin=standin, workers=workers, limit=limit,
+                                   standin=standin, workers=resolve_workers(workers), limit=limit,
                                    progress=_print_progress(name, _smiles_total(name, limit)), name=name)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
@@ -141,7 +143,7 @@ def _smiles_total(name: str, limit: int | None) -> int | None:
 
 @task(name="write-smiles-store", persist_result=False)
 def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smiles", label_column=None,
-                       standin: str | None = None, workers: int = 1, limit: int | None = None, *,
+                       standin: str | None = None, workers: int | str = "auto", limit: int | None = None, *,
                        split_column: str | None = None, keep_columns=(), task=None,
                        task_source: str | None = None) -> dict:
     """Convert a SMILES CSV straight into the graph store ``out`` (atomically), one row group per chunk as the
@@ -150,7 +152,8 @@ def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smi
     with io.atomic_path(out) as tmp:
         stats = tds.write_smiles_parquet(path, tmp, smiles_column=smiles_column, label_column=label_column or None,
                                          split_column=split_column or None, keep_columns=keep_columns or (),
-                                         task=task, task_source=task_source, standin=standin, workers=workers,
+                                         task=task, task_source=task_source, standin=standin,
+                                         workers=resolve_workers(workers),
                                          limit=limit, progress=_print_progress(name, _smiles_total(name, limit)),
                                          name=name)
     return _streamed_summary(out, stats)

@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 
 import pytest
+import yaml
 
+from helpers import ROOT
 from tasks.cpus import Cores, cgroup_quota, resolve_workers, usable_cores, workers_line
 from tmdlib import InputError
 
@@ -152,3 +154,13 @@ def test_workers_line_names_a_quota_and_a_narrow_affinity():
     assert n == 2 and line == "workers: 2 (auto: affinity 8, cgroup quota 1.5 cores, of 64 cores)"
     n, line = workers_line("auto", cores=Cores(8, 8, 8, None), per_worker=2)
     assert n == 4 and line == "workers: 4 (auto: affinity 8, cgroup quota none, 2 cores per worker)"
+
+
+def test_params_yaml_workers_are_auto_and_resolve():
+    """dvc.yaml passes ``ingest.workers`` and ``tmd.workers`` to ``--workers`` as they are."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for group in ("ingest", "tmd"):
+        assert params[group]["workers"] == "auto"
+        assert resolve_workers(params[group]["workers"], option=f"{group}.workers") == usable_cores().count
+    dvc = (ROOT / "dvc.yaml").read_text()
+    assert "--workers ${ingest.workers}" in dvc and "--workers ${tmd.workers}" in dvc
