@@ -130,7 +130,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("kind,bad,message", [
-    ("regression", "abc", "is not a finite number"),
+    ("regression", "abc", "is not a number, a qualified number"),
     ("multiclass", "7", "is not one of the classes 0, 5, 10"),
     ("multitask", "2", r"is not a binary label \(0 or 1\); the dataset's task is multitask"),
 ])
