@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import run_cli
+from helpers import RAW, run_cli
 from tasks.cpus import workers_line
 
 SMILES = ["CCO", "c1ccccc1", "CCN", "CC(=O)O", "CCCC", "c1ccncc1", "CC(C)O", "OCCO"]
@@ -60,3 +60,11 @@ def test_bad_workers_is_one_error_line_and_nothing_written(tmp_path, command, va
     assert errors == [f"error: --workers must be auto (the cores this process may use) or a whole number >= 1; "
                       f"got {value!r}"], res.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_experiment_quick_profile_stays_in_process_and_says_so(tmp_path):
+    """quick: one in-process worker unless asked (its models are too small for processes), with what auto would be."""
+    res = run_cli("experiment", "--profile", "quick", "--report-only", "--out-dir", str(tmp_path),
+                  "--raw-root", str(RAW))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.splitlines()[0] == f"workers: 1 (quick profile: in-process; --workers auto: {workers_line()[0]})"
