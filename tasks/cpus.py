@@ -20,6 +20,7 @@ at a copy of ``/proc`` and ``/sys/fs/cgroup`` (tests).
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,8 +224,8 @@ def resolve_workers(value=AUTO, *, option: str = "--workers", cores: Cores | Non
         cores = cores or usable_cores()
         return max(1, cores.count // max(1, int(per_worker)))
     n = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        n = value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):  # int, numpy integers
+        n = int(value)
     elif isinstance(value, str) and value.strip().isdigit():
         n = int(value.strip())
     if n is None or n < 1:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 import yaml
 
@@ -121,7 +122,8 @@ def test_auto_per_worker_divides_the_cores(tmp_path, machine):
 
 
 # ------------------------------------------------------------------------------------------- numbers
-@pytest.mark.parametrize("value, expected", [(1, 1), (7, 7), ("5", 5), (" 12 ", 12), ("AUTO", None)])
+@pytest.mark.parametrize("value, expected", [(1, 1), (7, 7), ("5", 5), (" 12 ", 12), ("AUTO", None),
+                                             (np.int64(3), 3)])
 def test_a_number_overrides(value, expected):
     cores = Cores(count=2, machine=2, affinity=2, quota=None)
     assert resolve_workers(value, cores=cores) == (expected or 2)
