@@ -222,6 +222,7 @@ def select(
     workers: str = typer.Option("auto", "--workers", help="Parallel parts (local/threads/dask local cluster): auto (the cores this process may use; printed) or a number."),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS", help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
     trust_matrix: bool = typer.Option(False, "--trust-matrix", help="Use a TMD matrix that has no meta.json beside it, unchecked (by default it is refused)."),
+    audit: str = typer.Option("auto", "--audit", help="Unlabelled pools: the audit sample (the test set, never trained on): auto (5 %% of the pool, 50-200), a count, a fraction, or 0."),
 ) -> None:
     """Pick the graphs worth labelling (a TMD coreset, a baseline or a chemists' picker), with the exact certificate."""
     from tmdlib.errors import InputError
@@ -237,8 +238,8 @@ def select(
     if dask_address:
         runner = "dask"
     _choice("--runner", runner, ("local", "threads", "dask"))
-    if matrix is not None:
     workers = _workers(workers, shown=not dask_address)
+    if matrix is not None:
         from tasks.graphs import matrix_path
 
         if matrix_path(str(matrix)) is None:  # the tmd stage took the scalable engine: it wrote meta.json, no matrix
@@ -251,7 +252,7 @@ def select(
                test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
                backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
                cache_dir=str(cache_dir), part_size=_part_size(part_size), max_pairs=_max_pairs(max_pairs),
-               trust_matrix=trust_matrix)
+               trust_matrix=trust_matrix, audit=audit)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "
@@ -352,6 +353,37 @@ def labels_commit(
     res = labels_commit_flow(str(store), str(labels or DATA / "labels" / dataset / "labels.csv"),
                              str(ledger or _ledger(dataset)))
     typer.echo(f"{dataset}: {res['added']} measurements added to {res['ledger']} ({res['total']} graphs labelled)")
+
+
+@app.command()
+def predict(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="Predict for the molecules of this CSV (a smiles column) instead of the pool; rows without a usable molecule get a reason."),
+    confidence: float = typer.Option(0.9, "--confidence", help="Coverage of the prediction intervals / sets (split-conformal on the labelled audit sample)."),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
+    model: Optional[Path] = typer.Option(None, "--model", help="Model file (default data/models/<DATASET>/model.pt)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/predictions/<DATASET>)."),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
+) -> None:
+    """Predictions with intervals for every graph of the pool (or a SMILES file), from the trained model."""
+    from flows.predict import predict_flow
+
+    store = _store(dataset, graphs)
+    model = model or DATA / "models" / dataset / "model.pt"
+    meta = predict_flow(str(store), str(DATA / "selection" / dataset / "selection.json"), str(model),
+                        str(Path(model).with_name("train.json")), str(out_dir or DATA / "predictions" / dataset),
+                        smiles_csv=str(smiles_csv) if smiles_csv else None, confidence=confidence, log_mlflow=mlflow)
+    typer.echo(f"{meta['rows']:,} rows predicted by {meta['model']} at {100 * confidence:g} % "
+               f"(calibrated on {meta['calibration']})")
+
+
+@app.command()
+def models() -> None:
+    """The registered models (train.model / --model), their inputs and task types."""
+    from tmdlib.models import MODELS
+
+    for spec in MODELS.values():
+        typer.echo(f"{spec.name:14s} {spec.inputs:9s} {','.join(spec.tasks):38s} {spec.summary}")
 
 
 @app.command()

@@ -19,7 +19,7 @@ from tasks.evaluate import (log_evaluation, log_production, measure_model_task, 
                             parse_fractions, plot_bound_vs_gap, production_task, tmd_setting, write_metrics)
 from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store, store_content_hash
 from tasks.io import dataset_name, node_subsets_for, positions, read_json, read_nodes, read_selection
-from tasks.labels import STANDIN, task_of
+from tasks.labels import task_of
 from tasks.train import load_model, set_torch_threads
 from tmdlib import InputError
 from tmdlib.metrics import headline
@@ -70,7 +70,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     check_same_store(train_info, info, graphs, store_hash, "model")
     if tmd_meta:
         check_same_store(tmd_meta, meta, graphs, store_hash, "TMD matrix")
-    if info.get("labels_source") != STANDIN:  # production: the lab's labels are all there is
+    if not store.labelled:  # production: an unlabelled pool, the lab's labels are all there is
         metrics = production_task(fitted, store, sel, info, name, confidence, seed)
         metrics.update({"depth": depth, "weights": weights, "device": device,
                         "seconds": round(time.perf_counter() - t0, 2)})

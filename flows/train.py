@@ -25,7 +25,7 @@ from tasks.labels import task_of
 from tasks.registry import log_gin_model, model_description
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
                             selection_dataset, set_run_tag)
-from tasks.train import (check_loss_option, collapse_warning, fit_task, gin_options, parse_target, resolve_config,
+from tasks.train import (answered_selection, check_loss_option, collapse_warning, fit_task, gin_options, parse_target, resolve_config,
                          resolve_model_option, save_model, selection_labels, set_torch_threads, target_budget,
                          train_record, train_summary, write_model)
 from tmdlib import InputError
@@ -86,14 +86,19 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     label_map, label_meta = read_labels(labels, labels_meta, task)
     spec.check_task(task.type)
     sel = read_selection(selection)
-    if target is not None and graph_model:  # the budget that makes c·ε = target for this selection's ε
-        cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
-                             target_budget(target, sel.get("epsilon_mean"), selection, layers, eta, weights,
-                                           mode), mode, recipe=recipe)
     store_hash = store_content_hash(ds)  # the selection and the labels must both belong to this store
     check_same_store(selection, sel, graphs, store_hash, "selection")
     check_same_store(labels_meta or str(Path(labels).with_suffix(".json")), label_meta, graphs, store_hash, "label set")
-    med_ids = sel["medoids"]
+    med_ids, sel_tau, epsilon, partial = answered_selection(sel, label_map, ds, layers + 1, weights, labels)
+    if partial:
+        print(f"partial answers: {partial['answered_medoids']} of {partial['requested_medoids']} selected graphs have "
+              f"a label; {partial['graphs_moved']} graphs reassigned to their nearest answered medoid, epsilon "
+              f"{partial['epsilon_mean_before']:.4g} -> {partial['epsilon_mean_after']:.4g}; the others stay "
+              "requested", flush=True)
+    if target is not None and graph_model:  # the budget that makes c·ε = target for this selection's ε
+        cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
+                             target_budget(target, epsilon, selection, layers, eta, weights,
+                                           mode), mode, recipe=recipe)
     pos = positions(med_ids, ds.graph_ids, selection, "medoids")
     y = selection_labels(label_map, med_ids, task, labels)
     subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes) if nodes else (None, None)
@@ -101,7 +106,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         raise InputError(nodes, f"node subsampling trains graph models only; model {spec.name!r} reads molecules")
     stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
     source = label_meta.get("source", "unknown")
-    tau = sel["tau"] if weighting == "tau" else np.ones(len(med_ids))
+    tau = sel_tau if weighting == "tau" else np.ones(len(med_ids))
     params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights, "task": task.type,
               "train.model": spec.name, "train.weighting": weighting, "train.recipe": recipe if graph_model else None,
               "train.loss": loss, "train.huber_delta": huber_delta, "selection.method": sel.get("method"),
@@ -129,7 +134,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         info = {"dataset": name, "graphs": graphs, "selection": selection, "labels": labels, "labels_source": source,
                 "labels_meta": label_meta, "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
                 "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
-                "tau_sum": float(sel["tau"].sum()), "weighting": weighting, "epsilon": sel["epsilon_mean"],
+                "tau_sum": float(np.sum(sel_tau)), "weighting": weighting, "epsilon": epsilon, "partial": partial,
+                **({"medoids_trained": med_ids, "tau_trained": sel_tau} if partial else {}),
                 "node_subsampling": bool(nodes), "nodes": nodes, "torch_threads": int(torch_threads),
                 STORE_HASH_KEY: store_hash, **record}
         info["model_state"] = save_model(fitted, model_out)  # model.pt first: the MLflow model version names its sha256

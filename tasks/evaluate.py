@@ -226,8 +226,10 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
     labels_csv = info["labels"]
     label_map, _meta = read_labels(labels_csv, None, task)
     ids = store.dataset.graph_ids
-    med = np.asarray([int(g) for g in sel["medoids"] if int(g) in label_map], dtype=np.int64)
-    tau_of = dict(zip((int(g) for g in sel["medoids"]), np.asarray(sel["tau"], dtype=np.float64)))
+    # the coreset as trained: partial answers reweighted over the answered medoids (train.json), else the selection's
+    trained, trained_tau = info.get("medoids_trained", sel["medoids"]), info.get("tau_trained", sel["tau"])
+    med = np.asarray([int(g) for g in trained if int(g) in label_map], dtype=np.int64)
+    tau_of = dict(zip((int(g) for g in trained), np.asarray(trained_tau, dtype=np.float64)))
     audit_ids = np.asarray(sel.get("audit_ids") or [], dtype=np.int64)
     answered = np.asarray([int(g) for g in audit_ids if int(g) in label_map], dtype=np.int64)
     core_pos = positions(med, ids, labels_csv, "labelled medoids")
@@ -235,7 +237,7 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
     m = production_measurement(model, _inputs(model, store, core_pos), selection_labels(label_map, med, task, labels_csv),
                                np.asarray([tau_of[int(g)] for g in med]), _inputs(model, store, audit_pos),
                                selection_labels(label_map, answered, task, labels_csv) if len(answered) else
-                               np.zeros((0,)), n_pool=len(ids), epsilon=sel.get("epsilon_mean"),
+                               np.zeros((0,)), n_pool=len(ids), epsilon=info.get("epsilon", sel.get("epsilon_mean")),
                                confidence=confidence, seed=seed, dataset=name)
     est = m["pool_estimate"]
     if not len(audit_ids):
@@ -246,6 +248,7 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
     return {"dataset": name, "mode": "production", "task": task.type, "model": info.get("model_name"),
             "store_content_sha256": sel.get("store_content_sha256"), "method": sel.get("method"),
             "fraction": sel.get("fraction"), "k": int(len(sel["medoids"])), "labelled_coreset": int(len(med)),
+            "partial_answers": info.get("partial"),
             "n_pool": m["n_pool"], "audit_requested": int(len(audit_ids)), "audit_labelled": int(len(answered)),
             "seed": seed, "labels_for_evaluation": PRODUCTION_EVAL,
             "labels_for_training": info.get("labels_source", "unknown"), "pool_estimate": est,

@@ -374,9 +374,24 @@ def build_requests(store_path: str, selection: dict, labelled: set | None = None
     medoids = np.array([pos_of[int(g)] for g in selection["medoids"]], dtype=np.int64)
     source = table.column("smiles").to_pylist() if "smiles" in cols else None
     full = label_request_table(gids, medoids, np.rint(selection["tau"]).astype(np.int64), source)
+    if selection.get("audit_ids") is not None:  # an unlabelled pool: the audit sample is asked for too
+        full = with_audit(full, gids, pos_of, selection["audit_ids"], source)
     keep = ~np.isin(full.column("graph_id").to_numpy(), np.array(sorted(labelled or ()), dtype=np.int64))
     requests = full.filter(pa.array(keep))
     return requests.set_column(3, "rank", pa.array(np.arange(1, requests.num_rows + 1), pa.int64()))
+
+
+def with_audit(requests: pa.Table, gids, pos_of: dict, audit_ids, source) -> pa.Table:
+    """The coreset's requests followed by the audit sample's (τ 0: it stands for no cluster, it is never trained on),
+    with a ``purpose`` column (``coreset`` | ``audit``)."""
+    audit = np.asarray([int(g) for g in audit_ids], dtype=np.int64)
+    src = [str(source[pos_of[int(g)]]) if source is not None else str(int(g)) for g in audit]
+    extra = pa.table({"graph_id": pa.array(audit, pa.int64()), "source_id": pa.array(src, pa.string()),
+                      "tau": pa.array(np.zeros(len(audit), np.int64), pa.int64()),
+                      "rank": pa.array(np.arange(requests.num_rows + 1, requests.num_rows + len(audit) + 1), pa.int64())},
+                     schema=requests.schema)
+    out = pa.concat_tables([requests, extra])
+    return out.append_column("purpose", pa.array(["coreset"] * requests.num_rows + ["audit"] * len(audit), pa.string()))
 
 
 #: The SD file of the label requests, and what the manifest says of it when the dataset has no molecules.

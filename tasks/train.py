@@ -161,6 +161,42 @@ def selection_labels(label_map: dict, med_ids, task, path: str) -> np.ndarray:
     return enc[:, 0] if task.num_targets == 1 else enc
 
 
+def answered_selection(sel: dict, label_map: dict, ds, depth: int, weights, path: str) -> tuple:
+    """``(medoid ids, τ, ε mean, partial)`` to train with: the selection's own when every medoid has a label;
+    otherwise the coreset restricted to the answered medoids (:func:`tmdlib.select.partial.answered_certificate`:
+    the graphs of an unanswered medoid go to their nearest answered one, τ and ε follow), with ``partial`` saying
+    what moved (None when nothing is missing)."""
+    from tmdlib.select.evidence import CoresetCertificate
+    from tmdlib.select.partial import answered_certificate
+
+    med = np.asarray(sel["medoids"], dtype=np.int64)
+    have = np.array([int(g) in label_map for g in med], dtype=bool)
+    if have.all():
+        return med, sel["tau"], sel["epsilon_mean"], None
+    if not have.any():
+        raise InputError(path, f"none of the {len(med)} selected graphs has a label yet: import the lab's answers "
+                               "(tmdsub labels import) before training")
+    if "assignment" not in sel:
+        raise InputError(path, f"{int((~have).sum())} selected graphs have no label, e.g. graph ids "
+                               f"{med[~have][:10].tolist()}, and the selection has no assignment to reweight by")
+    train = np.asarray(sel["train_ids"], dtype=np.int64)
+    order = np.argsort(train)
+    at = lambda ids: order[np.searchsorted(train, np.asarray(ids, dtype=np.int64), sorter=order)]  # noqa: E731
+    assign = at(sel["assignment"])
+    cert = CoresetCertificate(medoids=at(med), assignment=assign, distance=np.asarray(sel["distance"]),
+                              tau=np.bincount(assign, minlength=len(train))[at(med)], epsilon=float(np.sum(sel["distance"])),
+                              pairs_computed=0, engine=str(sel.get("engine", "exact")))
+    new = answered_certificate(cert, at(med[have]), ds.take(train), depth, weights)
+    ids = train[new.medoids]
+    eps_mean = float(new.epsilon) / len(train)
+    partial = {"requested_medoids": int(len(med)), "answered_medoids": int(have.sum()),
+               "unanswered_ids": med[~have].tolist(), "graphs_moved": int(new.info.get("moved", 0)),
+               "epsilon_mean_before": sel["epsilon_mean"], "epsilon_mean_after": eps_mean,
+               "rule": "graphs of an unanswered medoid go to their nearest answered medoid (exact TMD); tau and "
+                       "epsilon follow (docs/pipeline.md#labels)"}
+    return ids, np.asarray(new.tau, dtype=np.float64), eps_mean, partial
+
+
 def resolve_model_option(model: str):
     """The :class:`tmdlib.models.ModelSpec` of ``--model`` (a registered name or ``package.module:factory``)."""
     from tmdlib.models import resolve_model
@@ -258,16 +294,18 @@ def collapse_warning(info: dict, lr) -> str | None:
 # ----------------------------------------------------------------------------------------------
 def save_model(model, path: str) -> dict:
     """Atomically write a fitted :class:`tmdlib.models.Model`'s arrays to ``path`` as a dict of tensors (a GIN's:
-    its state dict); returns the model's config (``train.json``'s ``model_state``), which rebuilds it."""
+    its state dict); returns the model's config (``train.json``'s ``model_state``, with any text arrays), which
+    rebuilds it."""
     import torch
 
     config, arrays = model.state()
-    bad = [k for k, v in arrays.items() if np.asarray(v).dtype.kind not in "biuf"]
+    text = {k: np.asarray(v).tolist() for k, v in arrays.items() if np.asarray(v).dtype.kind in "US"}
+    bad = [k for k, v in arrays.items() if np.asarray(v).dtype.kind not in "biufUS"]
     if bad:
-        raise InputError(path, f"model {model.name!r}: arrays {bad[:5]} are not numeric (cannot be saved as tensors)")
+        raise InputError(path, f"model {model.name!r}: arrays {bad[:5]} are neither numbers nor text")
     with io.atomic_path(path) as tmp:
-        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}, tmp)
-    return config
+        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items() if k not in text}, tmp)
+    return {**config, "text_arrays": text} if text else config
 
 
 def model_state_of(info: dict) -> dict:
@@ -293,7 +331,10 @@ def load_model(path: str, info: dict):
     except Exception as err:  # noqa: BLE001 - torch raises many kinds for a bad file
         raise InputError(path, f"not a loadable state dict: {err}") from None
     try:
-        return restore_model(model_state_of(info), {k: v.numpy() for k, v in state.items()})
+        config = model_state_of(info)
+        arrays = {k: v.numpy() for k, v in state.items()}
+        arrays.update({k: np.asarray(v, dtype=str) for k, v in (config.get("text_arrays") or {}).items()})
+        return restore_model(config, arrays)
     except (RuntimeError, KeyError, ValueError) as err:
         raise InputError(path, f"state dict does not match the model config: {err}") from None
 

@@ -350,6 +350,11 @@ def parse_value(text) -> tuple[float, str, str]:
     return v, q, ""
 
 
+#: Columns of an answer that identify the molecule (or describe the request), never its value.
+KEY_COLUMNS = ("graph_id", "source_id", "smiles", "purpose", "tau", "rank", "round", "file", "sha256", "line",
+               "qualifier", "note", "target")
+
+
 def _value_columns(names: list[str], targets: Sequence[str], value_column: str | None) -> list[str] | str:
     """The value column(s) of an answer table for the targets, or the reason there are none."""
     if value_column:
@@ -360,7 +365,11 @@ def _value_columns(names: list[str], targets: Sequence[str], value_column: str |
     for c in ("label", "y", targets[0], "value"):
         if c in names:
             return [c]
-    return f"no value column (label, y, {targets[0]} or value)"
+    others = [c for c in names if c not in KEY_COLUMNS]
+    if len(others) == 1:  # one column besides the keys: the lab named its value as it pleased (pKi, solubility)
+        return others
+    return (f"no value column (label, y, {targets[0]} or value, or a single column besides the keys); found "
+            f"{', '.join(others) or 'none'}")
 
 
 def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *, request_sources=None,

@@ -24,7 +24,11 @@ def _estimator(kind: str):
         def build(task_type: str):
             from ..chem import models as chem
 
-            return chem.make_estimator(kind, task_type, **options)
+            regression = task_type == "regression"
+            if kind == "svm":
+                return (chem.TanimotoSVR if regression else chem.TanimotoSVC)(**options)
+            cls = chem.ECFPForest if kind == "rf" else chem.ECFPBoosting
+            return cls(task="regression" if regression else "classification", **options)
 
         return EstimatorModel(build, name=kind)
 

@@ -69,8 +69,10 @@ def pool_estimate(outputs, y, task_type: str, metric: str | None = None, losses=
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
-    Y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    Z = np.asarray(outputs, dtype=np.float64)
+    Z = Z.reshape(len(Z), -1) if Z.size else Z.reshape(len(Z), Z.shape[-1] if Z.ndim == 2 else 1)
+    Y = np.asarray(y, dtype=np.float64)
+    Y = Y.reshape(len(Y), -1) if Y.size else Y.reshape(len(Y), 1)
     keep = ~np.isnan(Y).all(axis=1)
     Z, Y = Z[keep], Y[keep]
     L = None if losses is None else np.asarray(losses, dtype=np.float64)[keep]

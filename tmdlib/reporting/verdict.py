@@ -53,14 +53,15 @@ def coreset_verdicts(bound: Mapping | None, certified: bool | None = None) -> di
     """
     b = bound or {}
     scale, mode = b.get("full_model_train_loss"), _mode(b, certified)
+    missing = b.get("lipschitz_note") or NO_EPSILON  # a model with no TMD constant, or no ε
     with_nodes = b.get("erm_bound_with_nodes") is not None
     out = {
         "lemma": bound_verdict(b.get("c_epsilon"), scale, name="c·ε", holds=b.get("lemma_holds"),
-                               gap_observed=b.get("gap_observed"), missing=NO_EPSILON, **mode),
+                               gap_observed=b.get("gap_observed"), missing=missing, **mode),
         "corollary": bound_verdict(b.get("erm_bound_with_nodes") if with_nodes else b.get("erm_bound"), scale,
                                    name="2c·(ε + Στε_i/n)" if with_nodes else "2c·ε", holds=b.get("corollary_holds"),
                                    gap_observed=b.get("excess_loss"), observed="observed excess loss",
-                                   missing=NO_EPSILON, **mode),
+                                   missing=missing, **mode),
         "with_labels": None,
     }
     if b.get("reference_note"):  # a usable reference with something to know about it

@@ -220,7 +220,7 @@ def test_evaluate_on_a_sample_of_a_large_pool(tmp_path):
     rng = np.random.default_rng(m["seed"])
     pick = np.sort(rng.choice(n_train, size=40, replace=False))
     info = json.loads((out / "train.json").read_text())
-    net = load_model(str(out / "model.pt"), info["model"])
+    net = load_model(str(out / "model.pt"), info).model
     y = ds.y[train]
     L = bounds_losses(predict_logits(net, dataset_to_pyg(ds, positions=train, y=y)), y)
     pos = {int(g): k for k, g in enumerate(ds.graph_ids[train])}

@@ -240,26 +240,32 @@ def test_cuda_training_if_present():
 
 # ------------------------------------------------------------------------------- model files
 def test_save_load_weights_only(tmp_path):
+    """A GIN's file is its state dict as plain tensors (loads with weights_only=True); the registry rebuilds it."""
     from tasks.train import load_model, save_model
+    from tmdlib.models.head import task_head
+    from tmdlib.datasets.task import BINARY
+    from tmdlib.torch.model import GINModel
 
     torch.manual_seed(0)
-    model = GIN(2, hidden=8, layers=2, eta=0.5)
+    model = GINModel.__new__(GINModel)
+    model.model, model.name, model.recipe, model.cfg = GIN(2, hidden=8, layers=2, eta=0.5), "gin", "default", {}
+    model.result, model.head = None, task_head(BINARY)
     path = tmp_path / "sub" / "model.pt"
-    save_model(model, str(path))
+    config = save_model(model, str(path))
     state = torch.load(path, weights_only=True)
-    assert set(state) == set(model.state_dict())
-    loaded = load_model(str(path), model_config(model))
+    assert set(state) == set(model.model.state_dict())
+    loaded = load_model(str(path), {"model_state": config})
     data = toy_data()
-    assert np.array_equal(predict_logits(model, data), predict_logits(loaded, data))
-    assert loaded.config["eta"] == 0.5
+    assert np.array_equal(predict_logits(model.model, data), predict_logits(loaded.model, data))
+    assert loaded.model.config["eta"] == 0.5
     assert [p.name for p in path.parent.iterdir()] == ["model.pt"]  # atomic write leaves no temp file
     from tmdlib import InputError
 
     with pytest.raises(InputError, match="does not match"):
-        load_model(str(path), {**model_config(model), "hidden": 16})
+        load_model(str(path), {"model_state": {**config, "model": {**model_config(model.model), "hidden": 16}}})
     (tmp_path / "bad.pt").write_bytes(b"not a model")
     with pytest.raises(InputError):
-        load_model(str(tmp_path / "bad.pt"), model_config(model))
+        load_model(str(tmp_path / "bad.pt"), {"model_state": config})
 
 
 # --------------------------------------------------------------------------------------- serving

@@ -1,0 +1,73 @@
+"""Predict flow: every pool member's prediction with a prediction interval (regression) or class probabilities and a
+prediction set (classification), calibrated by split-conformal prediction on held-out labelled members.
+
+Run as ``tmdsub predict DATASET [--smiles-csv FILE]`` (:func:`flows.cli.predict`).  Wiring only: the model comes
+from the registry (:func:`tasks.train.load_model`), the calibration set is the labelled audit sample in production
+(the test split in benchmark mode, :func:`tasks.predict.calibration_set`), the intervals are
+:func:`tmdlib.models.predict.calibrate` (``crepes``).  Writes ``predictions.parquet`` / ``.csv`` / ``.json`` (the pool)
+or ``<file stem>.predictions.*`` (a user's SMILES file) and logs a ``predict@<DATASET>`` run to MLflow.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from prefect import flow
+
+from tasks.graphs import check_same_store, open_store
+from tasks.io import dataset_name, read_json, read_selection, sha256_file
+from tasks.labels import task_of
+from tasks.predict import calibration_set, predict_pool, predict_smiles, write_predictions
+from tasks.train import load_model
+from tmdlib import InputError
+
+
+@flow(name="predict", log_prints=True)
+def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_dir: str,
+                 smiles_csv: str | None = None, confidence: float = 0.9, experiment: str = "tmdsub",
+                 log_mlflow: bool = True) -> dict:
+    """Predictions for the pool (or for ``smiles_csv``) at ``confidence``; returns the ``.json`` written beside them."""
+    t0 = time.perf_counter()
+    if not 0 < confidence < 1:
+        raise InputError(None, f"--confidence must be in (0, 1), got {confidence}")
+    info = read_json(train_info, "train info")
+    fitted = load_model(model, info)
+    store, sel = open_store(graphs), read_selection(selection)
+    task = task_of(store.task, info.get("labels_meta"))
+    name = dataset_name(graphs)
+    if fitted.inputs == "graphs" or smiles_csv is None:  # the store's graphs are read: they must be the model's
+        check_same_store(train_info, info, graphs, store.content_hash(), "model")
+    from tmdlib.models import Inputs
+    from tmdlib.models.predict import calibrate
+
+    pos, y_cal, what = calibration_set(store, sel, info, task)
+    X = Inputs(store.dataset if fitted.inputs == "graphs" else None,
+               store.smiles() if fitted.inputs == "molecules" else None, pos)
+    cal = calibrate(fitted.outputs(X) if len(pos) else [], y_cal, task, confidence)
+    if smiles_csv:
+        table, stem = predict_smiles(fitted, cal, smiles_csv), f"{Path(smiles_csv).stem}.predictions"
+    else:
+        from tasks.io import read_labels
+
+        labelled = set(read_labels(info["labels"], None, task)[0]) if Path(info.get("labels", "")).is_file() else set()
+        table, stem = predict_pool(fitted, store, cal, labelled), "predictions"
+    meta = {"dataset": name, "model": fitted.name, "task": task.to_dict(), "confidence": confidence,
+            "calibration": what, "n_calibration": cal.n_calibration, "intervals_note": cal.note,
+            "method": "split-conformal (crepes): absolute residuals (regression), 1 - p(true class) (classification)",
+            "rows": table.num_rows, "input": smiles_csv or graphs, "model_sha256": sha256_file(model),
+            "seconds": round(time.perf_counter() - t0, 2)}
+    if smiles_csv:
+        meta["rows_without_prediction"] = int(table.num_rows - table.column("reason").null_count)
+    files = write_predictions(out_dir, table, meta, stem)
+    print(f"predicted {table.num_rows:,} {'rows of ' + smiles_csv if smiles_csv else 'pool graphs'} with "
+          f"{fitted.name} at {100 * confidence:g} % ({what}" + (f"; {cal.note}" if cal.note else "") + f") -> "
+          f"{files['parquet']}")
+    if log_mlflow:
+        from tasks.tracking import log_run
+
+        meta["mlflow"] = log_run("predict", {"dataset": name, "model": fitted.name, "confidence": confidence,
+                                             "n_calibration": cal.n_calibration},
+                                 {"rows": table.num_rows, "seconds": meta["seconds"]},
+                                 [graphs, selection, model, train_info] + ([smiles_csv] if smiles_csv else []),
+                                 [files["parquet"]], experiment=experiment, run_name=f"predict@{name}")
+    return meta

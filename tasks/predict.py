@@ -1,0 +1,122 @@
+"""Prediction tasks: the calibration set, the predictions table, its files (Parquet and CSV, written atomically)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tmdlib import InputError
+
+from . import io
+
+#: Pool members predicted per batch (a pool of millions streams through).
+CHUNK = 16384
+
+
+def calibration_set(store, sel: dict, info: dict, task) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(positions, labels as stored, what)`` of the held-out labelled members the intervals are calibrated on:
+    the labelled audit sample (production: the lab's labels), else the test split with the dataset's labels
+    (benchmark mode)."""
+    from .io import positions, read_labels
+    from .train import selection_labels
+
+    ids = store.graph_ids
+    if not store.labelled:
+        label_map, _ = read_labels(info["labels"], None, task)
+        audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map]
+        y = selection_labels(label_map, audit, task, info["labels"]) if audit else np.zeros(0)
+        return positions(np.asarray(audit, dtype=np.int64), ids, info["labels"], "audit"), y, \
+            f"{len(audit)} labelled audit graphs (production)"
+    test = positions(np.asarray(sel["test_ids"], dtype=np.int64), ids, "selection.json", "test_ids")
+    y = store.dataset.y
+    y = y[test] if y.ndim == 1 else y[test]
+    return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
+        f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
+
+
+def prediction_columns(cal, outputs, task) -> dict:
+    """The prediction columns of members with ``outputs`` (:meth:`tmdlib.models.predict.Calibrated.predict`)."""
+    p = cal.predict(outputs)
+    cols = {}
+    if task.type == "regression":
+        names = list(task.targets)
+        for j, t in enumerate(names):
+            suffix = "" if len(names) == 1 else f"_{t}"
+            cols[f"prediction{suffix}"] = p["prediction"][:, j]
+            cols[f"lower{suffix}"] = p["lower"][:, j]
+            cols[f"upper{suffix}"] = p["upper"][:, j]
+        return cols
+    cols["prediction"] = p["prediction"]
+    for c, v in enumerate(cal.class_values()):
+        cols[f"p_{v:g}"] = p["probabilities"][:, c]
+    sets = p["prediction_set"]
+    cols["prediction_set"] = [None if sets is None else " ".join(f"{v:g}" for v in s) for s in
+                              (sets if sets is not None else [None] * len(outputs))]
+    return cols
+
+
+@task(name="predict-pool", persist_result=False, cache_policy=NO_CACHE)
+def predict_pool(model, store, cal, labelled_ids: set, progress=None) -> pa.Table:
+    """Every pool member's prediction and interval, ``CHUNK`` members at a time."""
+    from tmdlib.models import Inputs
+
+    n = len(store.graph_ids)
+    smiles = store.smiles()
+    parts = []
+    for a in range(0, n, CHUNK):
+        pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
+        X = Inputs(store.dataset if model.inputs == "graphs" else None,
+                   smiles if model.inputs == "molecules" else None, pos)
+        cols = prediction_columns(cal, model.outputs(X), model.head.task)
+        gid = store.graph_ids[pos]
+        head = {"graph_id": pa.array(gid, pa.int64())}
+        if smiles is not None:
+            head["smiles"] = pa.array([smiles[int(p)] for p in pos], pa.string())
+        head.update({k: pa.array(v) for k, v in cols.items()})
+        head["labelled"] = pa.array(np.isin(gid, np.fromiter(labelled_ids, np.int64, len(labelled_ids))))
+        parts.append(pa.table(head))
+        if progress:
+            progress(min(n, a + CHUNK), n)
+    return pa.concat_tables(parts)
+
+
+@task(name="predict-smiles", persist_result=False, cache_policy=NO_CACHE)
+def predict_smiles(model, cal, path: str) -> pa.Table:
+    """Predictions for a user's SMILES file, one row per data row: a row that gives no molecule keeps its line
+    and its ``reason`` (:func:`tmdlib.datasets.smiles.read_prediction_smiles`) with null predictions."""
+    from tmdlib.datasets.smiles import read_prediction_smiles
+    from tmdlib.models import Inputs
+
+    if model.inputs != "molecules":
+        raise InputError(path, f"model {model.name!r} reads the store's graphs: new molecules need a molecule model "
+                               "(train.model: rf, svm or gbm); the pool's predictions are in predictions.parquet")
+    rows = read_prediction_smiles(path)
+    ok = np.array([r is None for r in rows.reason], dtype=bool)
+    good = [s for s, k in zip(rows.smiles, ok) if k]
+    cols = prediction_columns(cal, model.outputs(Inputs(smiles=good)) if good else
+                              np.zeros((0, model.head.task.output_dim)), model.head.task)
+    out = {"line": pa.array(rows.line, pa.int64()), "smiles": pa.array(rows.smiles, pa.string())}
+    where = np.flatnonzero(ok)
+    for k, v in cols.items():
+        arr = [None] * len(ok)
+        for i, val in zip(where, v):
+            arr[i] = None if isinstance(val, float) and np.isnan(val) else (val.item() if hasattr(val, "item") else val)
+        out[k] = pa.array(arr)
+    out["reason"] = pa.array(rows.reason, pa.string())
+    return pa.table(out)
+
+
+@task(name="write-predictions", persist_result=False)
+def write_predictions(out_dir: str, table: pa.Table, meta: dict, stem: str = "predictions") -> dict:
+    """``<stem>.parquet``, ``<stem>.csv`` and ``<stem>.json`` (what they were made from) atomically, JSON last."""
+    import pyarrow.csv as pacsv
+
+    out = Path(out_dir)
+    io.write_parquet(out / f"{stem}.parquet", table)
+    with io.atomic_path(out / f"{stem}.csv") as tmp:
+        pacsv.write_csv(table, tmp)
+    io.write_json(out / f"{stem}.json", meta)
+    return {"parquet": str(out / f"{stem}.parquet"), "csv": str(out / f"{stem}.csv")}

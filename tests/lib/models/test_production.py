@@ -1,0 +1,75 @@
+"""The audit sample, the pool estimate and its interval, split-conformal predictions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tmdlib.datasets.task import TaskSpec
+from tmdlib.models.evaluate import pool_estimate
+from tmdlib.select.audit import audit_members, audit_size, default_audit_size, graph_keys
+
+
+def test_audit_members_depend_on_ids_and_seed_only_and_are_uniform():
+    ids = np.arange(10_000) * 7 + 3
+    a = audit_members(ids, 500, seed=0)
+    assert len(a) == 500 and np.all(np.diff(a) > 0)
+    assert np.array_equal(audit_members(ids[::-1].copy(), 500, 0), np.sort(len(ids) - 1 - a))  # order-free
+    grown = audit_members(np.concatenate([ids, np.arange(10_000, 10_100) * 7 + 3]), 500, 0)
+    assert len(np.intersect1d(grown, a)) >= 490  # a grown pool keeps (almost) all of its audit members
+    assert not np.array_equal(audit_members(ids, 500, seed=1), a)
+    k = graph_keys(ids)
+    counts = np.histogram(k, bins=10, range=(0, 1))[0]
+    assert counts.min() > 850 and counts.max() < 1150  # uniform
+    assert default_audit_size(1282) == 65 and default_audit_size(100) == 20 and default_audit_size(100_000) == 200
+    assert audit_size(0.05, 1000) == 50 and audit_size("40", 1000) == 40 and audit_size("0", 1000) == 0
+    with pytest.raises(ValueError):
+        audit_size(-1, 10)
+
+
+def test_pool_estimate_interval_covers_the_pool_metric_at_about_the_nominal_rate():
+    rng = np.random.default_rng(0)
+    pool_y = rng.normal(size=20_000)
+    pool_pred = pool_y + rng.normal(scale=0.5, size=20_000)
+    truth = float(np.sqrt(np.mean((pool_pred - pool_y) ** 2)))
+    hits = 0
+    for t in range(40):
+        idx = rng.choice(20_000, size=150, replace=False)
+        est = pool_estimate(pool_pred[idx, None], pool_y[idx], "regression", confidence=0.9, n_boot=300, seed=t)
+        assert est["ci_low"] <= est["value"] <= est["ci_high"] and est["n_audit"] == 150
+        hits += est["ci_low"] <= truth <= est["ci_high"]
+    assert hits >= 30  # nominal 36 of 40
+
+
+def test_pool_estimate_says_why_there_is_no_interval():
+    est = pool_estimate(np.zeros((1, 1)), np.array([1.0]), "regression")
+    assert est["value"] == pytest.approx(1.0) and est["ci_low"] is None and "no interval" in est["note"]
+    est = pool_estimate(np.zeros((0, 1)), np.zeros(0), "regression")
+    assert est["value"] is None and "nothing to estimate" in est["note"]
+
+
+def test_conformal_regression_covers_new_members_at_the_nominal_rate():
+    pytest.importorskip("crepes")
+    from tmdlib.models.predict import calibrate
+
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=5000)
+    pred = y + rng.standard_t(3, size=5000) * 0.3
+    cal = calibrate(pred[:300, None], y[:300], TaskSpec("regression"), confidence=0.9)
+    p = cal.predict(pred[300:, None])
+    covered = np.mean((p["lower"][:, 0] <= y[300:]) & (y[300:] <= p["upper"][:, 0]))
+    assert 0.87 <= covered <= 0.93 and cal.n_calibration == 300 and cal.note is None
+
+
+def test_conformal_classification_sets_hold_the_true_class():
+    pytest.importorskip("crepes")
+    from tmdlib.models.predict import calibrate
+
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, size=4000)
+    logit = (2 * y - 1) * 1.0 + rng.normal(size=4000)
+    cal = calibrate(logit[:400, None], y[:400], TaskSpec("binary"), confidence=0.9)
+    p = cal.predict(logit[400:, None])
+    hold = np.mean([float(t) in s for t, s in zip(y[400:], p["prediction_set"])])
+    assert hold >= 0.87 and p["probabilities"].shape == (3600, 2)
+    few = calibrate(logit[:1, None], y[:1], TaskSpec("binary"))
+    assert few.predict(logit[:3, None])["prediction_set"] is None and "fewer than 2" in few.note
