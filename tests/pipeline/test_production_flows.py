@@ -1,0 +1,154 @@
+"""Production mode end to end through the real flows (issue 52): a SMILES pool without labels, label requests with
+an audit sample, a lab played from a hidden column that answers part of them, the task fixed by its answer, a
+molecule model, the pool estimate with its interval, predictions with intervals for every pool molecule, and the
+next round.  Regression: MoleculeACE's CHEMBL204_Ki (measured -log Ki); classification: OGB's BACE (its class).
+Nothing is set by hand: not the task, not the model's inputs."""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import RAW
+
+N = 360
+
+
+def _regression_rows():
+    rows = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL204_Ki.csv", newline="")))[:N]
+    return [r["smiles"] for r in rows], [float(r["y"]) for r in rows]
+
+
+def _classification_rows():
+    with gzip.open(RAW / "ogbg_molbace" / "mapping" / "mol.csv.gz", "rt") as fh:
+        rows = list(csv.DictReader(fh))
+    rng = np.random.default_rng(0)
+    pick = np.sort(rng.choice(len(rows), size=N, replace=False))  # both classes, in the file's proportions
+    return [rows[i]["smiles"] for i in pick], [int(rows[i]["Class"]) for i in pick]
+
+
+def _walk(tmp, smiles, hidden, model, skip_every=8):
+    """Ingest → TMD → select → requests → the lab (skips every ``skip_every``-th coreset request) → import →
+    train → evaluate → predict; returns what each step gave."""
+    from flows.evaluate import evaluate_flow
+    from flows.ingest import ingest_flow
+    from flows.labels import label_requests_flow, labels_import_flow
+    from flows.predict import predict_flow
+    from flows.select import select_flow
+    from flows.tmd import tmd_matrix_flow
+    from flows.train import train_flow
+
+    with open(tmp / "pool.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["smiles"]] + [[s] for s in smiles])
+    store = str(tmp / "POOL.parquet")
+    ingest_flow("smiles", str(tmp / "pool.csv"), "POOL", store, workers=1)
+    tmd_matrix_flow(store, str(tmp / "tmd" / "matrix.npy"), str(tmp / "tmd" / "meta.json"), str(tmp / "cache"))
+    sel_path = str(tmp / "sel.json")
+    select_flow(store, sel_path, fraction=0.15, matrix=str(tmp / "tmd" / "matrix.npy"), cache_dir=str(tmp / "cache"))
+    label_requests_flow(store, sel_path, str(tmp / "labels"), labelled=str(tmp / "ledger.csv"))
+    req = pq.read_table(tmp / "labels" / "label_requests.parquet").to_pylist()
+    of = dict(zip(smiles, hidden))
+    answered = [r for i, r in enumerate(req) if r["purpose"] == "audit" or i % skip_every != skip_every - 1]
+    with open(tmp / "lab.csv", "w", newline="") as fh:  # keyed by SMILES, the value column named as the lab likes
+        csv.writer(fh).writerows([["smiles", "measured"]] + [[r["source_id"], of[r["source_id"]]] for r in answered])
+    labels_import_flow(store, str(tmp / "labels" / "label_requests.parquet"), str(tmp / "lab.csv"),
+                       str(tmp / "labels"), str(tmp / "ledger.csv"))
+    labels = str(tmp / "labels" / "labels.csv")
+    info = train_flow(store, sel_path, labels, str(tmp / "model.pt"), str(tmp / "train.json"), model=model,
+                      log_mlflow=False)
+    metrics = evaluate_flow(store, sel_path, str(tmp / "model.pt"), str(tmp / "train.json"), str(tmp / "m.json"),
+                            str(tmp / "p.png"), matrix=str(tmp / "tmd" / "matrix.npy"),
+                            tmd_meta=str(tmp / "tmd" / "meta.json"), log_mlflow=False)
+    pred = predict_flow(store, sel_path, str(tmp / "model.pt"), str(tmp / "train.json"), str(tmp / "pred"),
+                        log_mlflow=False)
+    table = pq.read_table(tmp / "pred" / "predictions.parquet").to_pylist()
+    return {"store": store, "sel": json.loads(open(sel_path).read()), "req": req, "answered": answered,
+            "info": info, "metrics": metrics, "pred": pred, "table": table, "of": of}
+
+
+def test_regression_pool_without_labels(tmp_path):
+    from flows.labels import label_requests_flow, labels_commit_flow
+    from flows.select import select_flow
+    from tasks.graphs import store_task
+
+    smiles, hidden = _regression_rows()
+    w = _walk(tmp_path, smiles, hidden, "svm")
+    assert not store_task(w["store"]).decided  # ingest guessed nothing
+    purposes = [r["purpose"] for r in w["req"]]
+    n_audit = purposes.count("audit")
+    assert n_audit == 50 and w["sel"]["mode"] == "production" and len(w["sel"]["audit_ids"]) == 50
+    assert set(w["sel"]["audit_ids"]).isdisjoint(w["sel"]["medoids"])  # never trained on
+    info = w["info"]
+    assert info["task"]["type"] == "regression" and info["model_name"] == "svm"
+    assert info["partial"]["answered_medoids"] < info["partial"]["requested_medoids"]  # partial answers: trained
+    m = w["metrics"]
+    est = m["pool_estimate"]
+    assert m["mode"] == "production" and est["metric"] == "rmse" and est["n_audit"] == 50
+    assert est["ci_low"] < est["value"] < est["ci_high"]
+    # the interval contains the model's RMSE on the molecules it was not trained on (measured with the hidden values)
+    rows = [r for r in w["table"] if not r["labelled"]]
+    truth = float(np.sqrt(np.mean([(r["prediction"] - w["of"][r["smiles"]]) ** 2 for r in rows])))
+    assert est["ci_low"] <= truth <= est["ci_high"]
+    assert m["test"]["coreset_model"] is None and "not measurable" in m["not_measurable"]["observed_gap"]
+    assert m["reference"] is None and m["bound"]["gap_observed"] is None
+    # predictions: every pool molecule, with an interval whose coverage on the unlabelled ones is near 90 %
+    assert len(w["table"]) == N and all(r["lower"] <= r["prediction"] <= r["upper"] for r in w["table"])
+    covered = np.mean([r["lower"] <= w["of"][r["smiles"]] <= r["upper"] for r in rows])
+    assert 0.8 <= covered <= 0.99
+    assert sum(r["labelled"] for r in w["table"]) == len(w["answered"])
+    # round 2: the ledger holds round 1; a larger budget asks only for new molecules, never the audit again
+    labels_commit_flow(w["store"], str(tmp_path / "labels" / "labels.csv"), str(tmp_path / "ledger.csv"))
+    select_flow(w["store"], str(tmp_path / "sel.json"), fraction=0.3, matrix=str(tmp_path / "tmd" / "matrix.npy"),
+                labelled=str(tmp_path / "ledger.csv"), cache_dir=str(tmp_path / "cache"))
+    label_requests_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "labels2"),
+                        labelled=str(tmp_path / "ledger.csv"))
+    again = pq.read_table(tmp_path / "labels2" / "label_requests.parquet").to_pylist()
+    done = {r["source_id"] for r in w["answered"]}
+    assert again and all(r["purpose"] == "coreset" and r["source_id"] not in done for r in again)
+
+
+def test_classification_pool_without_labels(tmp_path):
+    smiles, hidden = _classification_rows()
+    w = _walk(tmp_path, smiles, hidden, "rf")
+    assert w["info"]["task"]["type"] == "binary"  # decided by the lab's 0/1 answers
+    est = w["metrics"]["pool_estimate"]
+    assert est["metric"] == "accuracy" and est["ci_low"] <= est["value"] <= est["ci_high"]
+    rows = [r for r in w["table"] if not r["labelled"]]
+    assert all(abs(r["p_0"] + r["p_1"] - 1) < 1e-9 and r["prediction"] in (0.0, 1.0) for r in w["table"])
+    hold = np.mean([str(w["of"][r["smiles"]]) in r["prediction_set"].split() for r in rows])
+    assert hold >= 0.8  # the sets hold the true class at about the nominal 90 %
+    truth = np.mean([r["prediction"] == w["of"][r["smiles"]] for r in rows])
+    assert est["ci_low"] - 0.05 <= truth <= est["ci_high"] + 0.05
+
+
+def test_predict_for_new_smiles_gives_a_reason_per_bad_row(tmp_path):
+    from flows.predict import predict_flow
+
+    smiles, hidden = _regression_rows()
+    w = _walk(tmp_path, smiles, hidden, "rf")
+    new = tmp_path / "new.csv"
+    new.write_bytes(b"smiles\nCCO\nnot-a-smiles\n\nc1ccccc1O\n")
+    meta = predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
+                        str(tmp_path / "pred"), smiles_csv=str(new), log_mlflow=False)
+    rows = pq.read_table(tmp_path / "pred" / "new.predictions.parquet").to_pylist()
+    assert [r["reason"] is None for r in rows] == [True, False, False, True] and meta["rows_without_prediction"] == 2
+    assert rows[0]["prediction"] is not None and rows[1]["prediction"] is None and "parse" in rows[1]["reason"]
+    assert rows[0]["lower"] < rows[0]["prediction"] < rows[0]["upper"]
+
+
+@pytest.mark.parametrize("model", ["gin"])
+def test_a_graph_model_refuses_new_smiles_with_one_clear_error(tmp_path, model):
+    from flows.predict import predict_flow
+    from tmdlib import InputError
+
+    smiles, hidden = _regression_rows()
+    w = _walk(tmp_path, smiles[:120], hidden[:120], model)
+    assert w["metrics"]["bound"]["c_epsilon"] is not None  # a GIN states its certificate in production too
+    (tmp_path / "new.csv").write_text("smiles\nCCO\n")
+    with pytest.raises(InputError, match="new molecules need a molecule model"):
+        predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
+                     str(tmp_path / "pred2"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
