@@ -151,7 +151,7 @@ def run_molecule_cell(spec: dict, raw_root: str, paths: dict, device: str = "cpu
     torch.set_num_threads(int(torch_threads))
     s, _, counts = _loaded(spec["dataset"], raw_root, json.dumps(paths, sort_keys=True))
     return run_cell(spec, s["ds"], s["y"], s["train"], s["test"], s["cliff"], counts,
-                    load_picks(paths, [spec["method"]]), device)
+                    load_picks(paths, [spec["method"]]), device, smiles=s["smiles"])
 
 
 class MoleculeResults:

@@ -7,13 +7,13 @@ baselines, and the chemists' pickers MaxMin, sphere exclusion, Butina, fingerpri
 only the picked molecules' labels are used to train a model, and the model is scored on the test split: RMSE,
 and RMSE on the test molecules involved in an activity cliff (MoleculeACE's second metric), MAE, R², Spearman ρ.
 
-Two model families, trained on the same picks:
+The models are the registered ones (:mod:`tmdlib.models`: ``svm``, ``rf``, ``gbm``, ``gin``, ``chemprop``), trained on
+the same picks with :func:`model_options`:
 
-* ``rf``: a random forest on ECFP4 counts (:func:`tmdlib.chem.forest.fit_forest`), the chemists' everyday
-  baseline; with the method's weights τ as sample weights where the method has them (``weighted`` rows), and
-  without (``weighted = False`` rows, for every method);
-* ``gin``: the GIN (:func:`tmdlib.torch.fit.fit`, Huber loss on standardised targets), τ-weighted as in the paper
-  (the TMD coreset's unweighted twin is a variant row, ``weighted = False``).
+* the molecule models (``svm``, ``rf``, ``gbm``, ``chemprop``) with the method's weights τ as sample weights where the
+  method has them (``weighted`` rows), and without (``weighted = False`` rows, for every method);
+* ``gin``: the GIN (the ``default`` recipe, Huber loss on standardised targets), τ-weighted as in the paper (the TMD
+  coreset's unweighted twin is a variant row, ``weighted = False``).
 
 Every pick is made once (:func:`select_all`, cached per set) and shared by the models; a **cell** is one (dataset,
 method, trial) with its fractions and models.  Trial ``t`` seeds the seeded pickers and every model; the deterministic pickers
@@ -28,25 +28,45 @@ import time
 import numpy as np
 
 __all__ = ["PROFILE", "COLUMNS", "KEY", "row_key", "plan_cells", "run_cell", "select_all", "MOLECULE_METHODS",
-           "MODELS", "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes", "rows_csv", "read_rows"]
+           "MODELS", "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes", "rows_csv", "read_rows",
+           "model_options", "model_epochs"]
 
 #: The pickers compared (label-free, registered in :mod:`tmdlib.select.methods`).
 MOLECULE_METHODS = ("tmd", "random", "maxmin", "leader", "butina", "fp-kmedoids", "scaffold", "feature", "wl")
-#: Model families.
-MODELS = ("rf", "gin")
+#: Models compared (registered in :mod:`tmdlib.models`; the benchmark's options below).
+MODELS = ("svm", "rf", "gbm", "gin", "chemprop")
 #: Columns of a results file; :data:`KEY` identifies a row.
 KEY = ("dataset", "model", "method", "fraction", "trial", "weighted", "epochs")
 COLUMNS = KEY + ("k", "n_train", "n_test", "n_cliff", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon",
                  "select_seconds", "train_seconds", "device")
-#: The GIN of the benchmark: the paper's 3-layer sum-pooling GIN (B.2) without biases, trained on standardised
-#: targets with the Huber loss (the certified regression loss, M = δ = 1), Adam (lr 1e-3), batches of 64, 100 epochs.
+#: The GIN of the benchmark: the registered ``gin`` with the ``default`` recipe (the paper's 3-layer sum-pooling GIN
+#: without biases, Adam lr 1e-3, batches of 64, 100 epochs) on standardised targets with the Huber loss (the
+#: certified regression loss, M = δ = 1) — the pipeline's ``train.model: gin`` with ``train.recipe: default``.
 GIN_CONFIG = {"hidden": 128, "layers": 3, "pool": "add", "eta": 1.0, "bias": False, "lr": 0.001,
               "batch_size": 64, "epochs": 100, "device": "cpu"}
 GIN_LOSS = "huber"
-#: The random forest of the benchmark (100 trees; :func:`tmdlib.chem.forest.fit_forest` otherwise).
+#: The random forest of the benchmark (100 trees; :class:`tmdlib.chem.models.ECFPForest` otherwise).
 RF_CONFIG = {"n_estimators": 100}
+
+
+def model_options(model: str, trial: int, device: str = "cpu") -> dict:
+    """The options the benchmark builds registered model ``model`` with for trial ``trial`` (its seed)."""
+    if model == "gin":
+        return {"recipe": "default", "loss": GIN_LOSS, **GIN_CONFIG, "seed": int(trial), "device": device}
+    if model == "rf":
+        return {**RF_CONFIG, "seed": int(trial)}
+    if model in ("gbm", "chemprop"):
+        return {"seed": int(trial)}
+    return {}  # svm: deterministic
+
+
+def model_epochs(model: str) -> int:
+    """The ``epochs`` column of a model's rows (0 for the models that have none)."""
+    return int(GIN_CONFIG["epochs"]) if model == "gin" else (50 if model == "chemprop" else 0)
+
+
 #: The benchmark: all 30 MoleculeACE sets, budgets 5-30 %, 5 trials; the GIN on the 10 largest by default.
-PROFILE = {"fractions": [0.05, 0.1, 0.2, 0.3], "methods": list(MOLECULE_METHODS), "models": list(MODELS),
+PROFILE = {"fractions": [0.05, 0.1, 0.2, 0.3], "methods": list(MOLECULE_METHODS), "models": ["rf", "gin"],
            "trials": 5, "gin_datasets": 10}
 
 
@@ -72,7 +92,7 @@ def _variants(model: str, method: str) -> list[bool]:
     from ..select.registry import get_method
 
     weighted = get_method(method).weighted
-    if model == "rf":
+    if model != "gin":  # the molecule models: both ways for every method with weights (like for like)
         return [True, False] if weighted else [False]
     return [True, False] if method == "tmd" else [weighted]
 
@@ -85,7 +105,7 @@ def plan_cells(profile: dict, dataset: str, done, models: list[str]) -> list[dic
         for method in profile["methods"]:
             todo = []
             for model in models:
-                epochs = int(GIN_CONFIG["epochs"]) if model == "gin" else 0
+                epochs = model_epochs(model)
                 for w in _variants(model, method):
                     for f in profile["fractions"]:
                         key = row_key({"dataset": dataset, "model": model, "method": method, "fraction": f,
@@ -149,8 +169,10 @@ def select_all(pool, pool_smiles: list, matrices: dict, methods, fractions, tria
 
 
 def run_cell(spec: dict, ds, y: np.ndarray, train: np.ndarray, test: np.ndarray, cliff: np.ndarray,
-             counts: np.ndarray, picks: dict, gin_device: str = "cpu") -> list[dict]:
+             counts: np.ndarray, picks: dict, gin_device: str = "cpu", smiles=None) -> list[dict]:
     r"""Train every requested (model, weighted) row of one (set, method, trial) on its picks; score on the test split.
+
+    Every model is a registered one (:func:`tmdlib.models.get_model`) built with :func:`model_options`.
 
     Parameters
     ----------
@@ -165,10 +187,12 @@ def run_cell(spec: dict, ds, y: np.ndarray, train: np.ndarray, test: np.ndarray,
     cliff : ndarray of bool, shape (len(test),)
         Test molecules involved in an activity cliff.
     counts : ndarray, shape (G, 2048)
-        ECFP4 counts (the forest's features).
+        ECFP4 counts (the fingerprint models' features).
     picks : dict
         ``{(method, fraction, trial): pick}`` from :func:`select_all`.
     gin_device : str
+    smiles : list of str, length G, optional
+        The molecules (models reading SMILES: chemprop).
 
     Returns
     -------
@@ -176,34 +200,27 @@ def run_cell(spec: dict, ds, y: np.ndarray, train: np.ndarray, test: np.ndarray,
         One row per requested (model, weighted, fraction), columns :data:`COLUMNS`.
     """
     from ..datasets.task import TaskSpec
+    from ..models import Inputs, get_model
 
     name, method, trial = spec["dataset"], spec["method"], int(spec["trial"])
+    task = TaskSpec("regression")
     rows = []
     for model, weighted, fraction in spec["rows"]:
         pick = picks[(method, round(float(fraction), 6), trial)]
         pos = train[np.asarray(pick["positions"], dtype=np.int64)]
         tau = np.asarray(pick["tau"], dtype=np.float64)
         w = tau if weighted else np.ones(len(pos))
+        device = gin_device if model == "gin" else "cpu"
         t0 = time.process_time()
-        if model == "rf":
-            from ..chem.forest import fit_forest, predict
-
-            rf = fit_forest(counts[pos], y[pos], sample_weight=w, seed=trial, **RF_CONFIG)
-            pred, epochs = predict(rf, counts[test]), 0
-        else:
-            from ..torch.fit import fit, predict as gin_predict
-            from ..torch.pyg import dataset_to_pyg
-
-            cfg = {**GIN_CONFIG, "seed": trial, "device": gin_device}
-            r = fit(ds, pos, y[pos], w, cfg, TaskSpec("regression"), loss=GIN_LOSS)
-            pred = gin_predict(r.model, dataset_to_pyg(ds, positions=test), r.head, device=gin_device)[:, 0]
-            epochs = int(cfg["epochs"])
+        fitted = get_model(model).build(model_options(model, trial, device)).fit(
+            Inputs(ds, smiles, pos, features=counts), y[pos], w, task)
+        pred = fitted.outputs(Inputs(ds, smiles, test, features=counts))[:, 0]
         rows.append({"dataset": name, "model": model, "method": method, "fraction": float(fraction),
-                     "trial": trial, "weighted": bool(weighted), "epochs": epochs, "k": int(len(pos)),
+                     "trial": trial, "weighted": bool(weighted), "epochs": model_epochs(model), "k": int(len(pos)),
                      "n_train": int(len(train)), "n_test": int(len(test)), "n_cliff": int(cliff.sum()),
                      **_metrics(np.asarray(pred, dtype=np.float64), y[test], cliff), "epsilon": pick["epsilon"],
                      "select_seconds": pick["select_seconds"], "train_seconds": round(time.process_time() - t0, 3),
-                     "device": gin_device if model == "gin" else "cpu"})
+                     "device": device})
     return rows
 
 

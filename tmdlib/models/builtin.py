@@ -53,3 +53,19 @@ for _kind, _summary in (("rf", "random forest on ECFP4 counts (500 trees)"),
                         ("gbm", "gradient boosting on ECFP4 counts")):
     register(ModelSpec(_kind, make=_estimator(_kind), restore=_estimator_restore, inputs="molecules",
                        tasks=("binary", "multiclass", "regression"), summary=_summary))
+
+
+def _chemprop(options):
+    from ..torch.chemprop import ChempropModel
+
+    return ChempropModel(**options)
+
+
+def _chemprop_restore(config, arrays):
+    from ..torch.chemprop import ChempropModel
+
+    return ChempropModel.from_state(config, arrays)
+
+
+register(ModelSpec("chemprop", make=_chemprop, restore=_chemprop_restore, inputs="molecules", tasks=("regression",),
+                   summary="chemprop's D-MPNN (the chemprop package: its featuriser, trainer, target scaling)"))

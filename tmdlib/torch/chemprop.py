@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from ..errors import InputError
+from ..models.base import Model
 
 __all__ = ["ChempropRegressor"]
 
@@ -194,4 +195,54 @@ class ChempropRegressor:
         except (KeyError, TypeError, RuntimeError) as e:
             raise InputError(str(path), f"not a chemprop state dict written by ChempropRegressor.save: {e}") from None
         m.model_.eval()
+        return m
+
+
+class ChempropModel(Model):
+    """:class:`ChempropRegressor` as a registered model (:mod:`tmdlib.models`, name ``chemprop``): one regression
+    target, trained on the members' SMILES with their weights; its weights saved as plain arrays."""
+
+    name, inputs, tasks = "chemprop", "molecules", ("regression",)
+
+    def __init__(self, **options):
+        self.options = options
+        self.reg = None
+        self.head = None
+
+    def fit(self, X, y, sample_weight=None, task=None):
+        from ..datasets.task import TaskSpec
+        from ..models.head import task_head
+
+        task = task or TaskSpec("regression")
+        if task.type != "regression" or task.num_targets != 1:
+            raise InputError(None, f"model 'chemprop' takes one regression target, not {task.describe()}")
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        self.head = task_head(task, y=y, weights=sample_weight)
+        self.reg = ChempropRegressor(**self.options).fit(X.smiles_at(), y, sample_weight)
+        return self
+
+    def outputs(self, X) -> np.ndarray:
+        return self.reg.predict(X.smiles_at())[:, None]
+
+    def describe(self) -> dict:
+        return {"options": self.reg._config() if self.reg is not None else self.options}
+
+    def state(self) -> tuple[dict, dict]:
+        arrays = {k: v.detach().cpu().numpy() for k, v in self.reg.model_.state_dict().items()}
+        return ({"name": self.name, "config": self.reg._config(), "y_mean": self.reg.y_mean_,
+                 "y_scale": self.reg.y_scale_, "head": self.head.to_dict()}, arrays)
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict):
+        import torch
+
+        from ..models.head import TaskHead
+
+        m = cls(**config["config"])
+        reg = ChempropRegressor(**config["config"])
+        reg.y_mean_, reg.y_scale_, reg.n_dropped_nan_ = float(config["y_mean"]), float(config["y_scale"]), 0
+        _, reg.model_ = reg._build(reg.y_mean_, reg.y_scale_)
+        reg.model_.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in arrays.items()})
+        reg.model_.eval()
+        m.reg, m.head = reg, TaskHead.from_dict(config["head"])
         return m
