@@ -13,12 +13,8 @@ from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, l
 from tasks.labels import read_ledger
 from tasks.select import select_task, subsample_nodes_task, write_json, write_parquet
 from tmdlib.datasets.identity import content_hash
-from tmdlib.select.api import check_engine
+from tmdlib.select.plan import check_engine, plan_selection
 from tmdlib.select.audit import audit_members, audit_size
-from tmdlib.select.certificate import resolve_engine
-from tmdlib.select.coreset import budget_to_k
-from tmdlib.select.scalable import (AUTO_PAIR_WORK, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, auto_pair_budget,
-                                    count_parts, resolve_part_size)
 
 
 #: selection.json's lists of one entry per graph: in the file, not in the flow's result.
@@ -64,36 +60,22 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mat = load_matrix(matrix, len(store))[np.ix_(train, train)] if matrix else None
     have = read_ledger(labelled, store.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
     pool = store.subset(train)
-    scalable = method == "tmd" and not matrix and resolve_engine(engine, pool.nodes_per_graph) == "scalable"
-    chosen, asked = part_size == "auto", resolve_part_size(part_size, len(pool))
-    k = budget_to_k(len(pool), fraction=None if count else fraction, count=count) if len(pool) else None
-    part_size = resolve_part_size(part_size, len(pool), k)  # raised where k is fewer than the parts
-    if scalable and chosen:  # say what the engine chose, before the long search
-        parts = "one part" if len(pool) <= part_size else f"parts of at most {part_size:,} graphs"
-        print(f"part size chosen from the pool: {asked:,} ({len(pool):,} training graphs: {parts}; pools over "
-              f"{AUTO_PART_SWITCH:,} graphs take {AUTO_PART_SIZE_LARGE:,}, ~3x faster for a larger epsilon); "
-              "--part-size N sets one", flush=True)
-    if scalable and part_size != asked:
-        print(f"part size raised from {asked:,} to {part_size:,} graphs: k = {k:,} medoids and every part needs one "
-              f"({count_parts(len(pool), asked):,} parts of at most {asked:,} graphs, "
-              f"{count_parts(len(pool), part_size):,} of at most {part_size:,})", flush=True)
-    if scalable and max_pairs == "auto":  # say what the engine chose, before the long search
-        max_pairs = auto_pair_budget(pool.nodes_per_graph)
-        print(f"pair budget for the search, chosen from the pool: {max_pairs:,} exact pairs ({AUTO_PAIR_WORK:.3g} node "
-              f"pairs of TMD work per graph at {pool.nodes_per_graph.mean():.1f} nodes per graph); --max-pairs N sets "
-              "one, 0 none; the certificate is exact either way", flush=True)
-    if not scalable:  # the scalable engine reads the pool part by part; everything else holds it
+    # the library decides budget, engine, part size and pair budget once; say what it chose, before the long search
+    plan = plan_selection(pool, method, k=count, fraction=fraction, engine=engine,
+                          has_matrix=bool(matrix), part_size=part_size, max_pairs=max_pairs)
+    for line in plan.lines:
+        print(line, flush=True)
+    if not plan.scalable:  # the scalable engine reads the pool part by part; everything else holds it
         pool = pool.load()
     scratch = str(Path(cache_dir) / "scratch") if cache_dir else None
     # the training pool's hashes key the caches: read when the parts are looked up, on disk until then
-    mapper = part_mapper(cache_dir, pool, depth, weights, seed, part_size, threads,
+    mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, threads,
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
-    sel = select_task(pool, method, fraction=fraction, k=count, seed=seed, engine=engine, depth=depth,
+    sel = select_task(pool, method, plan=plan, seed=seed, depth=depth,
                       weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
-                      restarts=restarts, backend=backend, part_size=part_size, max_pairs=max_pairs,
-                      scratch_dir=scratch, progress=status_line)
+                      restarts=restarts, backend=backend, scratch_dir=scratch, progress=status_line)
     del mapper, pool  # the parts' caches and the pool's reader: done with
     doc = sel.to_json(arrays=True)  # the per-graph lists stay arrays: write_json streams them (~1 GB less at 10⁷)
     doc.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,

@@ -110,7 +110,7 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     when it resolves to ``scalable`` the matrix is not computed at all and ``meta.json`` says so
     (``"matrix": false``); the select stage then runs the scalable engine.
     """
-    from tmdlib.select.certificate import resolve_engine
+    from tmdlib.select import resolve_engine
 
     logger = get_run_logger()
     w = resolve_weights(depth, weights)
@@ -169,7 +169,7 @@ def _store_sizes(graphs: str) -> np.ndarray:
 
 def _no_matrix(graphs: str, matrix_out: str, meta_out: str, depth: int, w, engine: str) -> dict:
     """The tmd stage under the scalable engine: no matrix (an old one is removed), only meta.json."""
-    from tmdlib.select.certificate import matrix_node_pairs
+    from tmdlib.select import matrix_node_pairs
 
     sizes = _store_sizes(graphs)
     store_hash = store_content_hash(load_graph_store(graphs))

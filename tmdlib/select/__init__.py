@@ -3,6 +3,8 @@ r"""Selection: which graphs, and which nodes of each graph, to keep (Jain et al.
 * :func:`select_graphs` -- **the** entry point for graphs: any registered method (:mod:`~tmdlib.select.methods`:
   ``tmd``, ``random``, ``feature``, ``wl`` and the chemists' pickers) returns a :class:`Selection` carrying the
   exact TMD certificate of Lemma 3.2; :mod:`~tmdlib.select.registry` declares each method once.
+* :func:`plan_selection` -- the policy, decided once: budget, TMD engine (:func:`resolve_engine`), the scalable
+  search's part size and pair budget, with lines that say what was chosen (:mod:`~tmdlib.select.plan`).
 * :mod:`~tmdlib.select.coreset` -- k-medoids coresets on a distance matrix: medoids
   :math:`\mathcal I`, cluster sizes :math:`\tau`, objective :math:`\varepsilon`
   (:func:`kmedoids_coreset`), and label reuse (:func:`reuse_labelled`).
@@ -16,11 +18,12 @@ A new selection method goes here: a function of a :class:`~tmdlib.select.registr
 :func:`~tmdlib.select.registry.register` (see :mod:`tmdlib.select.methods`).
 """
 from .api import Selection, select_graphs
-from .certificate import CoresetCertificate, tmd_coreset, verify_certificate
+from .certificate import CoresetCertificate, matrix_node_pairs, resolve_engine, tmd_coreset, verify_certificate
 from .baselines import feature_distance_matrix, random_selection, wl_distance_matrix
 from .coreset import (CoresetResult, assign_to_medoids, budget_to_k, kmedoids_coreset, medoids_objective,
                       reuse_labelled, validate_distance_matrix)
 from .nodes import NodeSubsample, select_nodes, subsample_nodes
+from .plan import SelectionPlan, plan_selection
 from .registry import MethodSpec, get_method, method_names, register
 from . import methods  # noqa: E402,F401  (registers the built-in methods, once)
 from .split import batched_train_test_split, train_test_split
@@ -31,16 +34,20 @@ __all__ = [
     "MethodSpec",
     "NodeSubsample",
     "Selection",
+    "SelectionPlan",
     "assign_to_medoids",
     "batched_train_test_split",
     "budget_to_k",
     "feature_distance_matrix",
     "get_method",
     "kmedoids_coreset",
+    "matrix_node_pairs",
     "medoids_objective",
     "method_names",
+    "plan_selection",
     "random_selection",
     "register",
+    "resolve_engine",
     "reuse_labelled",
     "select_graphs",
     "select_nodes",

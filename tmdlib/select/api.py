@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..graph import GraphDataset
-from .coreset import budget_to_k, reuse_labelled
+from .coreset import reuse_labelled
+from .plan import SelectionPlan, check_engine, plan_selection
 from .registry import Problem, get_method
 
 __all__ = ["Selection", "select_graphs", "check_engine"]
@@ -57,6 +58,10 @@ class Selection:
         CPU seconds: ``select`` (the method) and ``certificate``.
     info : dict
         Method / engine facts, JSON-ready.
+    plan : SelectionPlan or None
+        What was decided before the run: budget, TMD engine, part size and pair budget
+        (:func:`tmdlib.select.plan.plan_selection`).  Not in :meth:`to_json`: ``k``, ``engine`` and, for the
+        scalable search, ``engine_info`` (``part_size``, ``max_pairs``) already say it.
     """
 
     method: str
@@ -73,6 +78,7 @@ class Selection:
     reused_labels: int = 0
     seconds: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    plan: SelectionPlan | None = None
 
     @property
     def epsilon(self) -> float | None:
@@ -149,23 +155,33 @@ def _labelled_mask(labelled, n: int) -> np.ndarray:
     return mask
 
 
-def check_engine(engine: str, has_matrix: bool) -> None:
-    """Refuse an unknown engine (``ValueError``) and a TMD matrix given to the scalable engine, which never reads
-    one (:class:`~tmdlib.errors.InputError`): the checks :func:`select_graphs` makes first, for callers that
-    would otherwise read a matrix before calling it."""
-    from .certificate import ENGINES
+def _auto(value):
+    """A ``part_size`` / ``max_pairs`` option left out or None: ``"auto"`` (what the scalable engine takes then)."""
+    return "auto" if value is None else value
 
-    if has_matrix and engine == "scalable":
-        raise InputError(None, "the scalable engine never reads a TMD matrix; drop the matrix or use the exact engine")
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+
+def _check_plan(plan: SelectionPlan, method: str, n: int, exact_only: bool, *, k, fraction, engine: str,
+                options: dict) -> None:
+    """Refuse a plan made for another pool or method, or one given beside what it decides (``ValueError``)."""
+    if plan.method != method or plan.n != n:
+        raise ValueError(f"the plan is for method {plan.method!r} on {plan.n} graphs; this selection is {method!r} "
+                         f"on {n}")
+    given = [name for name, value in (("k", k), ("fraction", fraction), ("part_size", options.get("part_size")),
+                                      ("max_pairs", options.get("max_pairs"))) if value is not None]
+    if engine != "auto":
+        given.append("engine")
+    if given:
+        raise ValueError(f"give {', '.join(given)} to plan_selection, not beside a plan (the plan decides them)")
+    if exact_only and plan.engine != "exact":
+        raise ValueError("the plan takes the scalable engine, but only a TMD matrix describes this pool (or one is "
+                         "given): plan it with has_matrix=True")
 
 
 def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: float | None = None,
                   engine: str = "auto", seed: int = 0, depth: int = 4, weights="pascal",
                   matrix: np.ndarray | None = None, distance: np.ndarray | None = None, smiles=None,
                   labelled=None, map_parts=None, certify: bool = True, num_threads: int | None = None,
-                  progress=None, **options) -> Selection:
+                  progress=None, plan: SelectionPlan | None = None, **options) -> Selection:
     r"""Choose the graphs worth labelling, with the exact TMD certificate of the choice.
 
     Parameters
@@ -204,6 +220,11 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
         numba threads of the TMD engine.
     progress : callable, optional
         ``progress(line)`` for long runs (the scalable engine).
+    plan : SelectionPlan, optional
+        What to run, decided beforehand (:func:`tmdlib.select.plan.plan_selection`, e.g. to print its lines
+        first): its budget, engine, part size and pair budget are used, so ``k`` / ``fraction``, an ``engine``
+        other than ``auto``, ``part_size`` and ``max_pairs`` are then refused.  Default: made here from those
+        arguments (``part_size`` and ``max_pairs`` left out or None: ``"auto"``).
     **options
         Method options: ``restarts`` (5), ``backend`` (``"fasterpam"``), ``part_size``, ``max_pairs``,
         ``scratch_dir`` (where the scalable engine groups a stored pool by part), ``memory_limit``, and the chemistry
@@ -212,6 +233,7 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
     Returns
     -------
     Selection
+        With the :class:`~tmdlib.select.plan.SelectionPlan` it ran (``plan``).
 
     Raises
     ------
@@ -219,11 +241,12 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
         The method needs what was not given (graphs, SMILES), a matrix with the scalable engine, or the method
         would need more memory than is available (with the estimate and what fits instead).
     ValueError
-        Unknown method or engine, bad budget.
+        Unknown method or engine, bad budget, a ``plan`` made for another pool or method or given with what it
+        decides.
     """
     from ..datasets.limits import check_fits, format_size, memory_budget
     from ..datasets.stored import StoredGraphs
-    from .certificate import certificate_from_matrix, certify_medoids, engine_memory_bytes, resolve_engine
+    from .certificate import certificate_from_matrix, certify_medoids, engine_memory_bytes
 
     spec = get_method(method)
     if isinstance(data, (GraphDataset, StoredGraphs)):
@@ -237,7 +260,15 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
         ds, n = None, matrix.shape[0]
     if matrix is not None and matrix.shape != (n, n):
         raise ValueError(f"matrix has shape {matrix.shape}, the pool has {n} graphs")
-    kk = budget_to_k(n, fraction=fraction, count=k)
+    if plan is None:
+        plan = plan_selection(n if ds is None else ds, method, k=k, fraction=fraction, engine=engine,
+                              has_matrix=matrix is not None,
+                              part_size=_auto(options.pop("part_size", None)),
+                              max_pairs=_auto(options.pop("max_pairs", None)))
+    else:
+        _check_plan(plan, method, n, ds is None or matrix is not None, k=k, fraction=fraction, engine=engine,
+                    options=options)
+    kk = plan.k
     if kk < 1:
         raise ValueError("the pool is empty")
     lab = _labelled_mask(labelled, n)
@@ -254,14 +285,13 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
         smiles = [str(s) for s in smiles]
         if len(smiles) != n:
             raise ValueError(f"smiles has {len(smiles)} entries, the pool has {n}")
-    check_engine(engine, matrix is not None)
-    resolved = "exact" if (matrix is not None or ds is None) else resolve_engine(engine, ds.nodes_per_graph)
-    if isinstance(ds, StoredGraphs) and not (method == "tmd" and resolved == "scalable"):
+    resolved = plan.engine
+    if isinstance(ds, StoredGraphs) and not plan.scalable:
         ds = ds.load()  # only the scalable TMD engine reads a pool part by part
     opts = {**options, "map_parts": map_parts, "progress": progress, "num_threads": num_threads}
     problem = Problem(n=n, k=kk, seed=int(seed), dataset=ds, matrix=matrix, distance=distance, smiles=smiles,
                       candidates=candidates, fixed=fixed, depth=int(depth), weights=weights, engine=resolved,
-                      options=opts)
+                      options=opts, plan=plan)
 
     # refuse before allocating: the method's own memory, and the pruned search of the certificate
     need = float(spec.memory(problem)) if spec.memory is not None else 0.0
@@ -293,4 +323,4 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
     return Selection(method=method, k=kk, n=n, seed=int(seed), positions=pos, ids=np.asarray(ids),
                      tau=np.asarray(picked.tau, dtype=np.float64), certificate=cert, objective=picked.objective,
                      engine=how, labelled_in_pool=int(lab.sum()), reused_labels=int(lab[pos].sum()),
-                     seconds={"select": t1 - t0, "certificate": t2 - t1}, info=dict(picked.info))
+                     seconds={"select": t1 - t0, "certificate": t2 - t1}, info=dict(picked.info), plan=plan)

@@ -55,12 +55,12 @@ def _tmd(problem: Problem) -> Picked:
     if problem.engine == "scalable":
         from .certificate import tmd_coreset
 
-        o = problem.options
-        scal = {key: o[key] for key in ("part_size", "max_pairs", "map_parts", "progress", "scratch_dir")
-                if o.get(key) is not None}
+        o, plan = problem.options, _plan(problem)
+        scal = {key: o[key] for key in ("map_parts", "progress", "scratch_dir") if o.get(key) is not None}
         cert = tmd_coreset(problem.dataset, problem.k, problem.depth, problem.weights, engine="scalable",
                            seed=problem.seed, candidates=problem.candidates, fixed=problem.fixed,
-                           num_threads=o.get("num_threads"), **scal)
+                           num_threads=o.get("num_threads"), part_size=plan.part_size, max_pairs=plan.max_pairs,
+                           **scal)
         return Picked(cert.medoids, cert.tau.astype(np.float64), None, cert)
     if problem.matrix is None:  # exact engine without a given matrix: compute it (the engine chose it as cheap)
         from ..distance.engine import DEFAULT_MEMORY_LIMIT, tmd_matrix
@@ -72,13 +72,26 @@ def _tmd(problem: Problem) -> Picked:
     return _kmedoids(problem, problem.matrix)
 
 
+def _plan(problem: Problem):
+    """The plan :func:`~tmdlib.select.select_graphs` made (its part size and pair budget), or one made here for a
+    :class:`Problem` built by hand (options ``part_size`` / ``max_pairs``, left out or None: ``"auto"``)."""
+    if problem.plan is not None:
+        return problem.plan
+    from .plan import plan_selection
+
+    o = problem.options
+    return plan_selection(problem.dataset, "tmd", k=problem.k, engine=problem.engine,
+                          part_size=o.get("part_size") or "auto",
+                          max_pairs="auto" if o.get("max_pairs") is None else o["max_pairs"])
+
+
 def _tmd_memory(problem: Problem) -> float:
     if problem.engine == "scalable":
         from .certificate import engine_memory_bytes
 
         ds = problem.dataset
         return engine_memory_bytes("scalable", ds.nodes_per_graph, problem.k, ds.num_features, ds.features.shape[0],
-                                   problem.depth, problem.options.get("part_size") or "auto")
+                                   problem.depth, _plan(problem).part_size)
     return _matrix_bytes(problem) + (0 if problem.matrix is not None else 8.0 * problem.n * problem.n)
 
 

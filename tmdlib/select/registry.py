@@ -56,8 +56,11 @@ class Problem:
     engine : str
         ``"exact"`` or ``"scalable"`` (resolved), the TMD engine.
     options : dict
-        Method options (``restarts``, ``backend``, ``part_size``, ``max_pairs``, ``map_parts``, ``progress``,
-        ``num_threads``, ``memory_limit``, ...).
+        Method options (``restarts``, ``backend``, ``map_parts``, ``progress``, ``num_threads``,
+        ``memory_limit``, ``scratch_dir``, ...).
+    plan : SelectionPlan or None
+        What :func:`~tmdlib.select.select_graphs` decided (:func:`tmdlib.select.plan.plan_selection`): ``k``,
+        ``engine`` and the scalable search's ``part_size`` and ``max_pairs``.
     """
 
     n: int
@@ -73,6 +76,7 @@ class Problem:
     weights: object = "pascal"
     engine: str = "exact"
     options: dict = field(default_factory=dict)
+    plan: object = None
 
 
 @dataclass
