@@ -32,13 +32,20 @@ from tmdlib import InputError
 from tmdlib.models import Inputs
 
 
-def model_for(model: str | None, lipschitz_budget, lipschitz_target) -> str:
-    """The model to train: ``model`` when given; otherwise the certified GIN when a Lipschitz budget or target is
-    set, else the GIN (the behaviour before ``train.model`` existed)."""
+def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None, task=None,
+              graphs_only: bool = False) -> str:
+    """The model to train: ``model`` when given; ``auto`` (with the store and the task) is the measured default
+    (:func:`tmdlib.models.default_model`: ``svm`` for molecule regression); otherwise, and for ``None``, the certified
+    GIN when a Lipschitz budget or target is set, else the GIN (the behaviour before ``train.model`` existed);
+    ``graphs_only`` (node subsampling trains on subgraphs) keeps ``auto`` on the GIN."""
     if model not in (None, "", "auto"):
         return str(model)
     certified = parse_target(lipschitz_target) is not None or str(lipschitz_budget).strip().lower() not in (
         "", "0", "0.0", "none", "null", "off")
+    if model == "auto" and store is not None and task is not None and not graphs_only:
+        from tmdlib.models import default_model
+
+        return default_model(store.has_smiles, task.type, certified)
     return "certified-gin" if certified else "gin"
 
 
@@ -73,16 +80,23 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     name = dataset_name(graphs)
     target = parse_target(lipschitz_target)  # every parameter is checked before any file is read
     check_loss_option(loss, huber_delta)
-    spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target))
+    if model != "auto":  # a named model is checked before any file is read
+        resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target))
+    if weighting not in ("tau", "none"):
+        raise InputError(None, f"--weighting must be tau or none, got {weighting!r}")
+    store = open_store(graphs)
+    task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
+    spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target, store, task, bool(nodes)))
+    if nodes and spec.inputs != "graphs":  # node subsampling trains on subgraphs: a graph model
+        fallback = model_for(None, lipschitz_budget, lipschitz_target)
+        print(f"node subsampling trains graph models: model {spec.name!r} reads molecules, {fallback} is trained on "
+              "the subgraphs", flush=True)
+        spec = resolve_model_option(fallback)
     graph_model = spec.name in ("gin", "certified-gin")
     budget, mode = certified_setting(spec, lipschitz_budget, lipschitz_mode, target)
     cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias, budget, mode,
                          recipe=recipe) if graph_model else {"seed": int(seed)}
-    if weighting not in ("tau", "none"):
-        raise InputError(None, f"--weighting must be tau or none, got {weighting!r}")
-    store = open_store(graphs)
     ds = store.dataset
-    task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
     label_map, label_meta = read_labels(labels, labels_meta, task)
     spec.check_task(task.type)
     sel = read_selection(selection)
@@ -102,8 +116,6 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     pos = positions(med_ids, ds.graph_ids, selection, "medoids")
     y = selection_labels(label_map, med_ids, task, labels)
     subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes) if nodes else (None, None)
-    if nodes and spec.inputs != "graphs":
-        raise InputError(nodes, f"node subsampling trains graph models only; model {spec.name!r} reads molecules")
     stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
     source = label_meta.get("source", "unknown")
     tau = sel_tau if weighting == "tau" else np.ones(len(med_ids))
@@ -186,7 +198,7 @@ def train_command(
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
     loss: str = typer.Option("auto", "--loss", help="auto (the task's: bce binary / multi-task, ce multi-class, huber regression) | huber | l1 | mse (regression; mse is uncertified)."),
     huber_delta: float = typer.Option(1.0, "--huber-delta", help="Huber's delta in standard deviations of the target (the loss's Lipschitz constant M)."),
-    model: str = typer.Option("auto", "--model", help="A registered model (gin, certified-gin, rf, svm, gbm, ...; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = certified-gin when a Lipschitz budget/target is set, else gin."),
+    model: str = typer.Option("auto", "--model", help="A registered model (gin, certified-gin, rf, svm, gbm, chemprop; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, else certified-gin when a Lipschitz budget/target is set, else gin."),
     recipe: str = typer.Option("paper-b2", "--recipe", help="GIN training recipe: paper-b2 (Adam lr 0.01, batch 16 TU / 64 OGB) | default (lr 0.001, batch 64)."),
     weighting: str = typer.Option("tau", "--weighting", help="tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the tau-weighted coreset loss)."),
 ) -> None:

@@ -318,6 +318,13 @@ class Store:
     def graph_ids(self) -> np.ndarray:
         return self.dataset.graph_ids if self._dataset is not None else store_graph_ids(self.path)
 
+    @property
+    def has_smiles(self) -> bool:
+        """Whether the graphs are molecules with their SMILES (molecule models can train on them)."""
+        import pyarrow.parquet as pq
+
+        return "smiles" in pq.read_schema(self.path).names
+
     def smiles(self, positions=None) -> list[str] | None:
         """SMILES of the graphs at ``positions`` (all when None), or None when the store has none."""
         if self._smiles is None:

@@ -37,7 +37,7 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     res = _sh([str(Path(sys.executable).parent / "dvc"), "repro"], ws, env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert _ran(res.stdout) == {"ingest", "tmd", "select", "nodes", "label_requests", "labels", "train",
-                                "train_nodes", "evaluate", "evaluate_nodes", "audit"}
+                                "train_nodes", "evaluate", "evaluate_nodes", "predict", "audit"}
     sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
     assert sel["k"] == 15 and len(sel["medoids"]) == 15 and sel["epsilon"] > 0
     assert (ws / "data/labels/MUTAG/label_requests.csv").read_text().startswith('"graph_id"')
@@ -57,7 +57,7 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     res = _sh([str(Path(sys.executable).parent / "dvc"), "repro"], ws, env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert _ran(res.stdout) == {"select", "label_requests", "labels", "train", "train_nodes", "evaluate",
-                                "evaluate_nodes", "audit"}
+                                "evaluate_nodes", "predict", "audit"}
     assert json.loads((ws / "data/selection/MUTAG/selection.json").read_text())["k"] == 30
 
     # Runs are tagged with provenance: git sha and the dvc.lock md5 of their inputs.
@@ -85,7 +85,8 @@ def test_repro_end_to_end_then_nothing_then_only_downstream_of_select(workspace)
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     every = client.search_runs([exp.experiment_id])
     names = [r.info.run_name for r in every]
-    assert sorted(set(names)) == ["evaluate@MUTAG", "evaluate_nodes@MUTAG", "train@MUTAG", "train_nodes@MUTAG"]
+    assert sorted(set(names)) == ["evaluate@MUTAG", "evaluate_nodes@MUTAG", "predict@MUTAG", "train@MUTAG",
+                                  "train_nodes@MUTAG"]
     assert names.count("train@MUTAG") == 2  # the first repro and the one after select.fraction changed
     latest_train = client.get_run(train_run)
     inputs = {d.dataset.name: d for d in latest_train.inputs.dataset_inputs}
@@ -173,3 +174,36 @@ def test_committing_labels_to_the_ledger_does_not_retrain(workspace):
     assert all((ws / p).read_bytes() == b for p, b in before.items())
     manifest = json.loads((ws / "data/labels/MUTAG/manifest.json").read_text())
     assert manifest["requested"] == 0 and manifest["reused"] == k
+
+
+def test_a_users_scikit_learn_factory_trains_through_dvc_repro(tmp_path, prefect_server):
+    """train.model names the user's own factory (a module in the repository): it trains on a molecule set's ECFP4
+    counts through `dvc repro`, and evaluate reports the task's metrics for it (no c·ε: no TMD constant)."""
+    import csv
+
+    from helpers import RAW
+
+    env = {**pipeline_env(prefect_server), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'ws' / 'mlflow.db'}"}
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ws = git_workspace(ws, env)
+    rows = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newline="")))[:120]
+    with open(ws / "data" / "raw" / "MOLS.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["smiles", "y"]] + [[r["smiles"], r["y"]] for r in rows])
+    (ws / "my_models.py").write_text("from sklearn.linear_model import Ridge\n\n\n"
+                                     "def make_model():\n    return Ridge(alpha=3.0)\n")
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["base"]["datasets"] = {"MOLS": "MOLS.csv"}
+    params["train"]["model"] = "my_models:make_model"
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    dvc = str(Path(sys.executable).parent / "dvc")
+    res = _sh([dvc, "repro", "train@MOLS", "evaluate@MOLS", "predict@MOLS"], ws, env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    info = json.loads((ws / "data/models/MOLS/train.json").read_text())
+    assert info["model_name"] == "my_models:make_model" and info["task"]["type"] == "regression"
+    assert info["model_options"]["estimator"] == "Ridge" and info["model_options"]["params"]["alpha"] == 3.0
+    metrics = json.loads((ws / "data/metrics/MOLS/metrics.json").read_text())
+    assert metrics["test"]["metric"] == "rmse" and metrics["test"]["coreset_model"] > 0
+    assert {"rmse", "mae", "r2", "spearman"} <= set(metrics["test"]["coreset_metrics"])
+    assert metrics["bound"]["c_epsilon"] is None and "no Lipschitz constant" in metrics["bound"]["lipschitz_note"]
+    assert (ws / "data/predictions/MOLS/predictions.parquet").is_file()

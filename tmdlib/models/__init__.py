@@ -18,11 +18,11 @@ models are built lazily.
 """
 from .base import EstimatorModel, Inputs, Model
 from .head import TaskHead, task_head, training_labels
-from .registry import MODELS, ModelSpec, get_model, model_names, register, resolve_model
+from .registry import MODELS, ModelSpec, default_model, get_model, model_names, register, resolve_model
 from . import builtin  # noqa: F401  (registers the built-in models)
 
 __all__ = ["EstimatorModel", "Inputs", "Model", "ModelSpec", "MODELS", "TaskHead", "get_model", "model_names",
-           "register", "resolve_model", "task_head", "training_labels", "restore_model"]
+           "register", "resolve_model", "default_model", "task_head", "training_labels", "restore_model"]
 
 
 def restore_model(config: dict, arrays: dict) -> Model:
