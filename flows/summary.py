@@ -44,6 +44,7 @@ def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
     The verdict (:func:`tmdlib.reporting.verdict.verdict_lines`) says whether each bound is informative or
     vacuous, with c·ε and the loss scale; the headline line has the test metric and the raw numbers.
     """
+    from tmdlib.datasets.task import BINARY
     from tmdlib.reporting.verdict import verdict_lines
 
     test, bound = m.get("test") or {}, m.get("bound") or {}
@@ -57,7 +58,7 @@ def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
         return "n/a" if v is None else format(v, fmt)
 
     task = (m.get("task") or {}).get("type")
-    label = f"{task} " if task and task != "binary" else ""
+    label = f"{task} " if task and task != BINARY.type else ""  # the default type (older stores) goes unnamed
     return verdict, [f"  {path}: {label}test {test.get('metric')} {num(test.get('coreset_model'), '.3f')} "
                      f"(full-data model {num(test.get('full_model'), '.3f')}); eps {num(bound.get('epsilon'), '.4g')}, "
                      f"c*eps {num(bound.get('c_epsilon'), '.4g')}, observed gap {num(bound.get('gap_observed'), '.4g')}"]

@@ -536,8 +536,7 @@ def standin_measurements(requested: np.ndarray, known: np.ndarray, dataset_y, ta
         raise InputError(None, no_labels_message(dataset))
     pos = np.searchsorted(known, requested)
     Y = _rows(np.asarray(dataset_y, dtype=np.float64)[pos], len(requested), task)
-    if task.type == "multiclass":  # the store holds class indices
-        Y = np.where(np.isfinite(Y), np.asarray(task.classes)[np.nan_to_num(Y).astype(np.int64)], np.nan)
+    Y = task.decode_labels(Y)  # multi-class: the store holds class indices
     rows = {k: [] for k in MEASUREMENT_SCHEMA.names}
     for g, row in zip(requested, Y):
         for t, v in zip(task.targets, row):

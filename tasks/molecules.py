@@ -42,7 +42,7 @@ def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
             raise InputError(str(path), f"{name!r} is neither a built-in set nor an ingested store")
         table, where = read_graph_parquet(path), str(path)
     task = table_task(table)
-    if task.type != "regression" or task.num_targets != 1:
+    if not task.is_regression or task.num_targets != 1:
         raise InputError(where, f"the molecules benchmark needs one regression target; this set is {task.describe()}")
     if "smiles" not in table.column_names:
         raise InputError(where, "the molecules benchmark needs SMILES (the chemists' pickers and the forest read them)")

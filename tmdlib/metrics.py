@@ -24,13 +24,14 @@ __all__ = ["score", "headline", "higher_is_better", "roc_auc", "METRICS"]
 #: Metrics of each task type, headline first.
 METRICS = {"binary": ("accuracy", "rocauc"), "multiclass": ("accuracy", "macro_f1"),
            "multitask": ("rocauc", "accuracy"), "regression": ("rmse", "mae", "r2", "spearman")}
+#: The headline on OGB sets (name starting with ``ogbg``) where it is not the first of :data:`METRICS`.
+OGB_HEADLINE = {"binary": "rocauc"}
 
 
 def headline(task_type: str, dataset: str = "") -> str:
     """The metric reports lead with: ROC-AUC on OGB binary sets (the paper's Section 5), else the first."""
-    if task_type == "binary" and dataset.lower().startswith("ogbg"):
-        return "rocauc"
-    return METRICS[task_type][0]
+    first = METRICS[task_type][0]
+    return OGB_HEADLINE.get(task_type, first) if dataset.lower().startswith("ogbg") else first
 
 
 def higher_is_better(metric: str) -> bool:
@@ -87,41 +88,55 @@ def score(outputs, y, task_type: str, num_classes: int = 0) -> dict:
     Y = np.asarray(y, dtype=np.float64)
     Z = Z.reshape(len(Z), -1)
     Y = Y.reshape(len(Y), -1)
-    obs = ~np.isnan(Y)
-    nan = float("nan")
-    if task_type == "binary":
-        o = obs[:, 0]
-        z, t = Z[o, 0], Y[o, 0]
-        return {"accuracy": float(np.mean((z > 0) == (t == 1))) if t.size else nan, "rocauc": roc_auc(z, t),
-                "n": int(o.sum())}
-    if task_type == "multiclass":
-        o = obs[:, 0]
-        pred, t = Z[o].argmax(axis=1), Y[o, 0].astype(np.int64)
-        return {"accuracy": float(np.mean(pred == t)) if t.size else nan,
-                "macro_f1": _macro_f1(pred, t, max(int(num_classes), Z.shape[1])), "n": int(o.sum())}
-    if task_type == "multitask":
-        aucs = [roc_auc(Z[obs[:, j], j], Y[obs[:, j], j]) for j in range(Y.shape[1])]
-        aucs = [a for a in aucs if np.isfinite(a)]
-        acc = float(np.mean((Z[obs] > 0) == (Y[obs] == 1))) if obs.any() else nan
-        return {"rocauc": float(np.mean(aucs)) if aucs else nan, "accuracy": acc, "tasks_scored": len(aucs),
-                "n": int(obs.any(axis=1).sum())}
-    if task_type == "regression":
-        from scipy.stats import spearmanr
+    if task_type not in _SCORES:
+        raise ValueError(f"unknown task type {task_type!r}")
+    return _SCORES[task_type](Z, Y, ~np.isnan(Y), int(num_classes))
 
-        rmse, mae, r2, rho = [], [], [], []
-        for j in range(Y.shape[1]):
-            o = obs[:, j]
-            if not o.any():
-                continue
-            e = Z[o, j] - Y[o, j]
-            rmse.append(float(np.sqrt(np.mean(e * e))))
-            mae.append(float(np.mean(np.abs(e))))
-            var = float(np.sum((Y[o, j] - Y[o, j].mean()) ** 2))
-            r2.append(1.0 - float(np.sum(e * e)) / var if var > 0 else nan)
-            if o.sum() > 1 and np.ptp(Z[o, j]) > 0 and np.ptp(Y[o, j]) > 0:
-                rho.append(float(spearmanr(Z[o, j], Y[o, j]).statistic))
-            else:
-                rho.append(nan)
-        m = lambda v: float(np.nanmean(v)) if v and np.isfinite(v).any() else nan  # noqa: E731
-        return {"rmse": m(rmse), "mae": m(mae), "r2": m(r2), "spearman": m(rho), "n": int(obs.any(axis=1).sum())}
-    raise ValueError(f"unknown task type {task_type!r}")
+
+def _binary(Z: np.ndarray, Y: np.ndarray, obs: np.ndarray, num_classes: int) -> dict:
+    o = obs[:, 0]
+    z, t = Z[o, 0], Y[o, 0]
+    return {"accuracy": float(np.mean((z > 0) == (t == 1))) if t.size else _NAN, "rocauc": roc_auc(z, t),
+            "n": int(o.sum())}
+
+
+def _multiclass(Z: np.ndarray, Y: np.ndarray, obs: np.ndarray, num_classes: int) -> dict:
+    o = obs[:, 0]
+    pred, t = Z[o].argmax(axis=1), Y[o, 0].astype(np.int64)
+    return {"accuracy": float(np.mean(pred == t)) if t.size else _NAN,
+            "macro_f1": _macro_f1(pred, t, max(num_classes, Z.shape[1])), "n": int(o.sum())}
+
+
+def _multitask(Z: np.ndarray, Y: np.ndarray, obs: np.ndarray, num_classes: int) -> dict:
+    aucs = [roc_auc(Z[obs[:, j], j], Y[obs[:, j], j]) for j in range(Y.shape[1])]
+    aucs = [a for a in aucs if np.isfinite(a)]
+    acc = float(np.mean((Z[obs] > 0) == (Y[obs] == 1))) if obs.any() else _NAN
+    return {"rocauc": float(np.mean(aucs)) if aucs else _NAN, "accuracy": acc, "tasks_scored": len(aucs),
+            "n": int(obs.any(axis=1).sum())}
+
+
+def _regression(Z: np.ndarray, Y: np.ndarray, obs: np.ndarray, num_classes: int) -> dict:
+    from scipy.stats import spearmanr
+
+    nan = _NAN
+    rmse, mae, r2, rho = [], [], [], []
+    for j in range(Y.shape[1]):
+        o = obs[:, j]
+        if not o.any():
+            continue
+        e = Z[o, j] - Y[o, j]
+        rmse.append(float(np.sqrt(np.mean(e * e))))
+        mae.append(float(np.mean(np.abs(e))))
+        var = float(np.sum((Y[o, j] - Y[o, j].mean()) ** 2))
+        r2.append(1.0 - float(np.sum(e * e)) / var if var > 0 else nan)
+        if o.sum() > 1 and np.ptp(Z[o, j]) > 0 and np.ptp(Y[o, j]) > 0:
+            rho.append(float(spearmanr(Z[o, j], Y[o, j]).statistic))
+        else:
+            rho.append(nan)
+    m = lambda v: float(np.nanmean(v)) if v and np.isfinite(v).any() else nan  # noqa: E731
+    return {"rmse": m(rmse), "mae": m(mae), "r2": m(r2), "spearman": m(rho), "n": int(obs.any(axis=1).sum())}
+
+
+_NAN = float("nan")
+#: The scorer of each task type (its metrics: :data:`METRICS`).
+_SCORES = {"binary": _binary, "multiclass": _multiclass, "multitask": _multitask, "regression": _regression}

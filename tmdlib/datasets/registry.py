@@ -205,10 +205,10 @@ def metric_for(dataset: str) -> str:
 
     As in the paper's Section 5 (following DosCond): ROC-AUC on the OGB molecule sets, accuracy on TU.
     """
+    from ..metrics import headline
+
     info = DATASETS.get(dataset)
-    if info is not None and info.task == "regression":
-        return "rmse"
-    return "rocauc" if dataset.lower().startswith("ogbg") else "accuracy"
+    return headline(info.task if info is not None else "binary", dataset)
 
 
 def get_dataset_info(name: str) -> DatasetInfo:

@@ -724,7 +724,7 @@ def _task_of(y: np.ndarray, labels: tuple[str, ...], task, standin: str | None, 
     """The task spec of a CSV's labels and the labels as stored (see :func:`task_and_labels`)."""
     if standin is not None:  # the stand-in rule gives 0/1: a binary task, whatever the values
         forced = task if isinstance(task, TaskSpec) else TaskSpec("binary", ("y",))
-        if not isinstance(task, TaskSpec) and task not in (None, "", "auto", "binary"):
+        if not isinstance(task, TaskSpec) and task not in (None, "", "auto") and task != forced.type:
             raise InputError(path, f"the {standin!r} stand-in label is binary; --task {task} does not fit it")
         return task_and_labels(y, ("y",), forced, path=path, lines=lines)
     if not labels and isinstance(task, TaskSpec):  # an unlabelled batch of a dataset: its task, no labels
@@ -739,7 +739,7 @@ def _label_rule(spec: TaskSpec, labels: tuple[str, ...], standin: str | None, sp
         rule = STANDIN_RULES[standin]
     elif not labels:
         rule = "no labels (y null)"
-    elif spec.type == "multiclass":
+    elif spec.class_indices:
         rule = (f"y = index of column {labels[0]!r} among the classes "
                 + ", ".join(f"{c:g}" for c in spec.classes) + "; missing -> null")
     else:

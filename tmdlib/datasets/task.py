@@ -107,7 +107,69 @@ class TaskSpec:
 
     @property
     def is_classification(self) -> bool:
+        """Binary, multi-class or multi-task: labels are classes, outputs are logits."""
         return self.type != "regression"
+
+    @property
+    def is_regression(self) -> bool:
+        """Real-valued targets, outputs in the targets' units (after :attr:`standardises_targets`)."""
+        return self.type == "regression"
+
+    @property
+    def single_label(self) -> bool:
+        """One label per graph and one prediction (a class): binary and multi-class."""
+        return self.type in ("binary", "multiclass")
+
+    @property
+    def class_indices(self) -> bool:
+        """Label encoding: the store holds class indices ``0..C-1`` (multi-class; :meth:`decode_labels` gives the
+        source's values back); every other type stores the values themselves."""
+        return self.type == "multiclass"
+
+    @property
+    def standardises_targets(self) -> bool:
+        """Targets are standardised on the labelled coreset for training (regression; :mod:`tmdlib.guarantees.losses`),
+        so predictions are de-standardised before they are reported."""
+        return self.type == "regression"
+
+    @property
+    def logits(self) -> str | None:
+        """How the model's outputs read as classes: ``"sigmoid"`` (binary, multi-task: one logit per label, > 0 is
+        class 1), ``"softmax"`` (multi-class: arg-max) or None (regression: values)."""
+        return {"binary": "sigmoid", "multitask": "sigmoid", "multiclass": "softmax"}.get(self.type)
+
+    @property
+    def losses(self) -> tuple[str, ...]:
+        """The losses that fit the task, the default first (:data:`tmdlib.guarantees.losses.LOSSES`)."""
+        from ..guarantees.losses import LOSSES
+
+        return LOSSES[self.type]
+
+    @property
+    def default_loss(self) -> str:
+        """``bce`` (binary, multi-task), ``ce`` (multi-class) or ``huber`` (regression)."""
+        return self.losses[0]
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The test metrics of the task, the default headline first (:data:`tmdlib.metrics.METRICS`)."""
+        from ..metrics import METRICS
+
+        return METRICS[self.type]
+
+    def headline_metric(self, dataset: str = "") -> str:
+        """The metric reports lead with (:func:`tmdlib.metrics.headline`: ROC-AUC on OGB binary sets)."""
+        from ..metrics import headline
+
+        return headline(self.type, dataset)
+
+    def decode_labels(self, Y) -> np.ndarray:
+        """Stored labels (float64, NaN missing) as the source's values: class indices mapped back to the classes
+        (multi-class), every other type as it is."""
+        Y = np.asarray(Y, dtype=np.float64)
+        if not self.class_indices:
+            return Y
+        return np.where(np.isfinite(Y), np.asarray(self.classes)[np.nan_to_num(Y).astype(np.int64)], np.nan)
 
     def to_dict(self) -> dict:
         d = asdict(self)

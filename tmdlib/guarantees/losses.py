@@ -43,13 +43,16 @@ import math
 
 import numpy as np
 
-__all__ = ["LOSSES", "REGRESSION_LOSSES", "default_loss", "check_loss", "loss_lipschitz", "per_graph_losses",
-           "trivial_loss", "label_term_bound", "standardise", "Standardizer"]
+__all__ = ["LOSSES", "REGRESSION_LOSSES", "TRIVIAL_PREDICTOR", "default_loss", "check_loss", "loss_lipschitz",
+           "per_graph_losses", "trivial_loss", "label_term_bound", "standardise", "Standardizer"]
 
 #: Loss names by task type (the first is the default).
 LOSSES = {"binary": ("bce",), "multitask": ("bce",), "multiclass": ("ce",),
           "regression": ("huber", "l1", "mse")}
 REGRESSION_LOSSES = LOSSES["regression"]
+#: The trivial predictor of each task type (:func:`trivial_loss`): the constant ½ (BCE: ln 2), the uniform
+#: distribution over the classes (cross-entropy: ln C), or the labelled coreset's mean.
+TRIVIAL_PREDICTOR = {"binary": "constant", "multitask": "constant", "multiclass": "uniform", "regression": "mean"}
 
 
 def default_loss(task_type: str) -> str:
@@ -157,9 +160,10 @@ def trivial_loss(task_type: str, loss: str, y=None, weights=None, num_classes: i
     scale : float
     what : str
     """
-    if task_type in ("binary", "multitask"):
+    trivial = TRIVIAL_PREDICTOR.get(task_type, "mean")
+    if trivial == "constant":
         return math.log(2.0), "ln 2: BCE of the constant ½ predictor"
-    if task_type == "multiclass":
+    if trivial == "uniform":
         c = max(int(num_classes), 2)
         return math.log(c), f"ln {c}: cross-entropy of the uniform predictor over {c} classes"
     if y is None:

@@ -39,3 +39,63 @@ def test_no_flow_imports_the_selection_engines_internals():
     bad = {str(p.relative_to(ROOT)): _internals(p.read_text(encoding="utf-8"))
            for p in sorted((ROOT / "flows").rglob("*.py"))}
     assert not {k: v for k, v in bad.items() if v}, bad
+
+
+#: The task types (tmdlib.datasets.task.TASK_TYPES), as the literals a comparison would spell.
+TYPE_NAMES = frozenset({"binary", "multiclass", "multitask", "regression"})
+#: The module that decides and describes task types: the one place their names are compared.
+TASK_MODULE = "tmdlib/datasets/task.py"
+#: Where comparisons of task-type names remain, at most this many each.
+REMAINING = {
+    # the lead's files of issue 51 (the model registry and the training recipe, items 1-2): theirs to move to
+    # TaskSpec (is_regression, single_label, standardises_targets, logits, decode_labels, default_loss, ...)
+    "tasks/predict.py": 1,
+    "tmdlib/experiment/protocol.py": 2,
+    "tmdlib/models/base.py": 3,
+    "tmdlib/models/builtin.py": 1,
+    "tmdlib/models/head.py": 6,
+    "tmdlib/models/predict.py": 5,
+    "tmdlib/models/registry.py": 1,
+    "tmdlib/torch/chemprop.py": 1,
+    "tmdlib/torch/measure.py": 3,
+    # the chemists' estimators speak scikit-learn's kinds ("regression" / "classification"), not a TaskSpec: the
+    # model registry (item 1) maps a task to them
+    "tmdlib/chem/forest.py": 2,
+    "tmdlib/chem/models.py": 3,
+    # a reader deciding the task of TU graph labels (classes only): detection, like task.infer_task
+    "tmdlib/datasets/tu.py": 4,
+}
+
+
+def _names(node) -> set:
+    """The task-type names a comparison operand spells: a string literal, or a tuple / list / set of them."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return {n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)} & TYPE_NAMES
+
+
+def _type_comparisons(source: str) -> list[int]:
+    """Lines of comparisons (``==``, ``!=``, ``in``, ``not in``) of anything with a task type's name."""
+    return [node.lineno for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Compare)
+            and any(_names(operand) for operand in (node.left, *node.comparators))]
+
+
+def test_the_count_sees_every_spelling():
+    src = ('a = t.type == "regression"\nb = task_type in ("binary", "multitask")\nc = "multiclass" != kind\n'
+           'd = x.type != pa.float64()\ne = loss == "bce"\nf = spec.is_regression\n')
+    assert _type_comparisons(src) == [1, 2, 3]
+
+
+def test_task_types_are_asked_of_the_task_spec_not_compared():
+    """Outside :mod:`tmdlib.datasets.task` nothing compares task-type names (``task.type == "regression"``):
+    code asks the :class:`~tmdlib.datasets.task.TaskSpec` (``is_classification``, ``is_regression``,
+    ``output_dim``, ``class_indices`` / ``decode_labels``, ``default_loss``, ``metrics``, ...) or dispatches
+    through a table keyed by type (:data:`tmdlib.metrics.METRICS`, :data:`tmdlib.guarantees.losses.LOSSES`)."""
+    found = {}
+    for pkg in ("tmdlib", "tasks", "flows"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            lines = _type_comparisons(path.read_text(encoding="utf-8"))
+            if lines and rel != TASK_MODULE:
+                found[rel] = lines
+    over = {rel: lines for rel, lines in found.items() if len(lines) > REMAINING.get(rel, 0)}
+    assert not over, f"task-type names compared outside {TASK_MODULE} (ask TaskSpec instead): {over}"
