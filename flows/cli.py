@@ -1,4 +1,11 @@
-"""The ``tmdsub`` command line."""
+"""The ``tmdsub`` command line.
+
+One convention with one exception.  A command is a function here that checks its options and calls its flow
+(``ingest``, ``select``, ``labels import``, ``predict``, ...).  The four stage commands whose options are the flow's
+own long parameter lists -- ``train``, ``evaluate``, ``audit``, ``experiment`` -- are ``*_command`` functions beside
+their flows (``flows/train.py``, ...), so an option and the parameter it fills change in one file; they are
+registered here by :func:`_register_stage_commands`, and a new command of that kind is registered there too.
+"""
 from __future__ import annotations
 
 import sys

@@ -16,7 +16,6 @@ The distance matrices are cached in ``--cache-dir`` (default ``reports/cache/``,
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -25,7 +24,7 @@ import typer
 from prefect import flow
 
 from tasks.cpus import usable_cores, workers_line
-from tasks.experiment import ResultStore, prepare_dataset, run_cell
+from tasks.experiment import ResultStore, collect_cells, prepare_dataset, run_cell
 from tmdlib import InputError
 from tmdlib.experiment import ALL_GRAPH_METHODS, ARCHS, KINDS, NODE_METHODS, PROFILES, needed_matrices, plan_cells
 
@@ -90,8 +89,6 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
     (matrix times from ``results/<profile>/matrices.json``, updated from the cache's meta files where the
     cache has them).
     """
-    from prefect.futures import as_completed
-
     from tasks.experiment import record_matrix_seconds, write_reports
 
     grid = resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
@@ -112,21 +109,7 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
             total = sum(len(s["fractions"]) for s in specs)
             print(f"{name}: {prep['graphs']} graphs, matrices {prep['seconds']} s; {len(store.rows)} rows done, "
                   f"{total} models to train in {len(specs)} cells")
-            done, failures = 0, []
-            futures = [run_cell.submit(s) for s in specs]
-            for fut in as_completed(futures):
-                try:
-                    rows = fut.result()
-                except Exception as err:  # noqa: BLE001 - keep the other cells' results; report at the end
-                    failures.append(str(err))
-                    continue
-                store.append(rows)
-                done += len(rows)
-                el = time.perf_counter() - t0
-                print(f"{name}: {done}/{total} models ({el:.0f} s, ETA {el / done * (total - done):.0f} s)",
-                      file=sys.stderr, flush=True)
-            if failures:
-                raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
+            done = collect_cells([run_cell.submit(s) for s in specs], store, name, total, t0)
         finally:
             store.close()
         summary["datasets"][name] = {"rows": len(store.rows), "trained": done,

@@ -7,7 +7,6 @@ finished rows), ``molecules/<SET>.md`` / ``.png`` and ``molecules/summary.md``.
 """
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -63,9 +62,8 @@ def molecules_flow(datasets: str | None = None, out_dir: str = "reports", raw_ro
 
     ``threads``: numba threads of each set's TMD matrix (default: the cores this process may use).
     """
-    from prefect.futures import as_completed
-
     from tasks.cpus import usable_cores
+    from tasks.experiment import collect_cells
 
     p = resolve(datasets, trials, methods, models, fractions, gin_datasets)
     cache = cache_dir or str(Path(out_dir) / "cache")
@@ -86,21 +84,8 @@ def molecules_flow(datasets: str | None = None, out_dir: str = "reports", raw_ro
         total = sum(len(s["rows"]) for s in specs)
         print(f"{name}: pool {prep['pool']}, test {prep['test']}; {len(store.rows)} rows done, {total} models to "
               f"train in {len(specs)} cells", flush=True)
-        done, failures = 0, []
-        for fut in as_completed([run_molecule_cell.submit(s, raw_root, prep["paths"], device, torch_threads)
-                                 for s in specs]):
-            try:
-                rows = fut.result()
-            except Exception as err:  # noqa: BLE001 - keep the other cells' rows; report at the end
-                failures.append(str(err))
-                continue
-            store.append(rows)
-            done += len(rows)
-            el = time.perf_counter() - t0
-            print(f"{name}: {done}/{total} models ({el:.0f} s, ETA {el / max(done, 1) * (total - done):.0f} s)",
-                  file=sys.stderr, flush=True)
-        if failures:
-            raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
+        done = collect_cells([run_molecule_cell.submit(s, raw_root, prep["paths"], device, torch_threads)
+                              for s in specs], store, name, total, t0)
         summary["datasets"][name] = {"rows": len(store.rows), "trained": done,
                                      "seconds": round(time.perf_counter() - t0, 1)}
     seconds = record_seconds(str(results_dir), seconds)

@@ -159,6 +159,54 @@ def _node_subsample(name: str, raw_root: str, paths_json: str, method: str, frac
 # ----------------------------------------------------------------------------------------------
 # One cell: (dataset, kind, arch, method, trial) x fractions
 # ----------------------------------------------------------------------------------------------
+def collect_cells(futures, store, name: str, total: int, t0: float) -> int:
+    """Each finished cell's rows appended to ``store`` as the cells complete (the experiment and the molecules
+    benchmark), a progress line with an ETA on stderr after each; a failed cell does not stop the others.
+
+    Parameters
+    ----------
+    futures : list of PrefectFuture
+        One per cell, each giving its rows (a list of dicts).
+    store
+        Where rows go (``store.append(rows)``: :class:`ResultStore`, :class:`tasks.molecules.MoleculeResults`).
+    name : str
+        The dataset, in the progress lines.
+    total : int
+        Rows (models) the cells will give, for the ETA.
+    t0 : float
+        ``time.perf_counter()`` when the dataset's work began.
+
+    Returns
+    -------
+    int
+        Rows appended.
+
+    Raises
+    ------
+    RuntimeError
+        After every cell finished, when some failed (how many, and the first error).
+    """
+    import sys
+
+    from prefect.futures import as_completed
+
+    done, failures = 0, []
+    for fut in as_completed(futures):
+        try:
+            rows = fut.result()
+        except Exception as err:  # noqa: BLE001 - keep the other cells' rows; report at the end
+            failures.append(str(err))
+            continue
+        store.append(rows)
+        done += len(rows)
+        el = time.perf_counter() - t0
+        print(f"{name}: {done}/{total} models ({el:.0f} s, ETA {el / max(done, 1) * (total - done):.0f} s)",
+              file=sys.stderr, flush=True)
+    if failures:
+        raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
+    return done
+
+
 @task(name="experiment-cell", persist_result=False)
 def run_cell(spec: dict) -> list[dict]:
     """Train and test one model per fraction (:func:`tmdlib.experiment.protocol.run_cell`).

@@ -239,31 +239,11 @@ def rows_csv(rows: list[dict]) -> str:
 
 
 def read_rows(path: str) -> list[dict]:
-    """Rows of a molecules results CSV ([] when missing); a bad row is an :class:`InputError` naming its line."""
-    import csv
-    from pathlib import Path
+    """Rows of a molecules results CSV ([] when missing); a bad row is an :class:`InputError` naming its line
+    (:func:`tmdlib.experiment.results.read_csv_rows`, the grid's reader, with this benchmark's columns)."""
+    from .results import read_csv_rows
 
-    from ..errors import InputError
-
-    p = Path(path)
-    if not p.is_file():
-        return []
-    out = []
-    with open(p, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in KEY + ("rmse",) if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(str(p), f"not a molecules results file: missing columns {missing}", line=1)
-        for line, r in enumerate(reader, start=2):
-            try:
-                row = {c: r.get(c) for c in COLUMNS}
-                for c in ("fraction", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon", "select_seconds",
-                          "train_seconds"):
-                    row[c] = float(row[c]) if row.get(c) not in (None, "") else float("nan")
-                for c in ("trial", "epochs", "k", "n_train", "n_test", "n_cliff"):
-                    row[c] = int(row[c]) if row.get(c) not in (None, "") else None
-                row["weighted"] = str(row["weighted"]).strip().lower() in ("true", "1")
-            except (TypeError, ValueError) as err:
-                raise InputError(str(p), f"bad row: {err}", line=line) from None
-            out.append(row)
-    return out
+    return read_csv_rows(path, "a molecules results file", KEY + ("rmse",), columns=COLUMNS,
+                         floats=("fraction", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon",
+                                 "select_seconds", "train_seconds"),
+                         ints=("trial", "epochs", "k", "n_train", "n_test", "n_cliff"), bools=("weighted",))

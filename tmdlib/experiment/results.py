@@ -30,22 +30,56 @@ def read_results(path: str) -> list[dict]:
 
     Optional columns absent from an older file (``select_seconds``) read as NaN.
     """
+    return read_csv_rows(path, "an experiment results file", KEY + ("value",),
+                         floats=("fraction", "value", "epsilon", "final_loss", "train_seconds", "select_seconds"),
+                         ints=("trial", "epochs", "k", "n_train", "n_test"))
+
+
+def read_csv_rows(path: str, what: str, required: tuple, *, floats: tuple = (), ints: tuple = (), bools: tuple = (),
+                  columns: tuple | None = None) -> list[dict]:
+    """The one reader of result CSVs (the experiment grid's, :func:`read_results`, and the molecules benchmark's,
+    :func:`tmdlib.experiment.molecules.read_rows`): rows as dicts, numbers typed.
+
+    Parameters
+    ----------
+    path : str
+        The CSV; a missing file has no rows (``[]``).
+    what : str
+        What the file is, for the error of a file without the ``required`` columns.
+    required : tuple of str
+        Columns the header must have.
+    floats, ints, bools : tuple of str
+        Columns read as float (empty: NaN), int (empty: None) and bool (``true`` / ``1``, any case).
+    columns : tuple of str, optional
+        Keep only these columns (absent ones: None); default every column of the file.
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    InputError
+        Missing required columns (line 1) or a value that does not parse (its line).
+    """
     p = Path(path)
     if not p.is_file():
         return []
     out = []
     with open(p, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        missing = [c for c in KEY + ("value",) if c not in (reader.fieldnames or [])]
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
-            raise InputError(str(p), f"not an experiment results file: missing columns {missing}", line=1)
+            raise InputError(str(p), f"not {what}: missing columns {missing}", line=1)
         for line, r in enumerate(reader, start=2):
             try:
-                row = dict(r)
-                for c in ("fraction", "value", "epsilon", "final_loss", "train_seconds", "select_seconds"):
+                row = dict(r) if columns is None else {c: r.get(c) for c in columns}
+                for c in floats:
                     row[c] = float(row[c]) if row.get(c) not in (None, "") else float("nan")
-                for c in ("trial", "epochs", "k", "n_train", "n_test"):
+                for c in ints:
                     row[c] = int(row[c]) if row.get(c) not in (None, "") else None
+                for c in bools:
+                    row[c] = str(row[c]).strip().lower() in ("true", "1")
             except (TypeError, ValueError) as err:
                 raise InputError(str(p), f"bad row: {err}", line=line) from None
             out.append(row)
