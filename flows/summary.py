@@ -58,6 +58,12 @@ def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
         return "n/a" if v is None else format(v, fmt)
 
     task = (m.get("task") or {}).get("type")
+    if m.get("mode") == "production":  # no test set: the audit sample's estimate is the headline
+        e = m.get("pool_estimate") or {}
+        ci = "" if e.get("ci_low") is None else f" [{num(e['ci_low'], '.3f')}, {num(e['ci_high'], '.3f')}]"
+        return verdict, [f"  {path}: {task} pool {e.get('metric')} {num(e.get('value'), '.3f')}{ci} (audit sample, "
+                         f"{e.get('n_audit')} graphs); test metric, observed gap: not measurable without the pool's "
+                         f"labels; c*eps {num(bound.get('c_epsilon'), '.4g')}"]
     label = f"{task} " if task and task != BINARY.type else ""  # the default type (older stores) goes unnamed
     return verdict, [f"  {path}: {label}test {test.get('metric')} {num(test.get('coreset_model'), '.3f')} "
                      f"(full-data model {num(test.get('full_model'), '.3f')}); eps {num(bound.get('epsilon'), '.4g')}, "

@@ -245,7 +245,7 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
     elif len(answered) < len(audit_ids):
         est["note"] = f"{len(audit_ids) - len(answered)} of {len(audit_ids)} audit graphs have no label yet"
     budget = info["config"].get("lipschitz_budget")
-    return {"dataset": name, "mode": "production", "task": task.type, "model": info.get("model_name"),
+    return {"dataset": name, "mode": "production", "task": task.to_dict(), "model": info.get("model_name"),
             "store_content_sha256": sel.get("store_content_sha256"), "method": sel.get("method"),
             "fraction": sel.get("fraction"), "k": int(len(sel["medoids"])), "labelled_coreset": int(len(med)),
             "partial_answers": info.get("partial"),
@@ -268,7 +268,7 @@ def log_production(metrics: dict, info: dict, graphs: str, selection: str, model
     from .tracking import log_run, start_run
 
     est, b = metrics["pool_estimate"], metrics["bound"]
-    params = {"dataset": name, "task": metrics["task"], "mode": "production", "model": metrics.get("model"),
+    params = {"dataset": name, "task": metrics["task"]["type"], "mode": "production", "model": metrics.get("model"),
               "selection.method": metrics.get("method"), "selection.k": metrics["k"],
               "confidence": est["confidence"], "audit_labelled": metrics["audit_labelled"]}
     flat = {f"pool_estimate.{k}": v for k, v in est.items() if isinstance(v, (int, float)) and v is not None}
@@ -276,7 +276,7 @@ def log_production(metrics: dict, info: dict, graphs: str, selection: str, model
                  "loss_scale": b.get("loss_scale")})
     inputs = [graphs, selection, model, train_info]
     run = start_run("evaluate", params, inputs, experiment, f"evaluate@{name}",
-                    {"labels_for_evaluation": PRODUCTION_EVAL, "task": metrics["task"], "mode": "production"})
+                    {"labels_for_evaluation": PRODUCTION_EVAL, "task": metrics["task"]["type"], "mode": "production"})
     out = log_run("evaluate", params, {k: v for k, v in flat.items() if v is not None}, inputs,
                   [metrics_out, plot_out], experiment=experiment, run=run)
     logged = (info.get("mlflow") or {}).get("model") or {}

@@ -100,7 +100,21 @@ def test_regression_pool_without_labels(tmp_path):
     covered = np.mean([r["lower"] <= w["of"][r["smiles"]] <= r["upper"] for r in rows])
     assert 0.8 <= covered <= 0.99
     assert sum(r["labelled"] for r in w["table"]) == len(w["answered"])
-    # round 2: the ledger holds round 1; a larger budget asks only for new molecules, never the audit again
+    # the audit report leads with the estimate and says what cannot be measured
+    from flows.audit import audit_flow
+    from flows.select import nodes_flow
+    from helpers import ROOT
+
+    t = tmp_path
+    nodes_flow(w["store"], str(t / "none.parquet"))
+    audit_flow("POOL", w["store"], str(t / "tmd" / "meta.json"), str(t / "sel.json"), str(t / "none.parquet"),
+               str(t / "labels" / "label_requests.parquet"), str(t / "labels" / "manifest.json"),
+               str(t / "labels" / "labels.json"), str(t / "train.json"), str(t / "m.json"), str(t / "m.json"),
+               str(t / "p.png"), str(t / "audit"), params=str(ROOT / "params.yaml"), lock=str(t / "none.lock"),
+               log_mlflow=False)
+    report = (t / "audit" / "report.md").read_text()
+    assert report.index("Pool estimate") < report.index("Verdict") and "not measurable" in report
+        # round 2: the ledger holds round 1; a larger budget asks only for new molecules, never the audit again
     labels_commit_flow(w["store"], str(tmp_path / "labels" / "labels.csv"), str(tmp_path / "ledger.csv"))
     select_flow(w["store"], str(tmp_path / "sel.json"), fraction=0.3, matrix=str(tmp_path / "tmd" / "matrix.npy"),
                 labelled=str(tmp_path / "ledger.csv"), cache_dir=str(tmp_path / "cache"))

@@ -195,6 +195,23 @@ def _section(title: str, rows: Sequence[tuple[str, Any]] = (), text: str | None 
             "code": list(code) if code else None, "tone": tone}
 
 
+def _estimate_section(f: Mapping) -> dict:
+    """Production mode's opening: the model's metric on the pool, estimated on the audit sample, with its interval,
+    and what cannot be measured without the pool's labels."""
+    from .verdict import estimate_line
+
+    e = f["pool_estimate"]
+    rows = [("metric", e.get("metric")), ("estimate on the audit sample", e.get("value")),
+            (f"{100 * e.get('confidence', 0.9):g} % interval", None if e.get("ci_low") is None else
+             f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"), ("labelled audit graphs", e.get("n_audit")),
+            ("interval method", e.get("method")), ("mean loss on the audit sample", e.get("loss")),
+            ("τ-weighted training loss on the labelled coreset", f.get("coreset_loss_weighted"))]
+    rows += [(f"{k.replace('_', ' ')}", v) for k, v in (f.get("not_measurable") or {}).items()]
+    if e.get("note"):
+        rows.append(("note", e["note"]))
+    return _section("Pool estimate (production: the audit sample)", rows, text=estimate_line(e), tone="ok")
+
+
 def _verdict_section(f: Mapping) -> dict:
     """The report's opening: is the bound informative or vacuous (:mod:`tmdlib.reporting.verdict`)?"""
     b = f.get("bound") or {}
@@ -381,7 +398,8 @@ def report_sections(facts: Mapping) -> list[dict]:
         many were not shown), when there are molecules.
     """
     p = facts.get("provenance") or {}
-    return [
+    head = [_estimate_section(facts)] if facts.get("pool_estimate") else []
+    return head + [
         _verdict_section(facts), _run_section(facts), _data_section(facts), _graphs_section(facts), _nodes_section(facts),
         _bound_section(facts), _labels_section(facts), _molecules_section(facts),
         _table_section("Label manifest (manifest.json)", facts.get("manifest"), "no manifest entries"),
