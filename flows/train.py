@@ -25,7 +25,8 @@ from tasks.labels import task_of
 from tasks.registry import log_gin_model, model_description
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
                             selection_dataset, set_run_tag)
-from tasks.train import (answered_selection, check_loss_option, collapse_warning, fit_task, gin_options, parse_target, resolve_config,
+from tasks.train import (answered_selection, check_loss_option, collapse_warning, fit_task, gin_options,
+                         log_smiles_model_task, parse_target, resolve_config,
                          resolve_model_option, save_model, selection_labels, set_torch_threads, target_budget,
                          train_record, train_summary, write_model)
 from tmdlib import InputError
@@ -153,14 +154,19 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         info["model_state"] = save_model(fitted, model_out)  # model.pt first: the MLflow model version names its sha256
         if run:
             set_run_tag(run["run_id"], "device", info["device"])
-            if graph_model:
-                sha = sha256_file(model_out)
+            sha = sha256_file(model_out)
+            tags = {"dataset": name, "stage": stage, "train_run_id": run["run_id"], "model_sha256": sha,
+                    "labels_source": source, "task": task.type, "certified": info["certified"], "model": spec.name}
+            if store.has_smiles and not nodes:  # molecules: a pyfunc that takes SMILES, for any model
+                info["mlflow"] = {**run, "model": log_smiles_model_task(
+                    run["run_id"], fitted, model_out, info, name, f"{spec.name} for a {task.describe()} task, trained "
+                    f"by {stage} (run {run['run_id']}) on {len(med_ids)} coreset molecules; input: a DataFrame with "
+                    f"a smiles column; same weights as {model_out} (sha256 {sha})", tags, store.smiles(pos[:3]))}
+            elif graph_model:
                 info["mlflow"] = {**run, "model": log_gin_model(
                     run["run_id"], fitted.model, fitted.result.data, name,
                     model_description(info, stage, run["run_id"], model_out, sha, ds.num_features),
-                    register=not nodes, head=fitted.head,
-                    tags={"dataset": name, "stage": stage, "train_run_id": run["run_id"], "model_sha256": sha,
-                          "labels_source": source, "task": task.type, "certified": info["certified"]})}
+                    register=not nodes, head=fitted.head, tags=tags)}
         info = write_model(None, model_out, info_out, info)  # model.pt is written above
         print(train_summary(name, task, info, fitted))
         warning = collapse_warning(info, cfg.get("lr"))

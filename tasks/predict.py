@@ -41,7 +41,7 @@ def prediction_columns(cal, outputs, task) -> dict:
     """The prediction columns of members with ``outputs`` (:meth:`tmdlib.models.predict.Calibrated.predict`)."""
     p = cal.predict(outputs)
     cols = {}
-    if task.type == "regression":
+    if task.is_regression:
         names = list(task.targets)
         for j, t in enumerate(names):
             suffix = "" if len(names) == 1 else f"_{t}"
@@ -83,21 +83,28 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None) -> pa.Tabl
     return pa.concat_tables(parts)
 
 
+def smiles_outputs(model, smiles: list) -> np.ndarray:
+    """A model's outputs ``(m, D)`` for valid SMILES: a molecule model reads them, a graph model their graphs
+    (:func:`tmdlib.datasets.smiles.graphs_from_smiles`, the store's molecule features)."""
+    from tmdlib.datasets.smiles import graphs_from_smiles
+    from tmdlib.models import Inputs
+
+    if not smiles:
+        return np.zeros((0, model.head.task.output_dim))
+    ds = graphs_from_smiles(smiles) if model.inputs == "graphs" else None
+    return model.outputs(Inputs(dataset=ds, smiles=list(smiles)))
+
+
 @task(name="predict-smiles", persist_result=False, cache_policy=NO_CACHE)
 def predict_smiles(model, cal, path: str) -> pa.Table:
     """Predictions for a user's SMILES file, one row per data row: a row that gives no molecule keeps its line
     and its ``reason`` (:func:`tmdlib.datasets.smiles.read_prediction_smiles`) with null predictions."""
     from tmdlib.datasets.smiles import read_prediction_smiles
-    from tmdlib.models import Inputs
 
-    if model.inputs != "molecules":
-        raise InputError(path, f"model {model.name!r} reads the store's graphs: new molecules need a molecule model "
-                               "(train.model: rf, svm or gbm); the pool's predictions are in predictions.parquet")
     rows = read_prediction_smiles(path)
     ok = np.array([r is None for r in rows.reason], dtype=bool)
     good = [s for s, k in zip(rows.smiles, ok) if k]
-    cols = prediction_columns(cal, model.outputs(Inputs(smiles=good)) if good else
-                              np.zeros((0, model.head.task.output_dim)), model.head.task)
+    cols = prediction_columns(cal, smiles_outputs(model, good), model.head.task)
     out = {"line": pa.array(rows.line, pa.int64()), "smiles": pa.array(rows.smiles, pa.string())}
     where = np.flatnonzero(ok)
     for k, v in cols.items():

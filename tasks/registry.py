@@ -19,7 +19,7 @@ from tmdlib.errors import InputError
 
 from .tracking import tracking_uri
 
-__all__ = ["registered_name", "log_gin_model", "tag_evaluation", "champion_decision", "consider_for_champion",
+__all__ = ["registered_name", "log_gin_model", "log_smiles_model", "tag_evaluation", "champion_decision", "consider_for_champion",
            "promote_champions", "CHAMPION"]
 
 CHAMPION = "champion"
@@ -129,6 +129,38 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
             serialization_format="pt2", pip_requirements=[f"torch=={torch_version}"], registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})
     out = {"model_id": info.model_id, "model_uri": info.model_uri, "registered_model": name,
+           "version": None if info.registered_model_version is None else str(info.registered_model_version)}
+    if name is not None and out["version"] is not None:
+        client = MlflowClient(tracking_uri=tracking_uri())
+        client.update_model_version(name, out["version"], description=description)
+        for key, value in (tags or {}).items():
+            client.set_model_version_tag(name, out["version"], key, str(value))
+    return out
+
+
+def log_smiles_model(run_id: str, model_out: str, info_out: str, dataset: str, description: str,
+                     register: bool = True, tags: dict | None = None, example: list | None = None) -> dict:
+    """Log a molecule pool's trained model (any registered model) to run ``run_id`` as an MLflow pyfunc that takes
+    SMILES (:mod:`tasks.smiles_model`, "models from code": the weights as plain tensors and the config as artifacts,
+    nothing pickled); register it as ``tmdsub-<DATASET>`` when ``register``.
+
+    Returns
+    -------
+    dict
+        ``{"model_id", "model_uri", "registered_model", "version"}`` (the last two None when not registered).
+    """
+    import mlflow.pyfunc
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    name = registered_name(dataset) if register else None
+    with _fluent_run(run_id):
+        info = mlflow.pyfunc.log_model(
+            name="model", python_model=str(Path(__file__).with_name("smiles_model.py")),
+            artifacts={"model": str(model_out), "train_info": str(info_out)},
+            input_example=pd.DataFrame({"smiles": list(example or ["CCO"])}), registered_model_name=name,
+            tags={k: str(v) for k, v in (tags or {}).items()})
+    out = {"model_id": info.model_id, "model_uri": info.model_uri, "registered_model": name, "kind": "smiles-pyfunc",
            "version": None if info.registered_model_version is None else str(info.registered_model_version)}
     if name is not None and out["version"] is not None:
         client = MlflowClient(tracking_uri=tracking_uri())

@@ -339,6 +339,20 @@ def load_model(path: str, info: dict):
         raise InputError(path, f"state dict does not match the model config: {err}") from None
 
 
+def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, dataset: str, description: str,
+                          tags: dict, example) -> dict:
+    """:func:`tasks.registry.log_smiles_model` with the model's config as its ``train_info`` artifact."""
+    import json
+    import tempfile
+
+    from .registry import log_smiles_model
+
+    with tempfile.TemporaryDirectory(prefix="tmdsub-model-") as tmp:
+        cfg = Path(tmp) / "train.json"
+        cfg.write_text(json.dumps({"model_state": info["model_state"], "config": info["config"]}, default=float))
+        return log_smiles_model(run_id, model_out, str(cfg), dataset, description, tags=tags, example=example)
+
+
 @task(name="write-model", persist_result=False, cache_policy=NO_CACHE)
 def write_model(model, model_out: str, info_out: str, info: dict) -> dict:
     """Write ``model.pt`` (unless ``model`` is None: already written) and ``train.json`` atomically (the JSON

@@ -154,15 +154,41 @@ def test_predict_for_new_smiles_gives_a_reason_per_bad_row(tmp_path):
     assert rows[0]["lower"] < rows[0]["prediction"] < rows[0]["upper"]
 
 
-@pytest.mark.parametrize("model", ["gin"])
-def test_a_graph_model_refuses_new_smiles_with_one_clear_error(tmp_path, model):
+def test_a_graph_model_predicts_for_new_smiles_too(tmp_path):
+    """A GIN trained on the pool's graphs predicts for new molecules (their graphs, the store's features), and
+    states its certificate in production."""
     from flows.predict import predict_flow
-    from tmdlib import InputError
 
     smiles, hidden = _regression_rows()
-    w = _walk(tmp_path, smiles[:120], hidden[:120], model)
-    assert w["metrics"]["bound"]["c_epsilon"] is not None  # a GIN states its certificate in production too
-    (tmp_path / "new.csv").write_text("smiles\nCCO\n")
-    with pytest.raises(InputError, match="new molecules need a molecule model"):
-        predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                     str(tmp_path / "pred2"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+    w = _walk(tmp_path, smiles[:120], hidden[:120], "gin")
+    assert w["metrics"]["bound"]["c_epsilon"] is not None
+    (tmp_path / "new.csv").write_text(f"smiles\n{smiles[0]}\nnope\n")
+    predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+    rows = pq.read_table(tmp_path / "pred" / "new.predictions.parquet").to_pylist()
+    pool_row = next(r for r in w["table"] if r["smiles"] == smiles[0])
+    assert rows[0]["prediction"] == pytest.approx(pool_row["prediction"], rel=1e-6)  # same molecule, same number
+    assert rows[1]["prediction"] is None and rows[1]["reason"]
+
+
+def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_path, monkeypatch):
+    """The MLflow model of a molecule pool is a pyfunc from code: a DataFrame of SMILES in, the predictions file's
+    numbers out, a bad SMILES a null prediction with its reason; its weights are plain tensors."""
+    import mlflow.pyfunc
+    import pandas as pd
+
+    from flows.train import train_flow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    smiles, hidden = _regression_rows()
+    w = _walk(tmp_path, smiles[:150], hidden[:150], "svm")
+    info = train_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "labels" / "labels.csv"),
+                      str(tmp_path / "model.pt"), str(tmp_path / "train.json"), model="svm")
+    logged = info["mlflow"]["model"]
+    assert logged["kind"] == "smiles-pyfunc" and logged["registered_model"] == "tmdsub-POOL"
+    served = mlflow.pyfunc.load_model(f"models:/tmdsub-POOL/{logged['version']}")
+    out = served.predict(pd.DataFrame({"smiles": [smiles[3], "not a smiles", smiles[7]]}))
+    file = {r["smiles"]: r["prediction"] for r in w["table"]}
+    assert out["prediction"][0] == pytest.approx(file[smiles[3]], rel=1e-9)
+    assert out["prediction"][2] == pytest.approx(file[smiles[7]], rel=1e-9)
+    assert np.isnan(out["prediction"][1]) and "parse" in out["reason"][1] and pd.isna(out["reason"][0])

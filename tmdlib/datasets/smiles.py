@@ -867,15 +867,41 @@ def read_prediction_smiles(path: str | os.PathLike, column: str = "smiles", *,
                 why = f"empty SMILES (column {header[idx].strip()!r})"
             else:
                 s = row[idx].strip()
-                mol = _parse(s)
-                if mol is None:
-                    why, s = f"RDKit cannot parse SMILES {s[:80]!r}", None
-                elif mol.GetNumAtoms() > max_atoms:
-                    why, s = f"{mol.GetNumAtoms():,} heavy atoms, more than the {max_atoms:,} a prediction takes", None
+                why = smiles_reason(s, max_atoms)
+                s = None if why else s
             lines.append(ln)
             smiles.append(s)
             reasons.append(why)
     return SmilesRows(np.asarray(lines, dtype=np.int64), smiles, reasons)
+
+
+def smiles_reason(smiles, max_atoms: int = MAX_PREDICTION_ATOMS) -> str | None:
+    """Why a SMILES gives no molecule to predict for (empty, unparseable, too many heavy atoms), or None."""
+    if smiles is None or not str(smiles).strip():
+        return "empty SMILES"
+    s = str(smiles).strip()
+    with _quiet_rdkit():
+        mol = _parse(s)
+    if mol is None:
+        return f"RDKit cannot parse SMILES {s[:80]!r}"
+    if mol.GetNumAtoms() > max_atoms:
+        return f"{mol.GetNumAtoms():,} heavy atoms, more than the {max_atoms:,} a prediction takes"
+    return None
+
+
+def graphs_from_smiles(smiles: Sequence[str]):
+    """The graphs of valid SMILES (:func:`smiles_reason` is None for each) as a :class:`~tmdlib.GraphDataset` with the
+    graph store's molecule features (the OGB atom codes one-hot, 174 columns whatever the molecules), so a graph model
+    trained on a pool predicts for new molecules."""
+    import tempfile
+
+    from .arrow import to_dataset
+
+    with tempfile.TemporaryDirectory(prefix="tmdsub-smiles-") as tmp:
+        path = Path(tmp) / "new.csv"
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows([["smiles"]] + [[s] for s in smiles])
+        return to_dataset(read_smiles_csv(path, workers=1))
 
 
 def _bad_bytes(text: str) -> bool:

@@ -193,7 +193,7 @@ class EstimatorModel(Model):
         self.head = task_head(task, y=y, weights=w)
         Y = self.head.encode(y)
         self.fitted_ = []
-        for j in range(Y.shape[1] if task.type == "regression" else 1):
+        for j in range(Y.shape[1] if task.is_regression else 1):
             keep = ~np.isnan(Y[:, j])
             if not keep.any():
                 raise InputError(None, f"model {self.name!r}: no labelled member for target {j}")
@@ -204,7 +204,7 @@ class EstimatorModel(Model):
 
     def outputs(self, X: Inputs) -> np.ndarray:
         F = fingerprints(X)
-        if self.head.task.type == "regression":
+        if self.head.task.is_regression:
             Z = np.column_stack([np.asarray(e.predict(F), dtype=np.float64) for e in self.fitted_])
             return self.head.to_task_units(Z)
         est = self.fitted_[0]

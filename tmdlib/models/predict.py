@@ -64,7 +64,7 @@ class Calibrated:
         """
         Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
         m = len(Z)
-        if self.task.type == "regression":
+        if self.task.is_regression:
             lower = np.full_like(Z, np.nan)
             upper = np.full_like(Z, np.nan)
             for j, cr in enumerate(self.predictors):
@@ -82,7 +82,7 @@ class Calibrated:
         return out
 
     def class_values(self) -> np.ndarray:
-        return (np.asarray(self.task.classes, dtype=np.float64) if self.task.type == "multiclass"
+        return (np.asarray(self.task.classes, dtype=np.float64) if self.task.class_indices
                 else np.array([0.0, 1.0]))
 
 
@@ -106,12 +106,12 @@ def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9) -> Calibrated:
 
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if task.type == "multitask":
+    if (task.is_classification and not task.single_label):
         raise ValueError("prediction sets for multi-task labels are not supported (one binary task at a time)")
     Z = np.asarray(outputs_cal, dtype=np.float64).reshape(len(outputs_cal), -1)
     Y = np.asarray(y_cal, dtype=np.float64).reshape(len(y_cal), -1)
     few = "fewer than 2 labelled calibration (audit) members: no intervals"
-    if task.type == "regression":
+    if task.is_regression:
         preds, sizes = [], []
         for j in range(Y.shape[1]):
             obs = ~np.isnan(Y[:, j])
