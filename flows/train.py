@@ -125,6 +125,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
               "train.loss": loss, "train.huber_delta": huber_delta, "selection.method": sel.get("method"),
               "selection.fraction": sel.get("fraction"), "selection.k": len(med_ids), "node_subsampling": bool(nodes),
               "labels_source": source, "torch_threads": torch_threads,
+              "labels_missing": label_meta.get("missing"), "labels_answered": label_meta.get("answered"),
               "certified": cfg.get("lipschitz_budget") is not None, "train.lipschitz_budget": cfg.get("lipschitz_budget"),
               "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball"), "train.lipschitz_target": target or 0.0}
     inputs = [p for p in (graphs, selection, labels, nodes) if p]

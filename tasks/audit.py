@@ -185,7 +185,11 @@ def label_facts(manifest: dict, labels_meta: dict, requested_rows: int, pool: in
     cost = audit.labelling_cost(_count(requested), int(manifest.get("train_graphs") or pool),
                                 _count(manifest.get("reused")))
     return {**cost, "source": labels_meta.get("source"), "benchmark_mode": labels_meta.get("benchmark_mode"),
-            "warning": labels_meta.get("warning")}
+            "warning": labels_meta.get("warning"), "missing": labels_meta.get("missing"),
+            "missing_by_purpose": labels_meta.get("missing_by_purpose"),
+            "flagged_replicates": len((labels_meta.get("replicates") or {}).get("flagged") or []),
+            "conflicts": len(labels_meta.get("conflicts") or []),
+            "censored_dropped": (labels_meta.get("censored") or {}).get("dropped")}
 
 
 def same_store(docs: dict, sel: dict, data: dict, paths: dict) -> list:

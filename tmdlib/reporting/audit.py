@@ -331,6 +331,11 @@ def _labels_section(f: Mapping) -> dict:
         ("labelling cost saved (1 − requested / pool)", _pct(lab.get("fraction_saved"))),
         ("saved by the coreset alone (1 − used / pool)", _pct(lab.get("fraction_saved_by_coreset"))),
         ("label source", lab.get("source")), ("benchmark stand-in labels", lab.get("benchmark_mode")),
+        ("requested graphs without an answer yet (they stay requested)", lab.get("missing")),
+        ("... of which", ", ".join(f"{k}: {v}" for k, v in (lab.get("missing_by_purpose") or {}).items()) or None),
+        ("replicates spread beyond labels.max_spread (flagged)", lab.get("flagged_replicates")),
+        ("values that changed across rounds (conflicts)", lab.get("conflicts")),
+        ("censored values dropped (labels.censored)", lab.get("censored_dropped")),
     ], text=lab.get("warning"))
 
 
