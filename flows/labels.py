@@ -8,8 +8,7 @@ import numpy as np
 from prefect import flow
 
 from tasks import io
-from tasks.graphs import (STORE_HASH_KEY, check_same_store, load_graph_store, store_content_hash, store_graph_ids,
-                          store_task)
+from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store, read_graph_ids
 from tasks.labels import (build_requests, commit_labels, read_ledger, request_smiles, sdf_note, write_labels,
                           write_requests)
 from tmdlib import InputError
@@ -26,9 +25,10 @@ def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str
     sel = json.loads(Path(selection).read_text())
     # a selection made for another store is refused (the store is read whole only when the selection
     # records its hash: older selections are accepted unchecked)
-    check_same_store(selection, sel, graphs, lambda: store_content_hash(load_graph_store(graphs)), "selection")
-    known = store_graph_ids(graphs)
-    have = set(read_ledger(labelled, known, store_task(graphs)).column("graph_id").to_pylist())
+    store = open_store(graphs)
+    check_same_store(selection, sel, graphs, store.content_hash, "selection")
+    known = store.graph_ids
+    have = set(read_ledger(labelled, known, store.task).column("graph_id").to_pylist())
     requests = build_requests(graphs, sel, have)
     smiles = request_smiles(graphs, requests)
     manifest = {"dataset_sha256": io.sha256_file(graphs), "selection_sha256": io.sha256_file(selection),
@@ -69,8 +69,9 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
     task = task or rules["task"]
     rules = {"replicates": replicates or rules["replicates"], "censored": censored or rules["censored"],
              "max_spread": rules["max_spread"] if max_spread is None else float(max_spread)}
-    ds, store_spec = load_graph_store(graphs), store_task(graphs)
-    requested = store_graph_ids(requests)
+    store = open_store(graphs)
+    ds, store_spec = store.dataset, store.task
+    requested = read_graph_ids(requests)
     req_cols = pq.read_schema(requests).names
     purposes = None
     if "purpose" in req_cols:  # coreset | audit (the lead's audit sample): answers accepted whatever the purpose
@@ -78,7 +79,7 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
         purposes = dict(zip(t.column("graph_id").to_pylist(), t.column("purpose").to_pylist()))
     manifest_path = Path(requests).with_name("manifest.json")
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    store_hash = store_content_hash(ds)  # the requests must have been made from this store
+    store_hash = store.content_hash()  # the requests must have been made from this store
     check_same_store(str(manifest_path), manifest, graphs, store_hash, "label request list")
     order = np.argsort(ds.graph_ids)
     known = ds.graph_ids[order]
@@ -147,5 +148,5 @@ def import_summary(dataset: str, res: dict, target) -> list[str]:
 def labels_commit_flow(graphs: str, labels_csv: str, ledger: str) -> dict:
     """Append the measurements a labels run imported to the dataset's label ledger (so later runs reuse them),
     each with its round and file; nothing in the ledger is overwritten."""
-    known = store_graph_ids(graphs)
-    return commit_labels(ledger, labels_csv, known, store_task(graphs))
+    store = open_store(graphs)
+    return commit_labels(ledger, labels_csv, store.graph_ids, store.task)

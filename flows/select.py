@@ -8,8 +8,7 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
-from tasks.graphs import (STORE_HASH_KEY, check_matrix_meta, load_graph_store, load_matrix, matrix_path,
-                          open_graph_store, store_labelled, store_segments, store_smiles, store_split, store_task)
+from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.labels import read_ledger
 from tasks.select import select_task, subsample_nodes_task, write_json, write_parquet
 from tmdlib.datasets.identity import content_hash
@@ -42,15 +41,16 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     (:func:`tmdlib.select.audit.audit_members`, ``audit`` members: auto, a count or a fraction; the same in every
     round), and the selection runs on the rest of the pool.
     """
-    store = open_graph_store(graphs)  # ids and sizes; the graphs are read a chunk at a time
-    production = not store_labelled(graphs)
+    source = open_store(graphs)
+    store = source.stored()  # ids and sizes; the graphs are read a chunk at a time
+    production = not source.labelled
     if production:
         test = audit_members(store.graph_ids, audit_size(audit, len(store)), seed)
         train = np.setdiff1d(np.arange(len(store), dtype=np.int64), test)
         print(f"unlabelled pool (production): {len(test):,} graphs drawn as the audit sample (labels.audit = "
               f"{audit}), never trained on; the selection runs on the other {len(train):,}", flush=True)
     else:
-        train, test = store_split(graphs, store_segments(graphs, len(store)), test_fraction, seed)
+        train, test = source.split(source.segments(len(store)), test_fraction, seed)
     hashes = part_hashes(store, status_line)  # one pass over the store, every graph checked (ASCII hex, S64)
     store_hash = content_hash(store.graph_ids, (h.decode() for h in hashes))
     matrix = matrix_path(matrix)  # None when the tmd stage chose the scalable engine (meta.json only)
@@ -58,7 +58,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     if matrix:
         check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=trust_matrix)
     mat = load_matrix(matrix, len(store))[np.ix_(train, train)] if matrix else None
-    have = read_ledger(labelled, store.graph_ids, store_task(graphs)).column("graph_id").to_numpy()
+    have = read_ledger(labelled, store.graph_ids, source.task).column("graph_id").to_numpy()
     pool = store.subset(train)
     # the library decides budget, engine, part size and pair budget once; say what it chose, before the long search
     plan = plan_selection(pool, method, k=count, fraction=fraction, engine=engine,
@@ -73,7 +73,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth,
-                      weights=weights, matrix=mat, smiles=store_smiles(graphs, train, method),
+                      weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
                       restarts=restarts, backend=backend, scratch_dir=scratch, progress=status_line)
     del mapper, pool  # the parts' caches and the pool's reader: done with
@@ -95,7 +95,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
 def nodes_flow(graphs: str, out: str, method: str = "tmd", fraction: float = 0.5, depth: int = 4, weights="pascal",
                seed: int = 0, bfs_mode: str = "fill") -> dict:
     """Node subsampling of every graph; writes graph_id, kept nodes and ε_i = TN(G) − TN(G[S])."""
-    ds = load_graph_store(graphs)
+    ds = open_store(graphs).dataset
     table, mean_eps = subsample_nodes_task(ds, method, fraction, depth, weights, seed, bfs_mode)
     write_parquet(out, table)
     return {"graphs": table.num_rows, "mean_epsilon": mean_eps, "method": method, "fraction": fraction}

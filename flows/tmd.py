@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from tasks import io
 from tasks.cpus import resolve_workers
-from tasks.graphs import STORE_HASH_KEY, load_graph_store, read_id_pairs, store_content_hash
+from tasks.graphs import STORE_HASH_KEY, open_store, read_id_pairs, store_content_hash
 from tasks.tmd import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits,
                        chunk_index, compute_block, merge_blocks, plan_chunks, read_block, record_chunks, tmd_pairs,
                        write_pairs_csv)
@@ -29,7 +29,7 @@ from tmdlib.distance.weights import resolve_weights
 @flow(name="tmd-pairs")
 def tmd_pairs_flow(graphs: str, pairs: str, out: str, depth: int = 4, weights="pascal") -> int:
     """Compute the TMD of every ``i,j`` row of ``pairs`` and write ``i,j,tmd`` to ``out``."""
-    ds = load_graph_store(graphs)
+    ds = open_store(graphs).dataset
     i, j = read_id_pairs(pairs, ds.graph_ids)
     values = tmd_pairs(ds, i, j, depth, weights)
     write_pairs_csv(out, ds.graph_ids[i], ds.graph_ids[j], values)
@@ -117,7 +117,7 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     if resolve_engine(engine, _store_sizes(graphs)) == "scalable":
         return _no_matrix(graphs, matrix_out, meta_out, depth, w, engine)
     check_matrix_fits(_store_rows(graphs), block_size, graphs)  # refuse up front, before any work
-    ds = load_graph_store(graphs)
+    ds = open_store(graphs).dataset
     n = len(ds)
     check_matrix_fits(n, block_size, graphs)
     io.remove_stale_temps(cache_dir)  # temporaries of a killed run (never mistaken for blocks)
@@ -172,7 +172,7 @@ def _no_matrix(graphs: str, matrix_out: str, meta_out: str, depth: int, w, engin
     from tmdlib.select import matrix_node_pairs
 
     sizes = _store_sizes(graphs)
-    store_hash = store_content_hash(load_graph_store(graphs))
+    store_hash = open_store(graphs).content_hash()
     Path(matrix_out).unlink(missing_ok=True)
     meta = {"graphs": int(sizes.size), STORE_HASH_KEY: store_hash, "depth": depth, "weights": np.asarray(w).tolist(), "matrix": False,
             "engine": "scalable", "engine_setting": engine, "engine_fingerprint": engine_fingerprint(),
@@ -189,5 +189,5 @@ def _store_rows(graphs: str) -> int:
         import pyarrow.parquet as pq
 
         return int(pq.ParquetFile(graphs).metadata.num_rows)
-    except Exception:  # noqa: BLE001 - load_graph_store raises the proper InputError next
+    except Exception:  # noqa: BLE001 - opening the store raises the proper InputError next
         return 0

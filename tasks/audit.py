@@ -36,11 +36,12 @@ def read_documents(paths: dict) -> dict:
 
 def store_facts(graphs: str) -> tuple:
     """``(dataset, facts)`` of the graph store: file sha256, content hash, graph and node counts."""
-    from .graphs import load_graph_store, store_content_hash
+    from .graphs import open_store
 
-    ds = load_graph_store(graphs)
+    store = open_store(graphs)
+    ds = store.dataset
     return ds, {"graph_store": graphs, "store_sha256": io.sha256_file(graphs),
-                "content_sha256": store_content_hash(ds),
+                "content_sha256": store.content_hash(),
                 "graphs": len(ds), "nodes": int(ds.nodes_per_graph.sum())}
 
 

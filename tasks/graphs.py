@@ -134,7 +134,7 @@ def store_split(path: str, sizes: list[int], test_fraction: float, seed: int) ->
         raise InputError(path, f"column 'split': {err}") from None
 
 
-def store_task(path: str):
+def read_task(path: str):
     """The dataset's task (:class:`tmdlib.datasets.task.TaskSpec`) from the store's schema metadata only
     (binary for stores written before task types)."""
     import pyarrow as pa
@@ -152,7 +152,7 @@ def store_task(path: str):
         raise InputError(path, err.problem) from None
 
 
-def store_graph_ids(path: str) -> np.ndarray:
+def read_graph_ids(path: str) -> np.ndarray:
     """The ``graph_id`` column of a Parquet file (graph store, label requests); nothing else is read."""
     import pyarrow.parquet as pq
 
@@ -311,12 +311,12 @@ class Store:
         """The task recorded at ingest (:class:`tmdlib.datasets.task.TaskSpec`; None for an unlabelled pool whose
         task is decided by its first label import)."""
         if self._task is None:
-            self._task = store_task(self.path)
+            self._task = read_task(self.path)
         return self._task
 
     @property
     def graph_ids(self) -> np.ndarray:
-        return self.dataset.graph_ids if self._dataset is not None else store_graph_ids(self.path)
+        return self.dataset.graph_ids if self._dataset is not None else read_graph_ids(self.path)
 
     @property
     def has_smiles(self) -> bool:
@@ -340,6 +340,16 @@ class Store:
         """:func:`store_labelled`."""
         return store_labelled(self.path)
 
+    def smiles_for(self, positions, method: str | None = None) -> list[str] | None:
+        """:meth:`smiles` of ``positions`` when selection ``method`` reads SMILES (:func:`tmdlib.select.get_method`),
+        else None; only the ``smiles`` column is read."""
+        return store_smiles(self.path, positions, method)
+
+    def stored(self):
+        """The graphs as a :class:`tmdlib.datasets.stored.StoredGraphs` (ids and sizes read; graphs a chunk at a time,
+        for pools too large to hold)."""
+        return open_graph_store(self.path)
+
     def split(self, sizes: list[int], test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
         return store_split(self.path, sizes, test_fraction, seed)
 
@@ -347,7 +357,10 @@ class Store:
         return store_segments(self.path, n)
 
     def content_hash(self) -> str:
-        return store_content_hash(self.dataset)
+        """:func:`store_content_hash` of the graphs (computed once)."""
+        if getattr(self, "_hash", None) is None:
+            self._hash = store_content_hash(self.dataset)
+        return self._hash
 
 
 def open_store(path: str) -> Store:

@@ -45,9 +45,9 @@ def check_batch(path: Path, store: Path, read_options: dict) -> int:
 
     options = dict(read_options)
     if store.is_file():  # a batch is read as the dataset was: its task and its label columns
-        from .graphs import store_task
+        from .graphs import open_store
 
-        task = store_task(str(store))
+        task = open_store(str(store)).task
         options.setdefault("task", task)
         options.setdefault("label_column", list(task.targets))
     try:

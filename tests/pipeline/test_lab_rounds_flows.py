@@ -63,11 +63,11 @@ def test_unlabelled_pool_three_rounds_with_a_conflict(pool):
     """The task is fixed by the first import (regression from the lab's values); a partial answer trains on what
     came back and says what is missing; round 2 completes it; round 3 measures one molecule again differently."""
     from flows.labels import import_summary, labels_commit_flow
-    from tasks.graphs import store_task
+    from tasks.graphs import read_task
     from tasks.labels import read_ledger_history, task_of
 
     p, req = pool, pool["req"]
-    assert "unlabelled pool" in p["summary"]["task"] and not store_task(p["store"]).decided
+    assert "unlabelled pool" in p["summary"]["task"] and not read_task(p["store"]).decided
     with pytest.raises(InputError, match=r"POOL is a pool without labels.*Send data/labels/POOL/label_requests.csv"
                                          r".*set labels.source"):
         _import(p, "benchmark-standin")
@@ -90,7 +90,7 @@ def test_unlabelled_pool_three_rounds_with_a_conflict(pool):
     labels = np.loadtxt(p["tmp"] / "labels" / "labels.csv", delimiter=",", skiprows=1, ndmin=2)
     g0 = half[0]["graph_id"]
     assert labels[labels[:, 0] == g0, 1] == pytest.approx(HIDDEN[g0] + 0.25)  # the mean of the replicates
-    assert task_of(store_task(p["store"]), meta).type == "regression"  # what train / evaluate read
+    assert task_of(read_task(p["store"]), meta).type == "regression"  # what train / evaluate read
     labels_commit_flow(p["store"], str(p["tmp"] / "labels" / "labels.csv"), p["ledger"])
     # round 2: the rest, plus the cumulative first file's values (already there: not imported again)
     rest = [(smiles(r), HIDDEN[r["graph_id"]]) for r in req[len(req) // 2:]] + [(smiles(half[2]), 1.25)]

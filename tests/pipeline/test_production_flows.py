@@ -73,11 +73,11 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
 def test_regression_pool_without_labels(tmp_path):
     from flows.labels import label_requests_flow, labels_commit_flow
     from flows.select import select_flow
-    from tasks.graphs import store_task
+    from tasks.graphs import read_task
 
     smiles, hidden = _regression_rows()
     w = _walk(tmp_path, smiles, hidden, "svm")
-    assert not store_task(w["store"]).decided  # ingest guessed nothing
+    assert not read_task(w["store"]).decided  # ingest guessed nothing
     purposes = [r["purpose"] for r in w["req"]]
     n_audit = purposes.count("audit")
     assert n_audit == 50 and w["sel"]["mode"] == "production" and len(w["sel"]["audit_ids"]) == 50

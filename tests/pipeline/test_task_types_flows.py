@@ -71,7 +71,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     from flows.select import select_flow
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
-    from tasks.graphs import store_task
+    from tasks.graphs import read_task
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     source, columns = _dataset(tmp_path, kind)
@@ -81,7 +81,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
         "plot": "bound.png", "audit": "audit"}.items()}
     summary = ingest_flow("smiles", str(source), "DS", d["graphs"], label_column=columns,
                           split_column="split", keep_columns=["cliff_mol"] if kind == "regression" else None)
-    task = store_task(d["graphs"])
+    task = read_task(d["graphs"])
     assert task.type == kind and summary["graphs"] == N
     if kind == "multiclass":
         assert task.classes == (0.0, 5.0, 10.0)
