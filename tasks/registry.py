@@ -1,10 +1,11 @@
-"""The trained GIN as an MLflow model: logged with a signature, registered as ``tmdsub-<DATASET>``, tagged with its
-test metric by the evaluate stage, and promoted to the alias ``champion`` by the scheduled retraining when its test
-metric is not worse than the current champion's (:func:`promote_champions`).
+"""The trained model as an MLflow model: logged, registered as ``tmdsub-<DATASET>``, tagged with its test metric by
+the evaluate stage, and promoted to the alias ``champion`` by the scheduled retraining when its test metric is not
+worse than the current champion's (:func:`promote_champions`).
 
-Called from the flow process only.  The model is the GIN behind one dense-batch tensor
-(:class:`tmdlib.torch.serving.DenseBatchGIN`), exported with ``torch.export`` (MLflow's ``pt2`` format): it loads
-with ``mlflow.pytorch.load_model`` or ``mlflow.pyfunc.load_model`` without tmdlib and without unpickling code.
+Called from the flow process only.  A molecule pool's model (any registered model) is a pyfunc that takes SMILES
+(:func:`log_smiles_model`, :mod:`tasks.smiles_model`: models from code, weights as plain tensors); a GIN on other
+graphs is the GIN behind one dense-batch tensor (:class:`tmdlib.torch.serving.DenseBatchGIN`) exported with
+``torch.export`` (:func:`log_gin_model`, MLflow's ``pt2`` format): it loads without tmdlib.  Neither unpickles code.
 """
 from __future__ import annotations
 
@@ -94,6 +95,21 @@ def _example(data: list, in_dim: int):
     return dense_batch(picked[:2], in_dim).numpy()
 
 
+def _logged(info, name: str | None, description: str, tags: dict | None) -> dict:
+    """``{"model_id", "model_uri", "registered_model", "version"}`` of a logged model; a registered version gets the
+    description and the tags."""
+    from mlflow import MlflowClient
+
+    out = {"model_id": info.model_id, "model_uri": info.model_uri, "registered_model": name,
+           "version": None if info.registered_model_version is None else str(info.registered_model_version)}
+    if name is not None and out["version"] is not None:
+        client = MlflowClient(tracking_uri=tracking_uri())
+        client.update_model_version(name, out["version"], description=description)
+        for key, value in (tags or {}).items():
+            client.set_model_version_tag(name, out["version"], key, str(value))
+    return out
+
+
 def log_gin_model(run_id: str, model, data: list, dataset: str, description: str, register: bool = True,
                   tags: dict | None = None, head=None) -> dict:
     """Log ``model`` (a trained GIN) to run ``run_id`` as an MLflow PyTorch model; register it as
@@ -111,7 +127,6 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     """
     import mlflow.pytorch
     import torch
-    from mlflow import MlflowClient
 
     from tmdlib.torch.serving import DenseBatchGIN
 
@@ -128,14 +143,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
             input_example=_example(data, in_dim),
             serialization_format="pt2", pip_requirements=[f"torch=={torch_version}"], registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})
-    out = {"model_id": info.model_id, "model_uri": info.model_uri, "registered_model": name,
-           "version": None if info.registered_model_version is None else str(info.registered_model_version)}
-    if name is not None and out["version"] is not None:
-        client = MlflowClient(tracking_uri=tracking_uri())
-        client.update_model_version(name, out["version"], description=description)
-        for key, value in (tags or {}).items():
-            client.set_model_version_tag(name, out["version"], key, str(value))
-    return out
+    return _logged(info, name, description, tags)
 
 
 def log_smiles_model(run_id: str, model_out: str, info_out: str, dataset: str, description: str,
@@ -151,7 +159,6 @@ def log_smiles_model(run_id: str, model_out: str, info_out: str, dataset: str, d
     """
     import mlflow.pyfunc
     import pandas as pd
-    from mlflow import MlflowClient
 
     name = registered_name(dataset) if register else None
     with _fluent_run(run_id):
@@ -160,14 +167,7 @@ def log_smiles_model(run_id: str, model_out: str, info_out: str, dataset: str, d
             artifacts={"model": str(model_out), "train_info": str(info_out)},
             input_example=pd.DataFrame({"smiles": list(example or ["CCO"])}), registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})
-    out = {"model_id": info.model_id, "model_uri": info.model_uri, "registered_model": name, "kind": "smiles-pyfunc",
-           "version": None if info.registered_model_version is None else str(info.registered_model_version)}
-    if name is not None and out["version"] is not None:
-        client = MlflowClient(tracking_uri=tracking_uri())
-        client.update_model_version(name, out["version"], description=description)
-        for key, value in (tags or {}).items():
-            client.set_model_version_tag(name, out["version"], key, str(value))
-    return out
+    return {**_logged(info, name, description, tags), "kind": "smiles-pyfunc"}
 
 
 def tag_evaluation(registered: dict | None, metric: str, value, evaluate_run_id: str | None) -> bool:
