@@ -14,7 +14,6 @@ other model the τ-weighted coreset loss is still measured; Lemma 3.2 holds for 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -252,7 +251,3 @@ class EstimatorModel(Model):
         m._restore_head(config)
         return m
 
-
-def dumps_config(config: dict) -> str:
-    """The model's config as canonical JSON (sorted keys)."""
-    return json.dumps(config, sort_keys=True, default=float)
