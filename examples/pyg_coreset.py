@@ -11,7 +11,7 @@ then used for training.
 become PyG ``Data`` (the project's SMILES reader: OGB atom features one-hot, 174 wide; ``y`` = the measured value,
 ``smiles`` kept), split by the set's own ``split`` column.  The same call, ``select_coreset(train, fraction=...)``,
 picks the molecules to measure -- still label-free -- and a GIN regressor is trained on their labels with the
-τ-weighted Huber loss; then the same with ``method="maxmin"`` (the chemists' MaxMin picker on ECFP4, SMILES from
+τ-weighted Huber loss on standardised targets (the one training recipe of the pipeline, ``tmdlib.torch.fit.train_on``); then the same with ``method="maxmin"`` (the chemists' MaxMin picker on ECFP4, SMILES from
 ``data.smiles``; it weighs every pick 1) for comparison.  Test RMSE in the units of ``y``.
 """
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch_geometric.datasets import TUDataset
-from torch_geometric.loader import DataLoader
 
+from tmdlib.datasets.task import TaskSpec
 from tmdlib.torch.certified import stability_constant
-from tmdlib.torch.gin import GIN, evaluate, predict_logits
+from tmdlib.torch.gin import evaluate, predict_logits
 from tmdlib.torch.pyg import dataset_to_pyg, select_coreset
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "raw"
@@ -36,22 +36,28 @@ RAW = DATA / "MUTAG"
 ACE = DATA / "MoleculeACE" / "CHEMBL2835_Ki.csv"
 
 
-def train_on_coreset(model: GIN, coreset, per_graph_loss, epochs: int, shift: float = 0.0) -> None:
-    """Adam on the coreset's graphs with the τ-weighted loss (Lemma 3.2's estimator of the mean loss over all n)."""
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    loader = DataLoader(coreset.subset(), batch_size=16, shuffle=True)  # the selected graphs, `weight` = τ
-    for epoch in range(epochs):
-        total = 0.0
-        for batch in loader:
-            opt.zero_grad()
-            out = model(batch.x, batch.edge_index, batch.batch, batch.num_graphs).view(-1)
-            per_graph = per_graph_loss(out, batch.y.to(out.dtype) - shift)
-            loss = (per_graph * batch.weight).sum() / coreset.weights.sum()  # ≈ mean loss over all n graphs
-            loss.backward()
-            opt.step()
-            total += float(loss.detach())
-        if epoch % 10 == 0 or epoch == epochs - 1:
-            print(f"epoch {epoch:3d}  tau-weighted training loss {total:.4f}")
+def train_on_coreset(coreset, task, epochs: int, seed: int):
+    """The τ-weighted training of Lemma 3.2's estimator through the one recipe every tmdsub model trains with
+    (:func:`tmdlib.torch.fit.train_on`, the ``default`` recipe: Adam lr 0.001, batches of 64; the loss and target
+    standardisation from the task's head).  Returns ``(model, head)``; ``head.to_task_units`` turns the model's
+    outputs into logits / values in the targets' units."""
+    from tmdlib.models import task_head, training_labels
+    from tmdlib.torch.fit import train_on
+    from tmdlib.torch.model import recipe_config
+
+    sub = coreset.subset()  # the selected graphs, each with `weight` = τ
+    y = np.array([float(d.y) for d in sub])
+    head = task_head(task, y=y, weights=coreset.weights.numpy())
+    for d, label in zip(sub, training_labels(head, y).reshape(len(sub), -1)):
+        d.y = torch.tensor(label[:1] if task.single_label else label, dtype=torch.float64)
+    res = train_on(list(sub), recipe_config("default", hidden=64, epochs=epochs, seed=seed),
+                   head, in_dim=sub[0].num_features)
+    losses = res.losses
+    for epoch in range(0, len(losses), 10):
+        print(f"epoch {epoch:3d}  tau-weighted training loss {losses[epoch]:.4f}")
+    if losses:
+        print(f"epoch {len(losses) - 1:3d}  tau-weighted training loss {losses[-1]:.4f}")
+    return res.model, head
 
 
 def classification(args) -> None:
@@ -70,11 +76,7 @@ def classification(args) -> None:
         print(f"weights tau (sum {coreset.weights.sum():.0f}): {coreset.weights.tolist()}")
 
         # --- train a GIN on the coreset with the tau-weighted loss (Lemma 3.2's estimator) ----------------------
-        torch.manual_seed(args.seed)
-        model = GIN(dataset.num_features, hidden=64, layers=3)  # 3 layers pair with TMD depth 4
-        bce = torch.nn.BCEWithLogitsLoss(reduction="none")  # per-graph losses, weighted by tau
-        train_on_coreset(model, coreset, bce, args.epochs)
-
+        model, head = train_on_coreset(coreset, TaskSpec("binary"), args.epochs, args.seed)
         acc = evaluate(predict_logits(model, list(test)), test.y.numpy(), "accuracy")
         c = stability_constant(model)["c"]
         print(f"test accuracy {acc:.3f} on {len(test)} held-out graphs, trained on {coreset.k} labels")
@@ -88,7 +90,7 @@ def molecules(limit: int) -> tuple[list, list]:
 
     table = read_smiles_csv(ACE, label_column="y", split_column="split", limit=limit)
     y = np.asarray(table.column("y").to_numpy(zero_copy_only=False), dtype=np.float64)
-    data = dataset_to_pyg(to_dataset(table), y=y, dtype=torch.float64)  # x: (atoms, 174) one-hot, y: (1,)
+    data = dataset_to_pyg(to_dataset(table), y=y)  # x: (atoms, 174) one-hot, y: (1,)
     for d, smiles in zip(data, table.column("smiles").to_pylist()):
         d.smiles = smiles  # what the chemists' pickers read
     split = table.column("split").to_pylist()
@@ -103,17 +105,12 @@ def regression(args) -> None:
         # --- the same one call, label-free: `y` is never read (method="maxmin" reads `data.smiles`) -----------
         coreset = select_coreset(train, fraction=args.fraction, method=method, seed=args.seed)
         print(f"[{method}] {coreset}; weights sum {coreset.weights.sum():.0f}")
-        sub = coreset.subset()
         w = coreset.weights.numpy()
-        y_sel = np.array([float(d.y) for d in sub])
-        mean = float((w * y_sel).sum() / w.sum())  # labels centred on the coreset's weighted mean
-
-        torch.manual_seed(args.seed)
-        model = GIN(train[0].num_features, hidden=64, layers=3).double()  # float64: the same RMSE on every run
-        huber = torch.nn.HuberLoss(reduction="none", delta=1.0)  # per-graph losses, weighted by tau
-        train_on_coreset(model, coreset, huber, args.epochs, shift=mean)
-
-        rmse = math.sqrt(float(np.mean((predict_logits(model, test) + mean - y_test) ** 2)))
+        y_sel = np.array([float(d.y) for d in coreset.subset()])
+        mean = float((w * y_sel).sum() / w.sum())  # the coreset's weighted mean: the constant predictor
+        model, head = train_on_coreset(coreset, TaskSpec("regression"), args.epochs, args.seed)
+        pred = head.to_task_units(predict_logits(model, test).reshape(-1, 1))[:, 0]
+        rmse = math.sqrt(float(np.mean((pred - y_test) ** 2)))
         rmse0 = math.sqrt(float(np.mean((mean - y_test) ** 2)))
         print(f"[{method}] test RMSE {rmse:.3f} on {len(test)} held-out molecules, trained on {coreset.k} labels "
               f"(predicting the weighted mean: {rmse0:.3f}); TMD eps of the picks {coreset.epsilon_mean:.4g}")
