@@ -43,19 +43,18 @@ from .grid import (ARCHS, CONDENSE_METHODS, CONDENSE_OPTIONS, DEPTH, RESTARTS, T
 def arch_config(dataset: str, arch: str, epochs: int, seed: int, device: str = "cpu") -> dict:
     """``TrainConfig`` fields of ``arch``.
 
-    ``gin`` is paper B.2 (3 layers, hidden 128 TU / 256 OGB, batch 16 / 64, add pooling, Adam lr 0.01,
-    no batch norm / dropout); ``gin-wide-mean`` is the paper's alternative architecture (Appendix
+    ``gin`` is the ``paper-b2`` recipe (:data:`tmdlib.torch.model.RECIPES`: 3 layers, hidden 128 TU / 256 OGB,
+    batch 16 / 64, add pooling, Adam lr 0.01, no batch norm / dropout); ``gin-wide-mean`` is the paper's alternative architecture (Appendix
     "alternative GNN architecture": 2x hidden width, mean pooling).
     """
-    from ..torch.gin import default_hyperparameters
+    from ..torch.model import recipe_config
 
     if arch not in ARCHS:
         raise InputError(None, f"unknown architecture {arch!r}: {', '.join(ARCHS)}")
-    d = default_hyperparameters(dataset)
-    wide = arch == "gin-wide-mean"
-    return {"hidden": d["hidden"] * (2 if wide else 1), "layers": 3, "pool": "mean" if wide else "add",
-            "eta": 1.0, "bias": False, "lr": 0.01, "batch_size": d["batch_size"], "epochs": int(epochs),
-            "seed": int(seed), "device": device}
+    cfg = recipe_config("paper-b2", dataset, epochs=int(epochs), seed=int(seed), device=device)
+    if arch == "gin-wide-mean":
+        cfg.update(hidden=2 * cfg["hidden"], pool="mean")
+    return cfg
 
 
 def validation_split(train: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
