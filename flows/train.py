@@ -36,7 +36,7 @@ from tmdlib.models import Inputs
 def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None, task=None,
               graphs_only: bool = False) -> str:
     """The model to train: ``model`` when given; ``auto`` (with the store and the task) is the measured default
-    (:func:`tmdlib.models.default_model`: ``svm`` for molecule regression); otherwise, and for ``None``, the certified
+    (:func:`tmdlib.models.default_model`: ``svm`` for molecule regression, ``rf`` for molecule classification); otherwise, and for ``None``, the certified
     GIN when a Lipschitz budget or target is set, else the GIN (the behaviour before ``train.model`` existed);
     ``graphs_only`` (node subsampling trains on subgraphs) keeps ``auto`` on the GIN."""
     if model not in (None, "", "auto"):
@@ -223,7 +223,7 @@ def train_command(
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
     loss: str = typer.Option("auto", "--loss", help="auto (the task's: bce binary / multi-task, ce multi-class, huber regression) | huber | l1 | mse (regression; mse is uncertified)."),
     huber_delta: float = typer.Option(1.0, "--huber-delta", help="Huber's delta in standard deviations of the target (the loss's Lipschitz constant M)."),
-    model: str = typer.Option("auto", "--model", help="A registered model (gin, certified-gin, rf, svm, gbm, chemprop; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, else certified-gin when a Lipschitz budget/target is set, else gin."),
+    model: str = typer.Option("auto", "--model", help="A registered model (gin, certified-gin, rf, svm, gbm, chemprop; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, rf for molecule classification, else certified-gin when a Lipschitz budget/target is set, else gin."),
     recipe: str = typer.Option("auto", "--recipe", help="GIN training recipe: auto (measured: default for the GIN, paper-b2 for the certified GIN) | paper-b2 (Adam lr 0.01, batch 16 TU / 64 OGB) | default (lr 0.001, batch 64)."),
     weighting: str = typer.Option("tau", "--weighting", help="tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the tau-weighted coreset loss)."),
 ) -> None:

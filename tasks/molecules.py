@@ -192,8 +192,14 @@ def write_molecule_reports(results_dir: str, report_dir: str, seconds: dict) -> 
     from tmdlib.experiment.molecules import read_rows
     from tmdlib.reporting.molecules import dataset_page, plot_dataset, summary_page
 
+    from tmdlib.experiment.molecules import KEY
+
     files, per_set = [], {}
     for csv_path in sorted(Path(results_dir).glob("*.csv")):
+        with open(csv_path, encoding="utf-8") as fh:
+            header = fh.readline().strip().split(",")
+        if not set(KEY) <= set(header):  # another table kept beside the results (full-data runs, tuning)
+            continue
         rows = read_rows(str(csv_path))
         if not rows:
             continue
