@@ -17,7 +17,7 @@ from prefect import flow
 
 from tasks.evaluate import (log_evaluation, log_production, measure_model_task, measure_task, metrics_document,
                             parse_fractions, plot_bound_vs_gap, production_task, tmd_setting, write_metrics)
-from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store, store_content_hash
+from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store
 from tasks.io import dataset_name, node_subsets_for, positions, read_json, read_nodes, read_selection
 from tasks.labels import task_of
 from tasks.train import load_model, set_torch_threads
@@ -52,24 +52,25 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     info = read_json(train_info, "train info")
     if "config" not in info:
         raise InputError(train_info, "not a train.json (needs 'config')")
-    fitted = load_model(model, info)
-    cfg, head = dict(info["config"], device=device), fitted.head
+    cfg = dict(info["config"], device=device)
     seed = int(cfg.get("seed", 0) if seed is None else seed)
     depth, weights, problems, meta = tmd_setting(tmd_meta, int(cfg.get("layers", 3)),
                                                  (info.get("lipschitz") or {}).get("weights", "pascal"))
-    if fitted.certificate() is None:  # a model without a TMD-Lipschitz constant: no c, no depth condition
-        problems = []
     store = open_store(graphs)
     name, ds, sel = dataset_name(graphs), store.dataset, read_selection(selection)
-    trained_for = task_of(store.task, info.get("labels_meta"))
-    if trained_for != head.task:
-        raise InputError(train_info, f"the model was trained for a {head.task.describe()} task, the labels are "
-                                     f"{trained_for.describe()}")
-    store_hash = store_content_hash(ds)  # the selection and the matrix must both belong to this store
+    store_hash = store.content_hash()  # the selection, the model and the matrix must all belong to this store
     check_same_store(selection, sel, graphs, store_hash, "selection")
     check_same_store(train_info, info, graphs, store_hash, "model")
     if tmd_meta:
         check_same_store(tmd_meta, meta, graphs, store_hash, "TMD matrix")
+    fitted = load_model(model, info)
+    head = fitted.head
+    if fitted.certificate() is None:  # a model without a TMD-Lipschitz constant: no c, no depth condition
+        problems = []
+    trained_for = task_of(store.task, info.get("labels_meta"))
+    if trained_for != head.task:
+        raise InputError(train_info, f"the model was trained for a {head.task.describe()} task, the labels are "
+                                     f"{trained_for.describe()}")
     if not store.labelled:  # production: an unlabelled pool, the lab's labels are all there is
         metrics = production_task(fitted, store, sel, info, name, confidence, seed)
         metrics.update({"depth": depth, "weights": weights, "device": device,
@@ -167,7 +168,9 @@ def evaluate_command(
     for line in verdict_lines(m)[:1 if m.get("mode") != "production" else 2]:
         typer.echo(line)
     if m.get("mode") == "production":
-        typer.echo(f"tau-weighted coreset loss {m['coreset_loss_weighted']:.4g}; not measurable without the pool's "
+        loss = m["coreset_loss_weighted"]
+        typer.echo(f"tau-weighted coreset loss {'n/a' if loss is None else format(loss, '.4g')}; not measurable "
+                   "without the pool's "
                    "labels: the test metric, the observed gap, a full-data reference")
     else:
         typer.echo(f"test {m['test']['metric']}: {m['test']['coreset_model']} (full-data model {m['test']['full_model']})")

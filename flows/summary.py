@@ -17,7 +17,7 @@ def stage_outputs(root: str = ".") -> list[tuple[str, list[str]]]:
         return [(s.addressing, [o.def_path for o in s.outs]) for s in repo.index.stages]
 
 
-def latest_runs(experiment: str = "tmdsub", limit: int = 4) -> list[dict]:
+def latest_runs(experiment: str = "tmdsub", limit: int = 6) -> list[dict]:
     """The newest MLflow runs of ``experiment`` (id, stage tag, run name ``<stage>@<DATASET>``, status), newest first."""
     from mlflow import MlflowClient
 

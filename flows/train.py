@@ -18,7 +18,7 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store, store_content_hash
+from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store
 from tasks.io import (dataset_name, node_subsets_for, positions, read_labels, read_labels_meta, read_nodes,
                       read_selection, sha256_file)
 from tasks.labels import task_of
@@ -46,7 +46,7 @@ def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None,
     if model == "auto" and store is not None and task is not None and not graphs_only:
         from tmdlib.models import default_model
 
-        return default_model(store.has_smiles, task.type, certified)
+        return default_model(store.has_smiles, task, certified)
     return "certified-gin" if certified else "gin"
 
 
@@ -93,9 +93,14 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     check_loss_option(loss, huber_delta)
     if model != "auto":  # a named model is checked before any file is read
         resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target))
+    if model in (None, "", "auto", "gin", "certified-gin"):  # so are the GIN's options, whatever auto picks later
+        resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
+                       recipe=recipe_for("gin", recipe))
     if weighting not in ("tau", "none"):
         raise InputError(None, f"--weighting must be tau or none, got {weighting!r}")
     store = open_store(graphs)
+    sel = read_selection(selection)
+    check_same_store(selection, sel, graphs, store.content_hash, "selection")  # before any label is read
     task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
     spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target, store, task, bool(nodes)))
     if nodes and spec.inputs != "graphs":  # node subsampling trains on subgraphs: a graph model
@@ -111,9 +116,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     ds = store.dataset
     label_map, label_meta = read_labels(labels, labels_meta, task)
     spec.check_task(task.type)
-    sel = read_selection(selection)
-    store_hash = store_content_hash(ds)  # the selection and the labels must both belong to this store
-    check_same_store(selection, sel, graphs, store_hash, "selection")
+    store_hash = store.content_hash()  # the labels must belong to this store too
     check_same_store(labels_meta or str(Path(labels).with_suffix(".json")), label_meta, graphs, store_hash, "label set")
     med_ids, sel_tau, epsilon, partial = answered_selection(sel, label_map, ds, layers + 1, weights, labels)
     if partial:

@@ -229,6 +229,10 @@ def ledger_task(task, meta: dict):
         return task
     if meta.get("task"):
         return TaskSpec.from_dict(meta["task"])
+    if task is None and meta.get("format") == 1:  # a ledger written before task types: every label was binary
+        from tmdlib.datasets.task import BINARY
+
+        return BINARY
     return task
 
 

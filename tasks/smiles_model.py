@@ -53,7 +53,7 @@ class SmilesModel(PythonModel):
                 out["prediction" if len(names) == 1 else f"prediction_{t}"] = col
         else:
             values = (np.asarray(task.classes, dtype=float) if task.class_indices else np.array([0.0, 1.0]))
-            P = probabilities(Z, task.type) if len(ok) else np.zeros((0, len(values)))
+            P = probabilities(Z, task) if len(ok) else np.zeros((0, len(values)))
             pred = np.full(len(raw), np.nan)
             pred[ok] = values[P.argmax(axis=1)] if len(ok) else []
             out["prediction"] = pred

@@ -157,7 +157,7 @@ def selection_labels(label_map: dict, med_ids, task, path: str) -> np.ndarray:
     if missing:
         raise InputError(path, f"{len(missing)} selected graphs have no label, e.g. graph ids {missing[:10]}")
     y = np.asarray([label_map[int(g)] for g in med_ids], dtype=np.float64)
-    enc = validate_labels(y.reshape(len(y), -1), task, path=path, encoded=False)
+    enc = validate_labels(y.reshape(len(y), task.num_targets), task, path=path, encoded=False)
     return enc[:, 0] if task.num_targets == 1 else enc
 
 

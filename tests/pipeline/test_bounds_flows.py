@@ -75,16 +75,24 @@ def test_training_reads_only_the_label_file(tmp_path):
     assert info["labels_used"] == len(inp["sel"]["medoids"])
     lines = Path(inp["labels"]).read_text().splitlines()
     Path(inp["labels"]).write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(InputError, match="no label"):
+    # a medoid without a label: a selection without its certificate's assignment cannot be reweighted (the
+    # pipeline's selections can: tests/pipeline/test_production_flows.py trains on partial answers)
+    with pytest.raises(InputError, match="no label.*no assignment to reweight by"):
         train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "m2.pt"), str(out / "t2.json"),
                    epochs=1, hidden=8, log_mlflow=False)
     assert not (out / "m2.pt").exists()
-    # evaluation is a benchmark measurement: without dataset labels it stops with a clear message
+    Path(inp["labels"]).write_text(lines[0] + "\n")
+    with pytest.raises(InputError, match="none of the .* selected graphs has a label"):
+        train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "m3.pt"), str(out / "t3.json"),
+                   epochs=1, hidden=8, log_mlflow=False)
+    assert not (out / "m3.pt").exists()
+    # a store without labels is production: evaluation measures nothing the lab did not label
     from flows.evaluate import evaluate_flow
 
-    with pytest.raises(InputError, match="benchmark measurement"):
-        evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "t.json"),
+    m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "t.json"),
                       str(out / "m.json"), str(out / "p.png"), log_mlflow=False)
+    assert m["mode"] == "production" and m["test"]["coreset_model"] is None
+    assert m["pool_estimate"]["value"] is None and "no audit sample" in m["pool_estimate"]["note"]
 
 
 def test_commands_are_typer_compatible(tmp_path):

@@ -133,7 +133,7 @@ def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflo
     assert version.tags["evaluate_run_id"] == eval_run.info.run_id and "tau-weighted" in version.description
 
     # mlflow.pytorch.load_model gives the same predictions as model.pt, on every graph of the store
-    gin = load_model(str(out / "model.pt"), info["model"])
+    gin = load_model(str(out / "model.pt"), info).model
     data = dataset_to_pyg(ds)
     expected = predict_logits(gin, data)
     loaded = mlflow.pytorch.load_model("models:/tmdsub-MUTAG/1")
@@ -167,7 +167,8 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
     real = train_module.fit_task
     seen = {}
 
-    def spy(*args, on_loss=None, **kwargs):
+    def spy(spec, options, *args, **kwargs):
+        on_loss = options.get("on_loss")  # the GIN's options carry the live metric
         assert on_loss is not None and on_loss.key == "train_loss"
         on_loss.interval = 0.0  # send every epoch at once
 
@@ -176,7 +177,7 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
             seen[epoch] = sorted(m.step for m in client.get_metric_history(on_loss.run_id, "train_loss"))
             assert client.get_run(on_loss.run_id).info.status == "RUNNING"
 
-        return real(*args, on_loss=callback, **kwargs)
+        return real(spec, {**options, "on_loss": callback}, *args, **kwargs)
 
     monkeypatch.setattr(train_module, "fit_task", spy)
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(tmp_path / "model.pt"),

@@ -167,7 +167,7 @@ def test_committing_labels_to_the_ledger_does_not_retrain(workspace):
                                                  "data/labels/MUTAG/labels.json")}
     k = len(json.loads(before["data/selection/MUTAG/selection.json"])["medoids"])  # the budget of params.yaml
     res = _sh([tmdsub, "labels", "commit", "MUTAG"], ws, env)
-    assert res.returncode == 0 and f"{k} labels added" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and f"{k} measurements added" in res.stdout, res.stdout + res.stderr
     res = _sh([dvc, "repro"], ws, env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert _ran(res.stdout) == {"select", "label_requests", "labels", "audit"}

@@ -117,7 +117,7 @@ def test_scheduled_run_ingests_reruns_pushes_and_records(prefect_server, tmp_pat
     assert rec["tmd"] == [f"MUTAG: 191x191 TMD matrix (2/3 blocks, {3 * 188 + 3} pairs computed) -> "
                           f"data/tmd/MUTAG/matrix.npy"], rec["tmd"]
     # ... and only the new labels were requested: the first round's 15 labels joined the ledger first.
-    assert rec["labels_committed"] == ["MUTAG: 15 labels added to data/labelled/MUTAG.csv (15 in all)"]
+    assert rec["labels_committed"] == ["MUTAG: 15 measurements added to data/labelled/MUTAG.csv (15 graphs labelled)"]
     sel = json.loads((ws / "data/selection/MUTAG/selection.json").read_text())
     manifest = json.loads((ws / "data/labels/MUTAG/manifest.json").read_text())
     assert first_medoids <= set(sel["medoids"]) and manifest["reused"] == 15

@@ -86,11 +86,11 @@ def fingerprints(X: Inputs) -> np.ndarray:
     return ecfp4_counts(X.smiles_at())
 
 
-def probability_logits(P: np.ndarray, task_type: str) -> np.ndarray:
+def probability_logits(P: np.ndarray, task) -> np.ndarray:
     """Class probabilities ``(m, C)`` as outputs: the positive class's logit (binary, one column) or log
     probabilities (multi-class; softmax gives them back), clipped to :math:`[10^{-6}, 1 - 10^{-6}]`."""
     P = np.clip(np.asarray(P, dtype=np.float64), 1e-6, 1 - 1e-6)
-    if task_type == "binary":
+    if not task.class_indices:  # binary: one logit
         p = P[:, -1]
         return np.log(p / (1 - p))[:, None]
     return np.log(P)
@@ -156,6 +156,17 @@ def _check_fit_inputs(y, sample_weight, m: int) -> np.ndarray:
     return w
 
 
+def _skops_estimator(blob: bytes, name) -> object:
+    """A user's estimator saved with skops, loaded with skops' default trusted types only (no code is executed)."""
+    import skops.io as sio
+
+    untrusted = sio.get_untrusted_types(data=blob)
+    if untrusted:
+        raise InputError(None, f"model {name!r}: the saved estimator holds types skops does not trust "
+                               f"({', '.join(untrusted[:5])}): refused (loading them could run their code)")
+    return sio.loads(blob)
+
+
 class EstimatorModel(Model):
     r"""A scikit-learn style estimator trained on the molecules' ECFP4 counts.
 
@@ -165,15 +176,16 @@ class EstimatorModel(Model):
     ``predict_proba`` turned into logits (:func:`probability_logits`).  Rows whose label is missing are dropped.
 
     Persistence: an estimator with ``to_arrays()`` / ``from_arrays`` (the built-in ones of
-    :mod:`tmdlib.chem.models`) is saved as plain arrays; any other (a user's own) is kept as a pickle inside the
-    arrays — loading it runs that estimator's code, so only load such models from people you trust.
+    :mod:`tmdlib.chem.models`) is saved as plain arrays; any other (a user's own) in ``skops``' format, which loads
+    only the types it trusts (scikit-learn's, numpy's): a user's estimator built from scikit-learn parts loads
+    anywhere, one with a class of its own is refused at load time, never executed.
     """
 
     inputs = "molecules"
     tasks = ("binary", "multiclass", "regression")
 
     def __init__(self, estimator, name: str = "estimator"):
-        #: an estimator, or ``build(task_type) -> estimator`` (a regressor or a classifier, chosen at fit time)
+        #: an estimator, or ``build(task) -> estimator`` (a regressor or a classifier, chosen at fit time)
         self.estimator = estimator
         self.name = name
         self.fitted_: list = []
@@ -186,7 +198,7 @@ class EstimatorModel(Model):
         task = task or TaskSpec("regression")
         if task.type not in self.tasks:
             raise InputError(None, f"model {self.name!r} does not take {task.type} tasks")
-        proto = self.estimator if hasattr(self.estimator, "fit") else self.estimator(task.type)
+        proto = self.estimator if hasattr(self.estimator, "fit") else self.estimator(task)
         F = fingerprints(X)
         w = _check_fit_inputs(y, sample_weight, len(F))
         self.head = task_head(task, y=y, weights=w)
@@ -209,7 +221,7 @@ class EstimatorModel(Model):
         est = self.fitted_[0]
         P = np.zeros((len(F), max(2, self.head.task.num_classes)))
         P[:, np.asarray(est.classes_, dtype=np.int64)] = est.predict_proba(F)
-        return probability_logits(P, self.head.task.type)
+        return probability_logits(P, self.head.task)
 
     def describe(self) -> dict:
         est = self.fitted_[0] if self.fitted_ else self.estimator
@@ -223,11 +235,11 @@ class EstimatorModel(Model):
             if hasattr(est, "to_arrays"):
                 kinds.append(f"{type(est).__module__}:{type(est).__qualname__}")
                 arrays.update({f"{j}.{k}": np.asarray(v) for k, v in est.to_arrays().items()})
-            else:
-                import pickle
+            else:  # a user's own estimator: skops' format (loaded only for types it trusts)
+                import skops.io as sio
 
-                kinds.append("pickle")
-                arrays[f"{j}.pickle"] = np.frombuffer(pickle.dumps(est), dtype=np.uint8)
+                kinds.append("skops")
+                arrays[f"{j}.skops"] = np.frombuffer(sio.dumps(est), dtype=np.uint8)
         return {"name": self.name, "kinds": kinds, **self._head_config(), **self.describe()}, arrays
 
     @classmethod
@@ -237,10 +249,8 @@ class EstimatorModel(Model):
         fitted = []
         for j, kind in enumerate(config["kinds"]):
             own = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.split(".", 1)[0] == str(j)}
-            if kind == "pickle":
-                import pickle
-
-                fitted.append(pickle.loads(own["pickle"].tobytes()))  # a user's own estimator (documented)
+            if kind == "skops":
+                fitted.append(_skops_estimator(own["skops"].tobytes(), config.get("name")))
                 continue
             module, _, qual = kind.partition(":")
             if not module.startswith("tmdlib."):

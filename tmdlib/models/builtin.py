@@ -21,10 +21,10 @@ def _estimator(kind: str):
     def make(options):
         from .base import EstimatorModel
 
-        def build(task_type: str):
+        def build(task):
             from ..chem import models as chem
 
-            regression = task_type == "regression"
+            regression = task.is_regression
             if kind == "svm":
                 return (chem.TanimotoSVR if regression else chem.TanimotoSVC)(**options)
             cls = chem.ECFPForest if kind == "rf" else chem.ECFPBoosting

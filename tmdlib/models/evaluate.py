@@ -132,7 +132,7 @@ def production_measurement(model, X_coreset, y_coreset, tau, X_audit, y_audit, *
     head = model.head
     task = head.task
     tau = np.asarray(tau, dtype=np.float64)
-    core_loss = weighted_loss(model.losses(X_coreset, y_coreset), tau)
+    core_loss = weighted_loss(model.losses(X_coreset, y_coreset), tau) if len(X_coreset) else None
     audit_out = model.outputs(X_audit) if len(X_audit) else np.zeros((0, task.output_dim))
     audit_losses = head.losses(audit_out, y_audit) if len(X_audit) else np.zeros(0)
     est = pool_estimate(audit_out, y_audit, task.type, headline(task.type, dataset), losses=audit_losses,

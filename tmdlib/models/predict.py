@@ -23,10 +23,10 @@ import numpy as np
 __all__ = ["Calibrated", "calibrate", "probabilities"]
 
 
-def probabilities(outputs, task_type: str) -> np.ndarray:
+def probabilities(outputs, task) -> np.ndarray:
     """Class probabilities ``(m, C)`` from outputs in task units (binary: ``(m, 2)``, columns 0 and 1)."""
     Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
-    if task_type == "binary":
+    if not task.class_indices:  # binary: one logit
         p = 1.0 / (1.0 + np.exp(-Z[:, 0]))
         return np.column_stack([1 - p, p])
     Z = Z - Z.max(axis=1, keepdims=True)
@@ -72,7 +72,7 @@ class Calibrated:
                     iv = cr.predict_int(Z[:, j], confidence=self.confidence)
                     lower[:, j], upper[:, j] = iv[:, 0], iv[:, 1]
             return {"prediction": Z, "lower": lower, "upper": upper}
-        P = probabilities(Z, self.task.type)
+        P = probabilities(Z, self.task)
         values = self.class_values()
         out = {"prediction": values[P.argmax(axis=1)], "probabilities": P, "prediction_set": None}
         cc = self.predictors[0] if self.predictors else None
@@ -127,7 +127,7 @@ def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9) -> Calibrated:
     obs = ~np.isnan(Y[:, 0])
     if obs.sum() < 2:
         return Calibrated(task, confidence, [], int(obs.sum()), few)
-    P = probabilities(Z[obs], task.type)
+    P = probabilities(Z[obs], task)
     y = Y[obs, 0].astype(np.int64)
     cc = ConformalClassifier()
     cc.fit(alphas=1.0 - P[np.arange(len(y)), y])

@@ -139,7 +139,7 @@ def resolve_model(name: str) -> ModelSpec:
                      summary=f"user estimator {name} on ECFP4 counts")
 
 
-def default_model(molecules: bool, task_type: str, certified: bool = True) -> str:
+def default_model(molecules: bool, task, certified: bool = True) -> str:
     """The model ``train.model: auto`` trains, chosen by measurement (BENCHMARKS.md, reports/results/molecules/):
 
     * molecules (the pool has SMILES) with a regression task: ``svm`` — the Tanimoto SVM averages 0.644 test RMSE
@@ -151,8 +151,8 @@ def default_model(molecules: bool, task_type: str, certified: bool = True) -> st
     * anything else (graphs without SMILES; multi-task panels): the certified GIN when ``certified`` (a Lipschitz
       budget or target is set: the informative certificate of ``make run`` on MUTAG), else the GIN.
     """
-    if molecules and task_type == "regression":
+    if molecules and task.is_regression:
         return "svm"
-    if molecules and task_type in ("binary", "multiclass"):
+    if molecules and task.single_label:
         return "rf"
     return "certified-gin" if certified else "gin"

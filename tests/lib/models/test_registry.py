@@ -99,7 +99,7 @@ def test_a_users_factory_trains_on_fingerprints_and_reloads():
     pred = m.outputs(test)[:, 0]
     assert pred.shape == (20,) and np.isfinite(pred).all() and np.std(pred) > 0
     config, arrays = m.state()
-    assert config["kinds"] == ["pickle"]  # a user's estimator has no plain-array form: documented
+    assert config["kinds"] == ["skops"]  # a user's estimator: skops' format, trusted types only
     assert restore_model(config, arrays).outputs(test)[:, 0] == pytest.approx(pred)
     with pytest.raises(InputError, match="cannot import"):
         resolve_model("no_such_module_xyz:make")
@@ -140,3 +140,16 @@ def test_gin_model_trains_predicts_and_reloads_with_its_certificate():
     back = restore_model(config, arrays)
     assert back.outputs(Inputs(ds, positions=np.arange(20, 40))) == pytest.approx(out)
     assert back.certificate()["c"] == cert["c"]
+
+
+def test_a_users_estimator_with_a_class_of_its_own_is_refused_at_load_time():
+    """skops refuses types it does not trust: a saved estimator cannot run a stranger's code when loaded."""
+    import skops.io as sio
+    from sklearn.linear_model import Ridge
+
+    class Sneaky(Ridge):
+        pass
+
+    blob = np.frombuffer(sio.dumps(Sneaky().fit(np.eye(3), np.arange(3.0))), dtype=np.uint8)
+    with pytest.raises(InputError, match="does not trust"):
+        EstimatorModel.from_state({"kinds": ["skops"], "name": "mine:make", "head": None}, {"0.skops": blob})
