@@ -654,6 +654,11 @@ def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset
     return ids, Y, {**meta, **report}
 
 
+#: Keys of an import's report that describe the import, not the labels: written to import.json, not labels.json.
+IMPORT_KEYS = ("round", "new_measurements", "already_in_ledger", "ledger_measurements")
+IMPORT_JSON = "import.json"
+
+
 @task(name="write-labels", persist_result=False)
 def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict, task=None,
                  measurements: pa.Table | None = None) -> str:
@@ -675,7 +680,11 @@ def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict,
     lines = [",".join(["graph_id", *head])] + [f"{int(g)},{','.join(_cell(v) for v in row)}"
                                                for g, row in zip(graph_ids, Y)]
     io.write_text(out / "labels.csv", "\n".join(lines) + "\n")
-    io.write_json(out / "labels.json", {**meta, "labelled": int(len(graph_ids))})
+    # the import's bookkeeping (its round, what the ledger held) in import.json: labels.json changes only when the
+    # labels do, so a `labels commit` that changes no label retrains nothing
+    io.write_json(out / IMPORT_JSON, {k: meta[k] for k in IMPORT_KEYS if k in meta})
+    io.write_json(out / "labels.json", {**{k: v for k, v in meta.items() if k not in IMPORT_KEYS},
+                                        "labelled": int(len(graph_ids))})
     return str(out)
 
 
