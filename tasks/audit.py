@@ -31,7 +31,11 @@ DOCUMENTS = {"tmd_meta": "TMD meta file", "manifest": "label manifest", "labels_
 # ----------------------------------------------------------------------------------------------
 def read_documents(paths: dict) -> dict:
     """The JSON inputs named in :data:`DOCUMENTS`, by key (``paths`` maps the same keys to files)."""
-    return {key: read_json(paths[key], what) for key, what in DOCUMENTS.items()}
+    docs = {key: read_json(paths[key], what) for key, what in DOCUMENTS.items()}
+    from .io import read_labels_meta
+
+    docs["labels_meta"] = read_labels_meta(paths["labels_meta"], paths["labels_meta"])  # with import.json beside it
+    return docs
 
 
 def store_facts(graphs: str) -> tuple:

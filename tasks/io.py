@@ -368,10 +368,13 @@ def read_labels(csv_path: str, meta_path: str | None = None, task=None) -> tuple
 
 
 def read_labels_meta(csv_path: str, meta_path: str | None = None) -> dict:
-    """``labels.json`` of a labels file (``meta_path``, default next to the CSV); ``{"source": "unknown"}`` when
-    there is none."""
+    """``labels.json`` of a labels file (``meta_path``, default next to the CSV) with the import's bookkeeping
+    (``import.json`` beside it: round, requested / answered / missing, ...) when there is one;
+    ``{"source": "unknown"}`` when there is none."""
     mp = Path(meta_path) if meta_path else Path(csv_path).with_suffix(".json")
-    return read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
+    meta = read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
+    imp = mp.with_name("import.json")
+    return {**read_json(str(imp), "label import record"), **meta} if imp.is_file() else meta
 
 
 def _parse_int(v) -> int | None:

@@ -655,7 +655,9 @@ def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset
 
 
 #: Keys of an import's report that describe the import, not the labels: written to import.json, not labels.json.
-IMPORT_KEYS = ("round", "new_measurements", "already_in_ledger", "ledger_measurements")
+IMPORT_KEYS = ("round", "new_measurements", "already_in_ledger", "ledger_measurements", "task_decided", "requested",
+               "answered", "missing", "missing_ids", "missing_by_purpose", "unrequested", "unrequested_ids",
+               "answer_rows")
 IMPORT_JSON = "import.json"
 
 

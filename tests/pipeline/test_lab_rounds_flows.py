@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import RAW, ROOT, run_cli
+from tasks.io import read_labels_meta
 from tmdlib import InputError
 
 N = 48
@@ -79,7 +80,7 @@ def test_unlabelled_pool_three_rounds_with_a_conflict(pool):
     rows[2] = (smiles(half[2]), "n.d.")  # a note: a missing value
     rows.append((smiles(half[0]), HIDDEN[half[0]["graph_id"]] + 0.5))  # a replicate
     res = _import(p, _lab(p["tmp"] / "lab1.csv", rows))
-    meta = json.loads((p["tmp"] / "labels" / "labels.json").read_text())
+    meta = read_labels_meta(str(p["tmp"] / "labels" / "labels.csv"))  # labels.json and the import's import.json
     assert meta["task"]["type"] == "regression" and meta["task_decided"] == "now"
     assert meta["missing"] == len(req) - len(half) + 2 and meta["answered"] == len(half) - 2
     assert meta["censored"]["dropped"] == 1 and meta["notes"]["n.d."]["count"] == 1
@@ -95,15 +96,15 @@ def test_unlabelled_pool_three_rounds_with_a_conflict(pool):
     # round 2: the rest, plus the cumulative first file's values (already there: not imported again)
     rest = [(smiles(r), HIDDEN[r["graph_id"]]) for r in req[len(req) // 2:]] + [(smiles(half[2]), 1.25)]
     _import(p, _lab(p["tmp"] / "lab2.csv", rest + rows[3:5]))
-    meta2 = json.loads((p["tmp"] / "labels" / "labels.json").read_text())
-    bookkeeping = json.loads((p["tmp"] / "labels" / "import.json").read_text())  # the import's, not the labels'
-    assert meta2["task_decided"] == "earlier import (the ledger)" and bookkeeping["already_in_ledger"] == 2
-    assert "already_in_ledger" not in meta2 and bookkeeping["round"] == 2
+    meta2 = read_labels_meta(str(p["tmp"] / "labels" / "labels.csv"))
+    assert meta2["task_decided"] == "earlier import (the ledger)" and meta2["already_in_ledger"] == 2
+    labels_only = json.loads((p["tmp"] / "labels" / "labels.json").read_text())  # the import's bookkeeping apart
+    assert "already_in_ledger" not in labels_only and meta2["round"] == 2
     labels_commit_flow(p["store"], str(p["tmp"] / "labels" / "labels.csv"), p["ledger"])
     # round 3: one molecule measured again with another value: a conflict, resolved by the replicate rule
     g = req[-1]["graph_id"]
     _import(p, _lab(p["tmp"] / "lab3.csv", [(smiles(req[-1]), HIDDEN[g] - 1.0)]))
-    meta3 = json.loads((p["tmp"] / "labels" / "labels.json").read_text())
+    meta3 = read_labels_meta(str(p["tmp"] / "labels" / "labels.csv"))
     (conflict,) = meta3["conflicts"]
     assert conflict["graph_id"] == g and [m["round"] for m in conflict["measurements"]] == [2, 3]
     assert conflict["label"] == pytest.approx(HIDDEN[g] - 0.5)
