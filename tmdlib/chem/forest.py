@@ -72,6 +72,19 @@ def featurize(smiles_or_counts) -> np.ndarray:
     return ecfp4_counts(list(smiles_or_counts))
 
 
+def check_weights(sample_weight, n: int) -> np.ndarray | None:
+    """``sample_weight`` as float64 ``(n,)`` (None stays None); :class:`InputError` for another shape, a negative or
+    a non-finite weight."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise InputError(None, f"sample_weight must have shape ({n},), got {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise InputError(None, "sample_weight must be finite and >= 0")
+    return w
+
+
 def _targets(y, n: int, task: str) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
@@ -132,13 +145,8 @@ def fit_forest(smiles_or_counts, y, sample_weight=None, task: str = "regression"
     n = X.shape[0]
     y = _targets(y, n, task)
     keep = ~np.isnan(y) if y.dtype.kind == "f" else np.ones(n, dtype=bool)
-    w = None
-    if sample_weight is not None:
-        w = np.asarray(sample_weight, dtype=np.float64)
-        if w.shape != (n,):
-            raise InputError(None, f"sample_weight must have shape ({n},), got {w.shape}")
-        if not np.isfinite(w).all() or (w < 0).any():
-            raise InputError(None, "sample_weight must be finite and >= 0")
+    w = check_weights(sample_weight, n)
+    if w is not None:
         w = w[keep]
     dropped = int(n - keep.sum())
     if not keep.any():

@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from ..errors import InputError
+from .forest import check_weights
 
 __all__ = ["minmax_kernel", "TanimotoSVR", "TanimotoSVC", "ECFPForest", "ECFPBoosting", "ESTIMATORS"]
 
@@ -89,13 +90,7 @@ def _rows(X, y, sample_weight, *, regression: bool):
         raise InputError(None, "class labels must be numbers or strings of one type")
     else:
         keep = np.ones(n, dtype=bool)
-    w = None
-    if sample_weight is not None:
-        w = np.asarray(sample_weight, dtype=np.float64)
-        if w.shape != (n,):
-            raise InputError(None, f"sample_weight must have shape ({n},), got {w.shape}")
-        if not np.isfinite(w).all() or (w < 0).any():
-            raise InputError(None, "sample_weight must be finite and >= 0")
+    w = check_weights(sample_weight, n)
     dropped = int(n - keep.sum())
     if w is not None:
         keep &= w > 0
