@@ -4,7 +4,7 @@
 
 Usage::
 
-    python benchmarks/select_watch.py WORKSPACE DATASET FRACTION STOP_PARTS LOG
+    python benchmarks/select_watch.py WORKSPACE DATASET FRACTION STOP_PARTS LOG [-- TMDSUB SELECT OPTIONS...]
 
 e.g. ``python benchmarks/select_watch.py /tmp/tenm MOSESX 0.001 40 /tmp/tenm/select_partial.log`` after
 ``benchmarks/ten_million.py``.  Prints one JSON line: wall, seconds to the first part's line, the last progress
@@ -12,7 +12,10 @@ line's numbers (parts done, parts, ETA s, elapsed s, exact pairs), peak RSS of t
 together, the client's peak in each phase (before the parts, the parts, after them: the phases are told apart by
 the log's "coreset parts" lines: the first, and the one of every part done, cached or solved), and CPU seconds per
 process.  Every sample (seconds, client GB and its anonymous / file-backed split, all processes GB, the log's last
-line) goes to ``LOG.rss.jsonl``.  The machine must be otherwise idle.  With every part in the cache (a rerun with
+line) goes to ``LOG.rss.jsonl``.  Options after ``--`` replace the default ``--part-size 1000 --workers 2
+--cache-dir cache`` (``--`` alone: the command exactly as a user types it, ``tmdsub select DATASET --method tmd
+--fraction FRACTION``).  The JSON line also gives, for every kind of status line the command prints (the text before
+its first colon or digit), the seconds from the start to its first and last appearance: the wall of each phase.  The machine must be otherwise idle.  With every part in the cache (a rerun with
 ``--cache-dir`` of a finished run) it measures the phases around the parts without solving them.
 """
 import json
@@ -41,15 +44,19 @@ def _anon_file(pid: int) -> dict:
 def main() -> None:
     ws, name, frac, stop_parts, log = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     env = {**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"}
-    cmd = [str(Path(sys.executable).with_name("tmdsub")), "select", name, "--method", "tmd", "--fraction", frac,
-           "--part-size", "1000", "--workers", "2", "--cache-dir", "cache"]
+    extra = ["--part-size", "1000", "--workers", "2", "--cache-dir", "cache"]
+    if "--" in sys.argv:
+        extra = sys.argv[sys.argv.index("--") + 1:]
+    cmd = [str(Path(sys.executable).with_name("tmdsub")), "select", name, "--method", "tmd", "--fraction", frac, *extra]
     fh = open(log, "w")
     t0 = time.time()
     proc = subprocess.Popen(cmd, cwd=ws, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     root = psutil.Process(proc.pid)
     peak_client = peak_any = peak_sum = 0.0
     first_part = None
-    cpu = {}
+    cpu, names = {}, {}
+    seen: dict[str, list[float]] = {}
+    n_lines = 0
     last = ""
     phase, peak_phase = "before parts", {}
     samples = open(log + ".rss.jsonl", "w")
@@ -64,6 +71,8 @@ def main() -> None:
                 r = q.memory_info().rss / 2**30
                 t = q.cpu_times()
                 cpu[q.pid] = t.user + t.system
+                if q.pid not in names:
+                    names[q.pid] = " ".join(q.cmdline()[:4])[-120:]
             except psutil.Error:
                 continue
             total += r
@@ -73,6 +82,13 @@ def main() -> None:
                 peak_client = max(peak_client, r)
         peak_sum = max(peak_sum, total)
         text = open(log).read()
+        lines = text.splitlines()
+        now = round(time.time() - t0, 1)
+        for ln in lines[max(n_lines - 1, 0):]:
+            key = re.split(r"[:\d]", ln.strip(), maxsplit=1)[0].strip()[:60]
+            if key:
+                seen.setdefault(key, [now, now])[1] = now
+        n_lines = len(lines)
         tail = text.rstrip().rsplit("\n", 1)[-1][-160:]
         if phase == "before parts" and "coreset parts:" in text:
             phase = "parts"
@@ -103,7 +119,8 @@ def main() -> None:
                       "last_progress": last, "peak_client_gb": round(peak_client, 3), "peak_any_gb": round(peak_any, 3),
                       "peak_sum_gb": round(peak_sum, 3),
                       "peak_client_gb_by_phase": {k: round(v, 3) for k, v in peak_phase.items()},
-                      "cpu_s_by_process": {str(k): round(v, 1) for k, v in cpu.items()}}))
+                      "cpu_s_by_process": {f"{k} {names.get(k, '')}": round(v, 1) for k, v in cpu.items()},
+                      "status_lines_first_last_s": seen}))
 
 
 if __name__ == "__main__":

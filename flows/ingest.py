@@ -94,14 +94,15 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
                 smiles_column: str = "smiles", label_column: str | list[str] | None = None,
                 append_dir: str | None = None, workers: int | str = "auto", limit: int | None = None,
                 split_column: str | None = None, keep_columns: list[str] | None = None,
-                task: str | None = None) -> dict:
+                task: str | None = None, standin: str | None = None) -> dict:
     """Verify (built-in data), read, append the batches of ``append_dir``, validate and atomically write.
 
     ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),
     appended in name order after the base source; old graphs keep their ids, features and task.
     A SMILES source is converted by ``workers`` processes (auto: the cores this process may use, see
-    :mod:`tasks.cpus`; ``limit``: its first molecules only); a built-in
-    unlabelled pool (MOSES) gets its flagged benchmark label stand-in.
+    :mod:`tasks.cpus`; ``limit``: its first molecules only).  An unlabelled pool (MOSES) is stored without labels,
+    as a real pool is; ``standin`` (a rule of :data:`tmdlib.datasets.smiles.STANDIN_RULES`, e.g. ``logp``) fills
+    in the flagged benchmark label stand-in instead, for benchmark mode only (``None`` / ``"none"``: no stand-in).
 
     The task (``task``: auto or a type) is decided from the labels (:mod:`tmdlib.datasets.task`); a built-in
     dataset brings its own (and its label / split / kept columns) unless another is asked for.  A user's CSV
@@ -111,13 +112,17 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
     if checksum_folder is not None and raw_root is not None:
         verify_checksums(raw_root, checksum_folder)
     info = tds.DATASETS.get(name) if checksum_folder is not None else None
-    standin = info.standin if info is not None else None
+    standin = None if standin in (None, "", "none") else standin
+    if standin is not None and kind != "smiles":
+        raise InputError(path, f"a label stand-in ({standin!r}) is for unlabelled SMILES pools; {name} is a {kind} "
+                               "source")
     labels = [label_column] if isinstance(label_column, str) else label_column
     if info is not None and info.kind == "smiles":
         labels = list(info.label_columns) if labels is None else labels
         split_column = (info.split_column or "") if split_column is None else split_column
         keep_columns = list(info.keep_columns) if keep_columns is None else keep_columns
-    builtin_task = task in (None, "", "auto") and info is not None
+    # an unlabelled built-in pool has no task of its own: its registered task is the stand-in's
+    builtin_task = task in (None, "", "auto") and info is not None and (info.standin is None or standin is not None)
     if builtin_task:
         task = info.task
     options = {}

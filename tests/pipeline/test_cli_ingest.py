@@ -54,3 +54,30 @@ def test_ingest_rejects_escaping_name_before_any_work(tmp_path):
     assert "error:" in res.stderr and "../escape" in res.stderr
     res = run_cli("ingest", "NOPE")
     assert res.returncode == 2 and "MUTAG" in res.stderr  # lists the known names
+
+
+
+def _label_rule(path) -> str:
+    return pq.read_schema(path).metadata[b"tmdlib.label_rule"].decode()
+
+
+def test_moses_as_typed_is_an_unlabelled_pool_and_the_standin_is_asked_for(tmp_path):
+    """`tmdsub ingest MOSES` stores the pool as a real one is, without labels (production mode); the flagged logP
+    stand-in only with `--standin logp` (benchmark mode); a stand-in for a labelled source is refused."""
+    import numpy as np
+
+    plain, standin = tmp_path / "plain.parquet", tmp_path / "standin.parquet"
+    res = run_cli("ingest", "MOSES", "--limit", "40", "--out", str(plain))
+    assert res.returncode == 0, res.stderr
+    assert _label_rule(plain).startswith("no labels (y null)")
+    y = np.asarray(pq.read_table(plain, columns=["y"]).column("y").to_pylist(), dtype=float)
+    assert y.size == 40 and np.isnan(y).all()
+    res = run_cli("ingest", "MOSES", "--limit", "40", "--standin", "logp", "--out", str(standin))
+    assert res.returncode == 0, res.stderr
+    assert "task: binary" in res.stdout and _label_rule(standin).startswith("STAND-IN LABEL, NOT A MEASUREMENT")
+    y = np.asarray(pq.read_table(standin, columns=["y"]).column("y").to_pylist(), dtype=float)
+    assert set(np.unique(y)) == {0.0, 1.0}
+    same = ["graph_id", "num_nodes", "x_id", "edge_src", "edge_dst"]
+    assert pq.read_table(plain, columns=same).equals(pq.read_table(standin, columns=same))  # the same graphs
+    res = run_cli("ingest", "MUTAG", "--standin", "logp", "--out", str(tmp_path / "m.parquet"))
+    assert res.returncode != 0 and "stand-in" in res.stderr and not (tmp_path / "m.parquet").exists()

@@ -16,7 +16,7 @@ def test_moses_standin_labels_say_they_are_a_standin(tmp_path):
     from tmdlib.datasets import load_builtin, write_graph_parquet
 
     store = tmp_path / "MOSES.parquet"
-    write_graph_parquet(load_builtin("MOSES", RAW, limit=30), store)
+    write_graph_parquet(load_builtin("MOSES", RAW, limit=30, standin="logp"), store)
     pq.write_table(pa.table({"graph_id": pa.array([3, 7, 11], pa.int64())}), tmp_path / "req.parquet")
     out = labels_import_flow(str(store), str(tmp_path / "req.parquet"), "benchmark-standin", str(tmp_path / "lab"))
     meta = json.loads((tmp_path / "lab" / "labels.json").read_text())

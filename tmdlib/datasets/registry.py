@@ -59,10 +59,12 @@ class DatasetInfo:
     file : str, optional
         ``smiles`` kind: the CSV inside the folder.
     standin : str, optional
-        Unlabelled pools: the flagged benchmark label stand-in
-        (:data:`tmdlib.datasets.smiles.STANDIN_RULES`) filled in at ingest.
+        Unlabelled pools: the flagged benchmark label stand-in (:data:`tmdlib.datasets.smiles.STANDIN_RULES`)
+        filled in at ingest when asked for (``tmdsub ingest MOSES --standin logp``; benchmark mode only).  Without
+        it the pool is stored unlabelled.
     task : {"binary", "multiclass", "multitask", "regression"}, default "binary"
-        The task type its labels are ingested as (:mod:`tmdlib.datasets.task`), checked at ingest.
+        The task type its labels are ingested as (:mod:`tmdlib.datasets.task`), checked at ingest (an unlabelled
+        pool: the stand-in's).
     label_columns : tuple of str
         ``smiles`` kind: the label column(s) of the CSV (none: unlabelled, or the stand-in).
     split_column : str, optional
@@ -232,8 +234,9 @@ def load_builtin(name: str, raw_root: str | os.PathLike, **kwargs) -> pa.Table:
 
     ``kwargs`` go to :func:`~tmdlib.datasets.tu.read_tu` (e.g.
     ``node_attributes=True``), :func:`~tmdlib.datasets.ogb.read_ogb` or
-    :func:`~tmdlib.datasets.smiles.read_smiles_csv` (e.g. ``workers=2``, ``limit=50_000``); ``task``
-    defaults to the dataset's own (:attr:`DatasetInfo.task`), a forced one must fit its labels.
+    :func:`~tmdlib.datasets.smiles.read_smiles_csv` (e.g. ``workers=2``, ``limit=50_000``, ``standin="logp"``:
+    an unlabelled pool's flagged benchmark stand-in, none by default); ``task`` defaults to the dataset's own
+    (:attr:`DatasetInfo.task`), a forced one must fit its labels.
     """
     from dataclasses import replace
 
@@ -241,14 +244,16 @@ def load_builtin(name: str, raw_root: str | os.PathLike, **kwargs) -> pa.Table:
 
     info = get_dataset_info(name)
     folder = Path(raw_root) / info.folder
-    own = kwargs.get("task") in (None, "", "auto")
+    standin = kwargs.pop("standin", None)
+    # an unlabelled pool without its stand-in has no task of its own (its registered task is the stand-in's)
+    own = kwargs.get("task") in (None, "", "auto") and (info.standin is None or standin is not None)
     if own:
         kwargs["task"] = info.task
     if info.kind == "smiles":
         from .smiles import read_smiles_csv
         table = read_smiles_csv(folder / info.file, smiles_column="smiles", label_column=info.label_columns or None,
                                 split_column=info.split_column, keep_columns=info.keep_columns,
-                                standin=info.standin, **kwargs)
+                                standin=standin, **kwargs)
     elif info.kind == "tu":
         from .tu import read_tu
         table = read_tu(folder, name=info.folder, **kwargs)

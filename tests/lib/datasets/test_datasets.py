@@ -188,8 +188,8 @@ def test_moses_is_built_in_with_a_flagged_label_standin():
     info = get_dataset_info("MOSES")
     assert info.kind == "smiles" and info.num_graphs == 1_584_663 and info.standin == "logp"
     assert verify_sha256sums(RAW, only="MOSES") == ["MOSES/train.csv.gz", "MOSES/LICENSE", "MOSES/test.csv.gz"]
-    one = load_builtin("MOSES", RAW, limit=1500, chunk_size=400)
-    two = load_builtin("MOSES", RAW, limit=1500, chunk_size=300, workers=2)
+    one = load_builtin("MOSES", RAW, limit=1500, chunk_size=400, standin="logp")
+    two = load_builtin("MOSES", RAW, limit=1500, chunk_size=300, workers=2, standin="logp")
     assert one.equals(two) and one.num_rows == 1500
     validate_graph_table(one, "MOSES")
     meta = graph_table_metadata(one)

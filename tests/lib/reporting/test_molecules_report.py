@@ -79,5 +79,23 @@ def test_no_like_for_like_field_when_a_picker_with_tau_has_no_unweighted_rows():
     from tmdlib.reporting.molecules import unweighted_field
 
     assert unweighted_field(entries(rows, "gin")) == ["tmd (unweighted)", "random"]
-    assert "all_unweighted" not in goal({"A": rows})["gin"]
-    assert "every picker trained without τ" not in summary_page({"A": rows}, {})
+    g = goal({"A": rows})["gin"]
+    assert "all_unweighted" not in g
+    # unweighted TMD is never counted against τ-weighted rivals (the claim issue 53 found unsupported)
+    assert g["tmd (unweighted)"]["wins"] is None and g["tmd (unweighted)"]["beats_random"] == [0, 1]
+    page = summary_page({"A": rows}, {})
+    assert "every picker trained without τ" not in page
+    assert "which picker has the lowest RMSE among the unweighted ones is not measured" in page
+
+
+def test_every_model_in_the_rows_gets_its_section_and_page():
+    """The SVM's rows (issue 53) are summarised beside the forest's, the chemists' models first; a model without
+    the old goal gets the comparison without a threshold."""
+    from tmdlib.reporting.molecules import dataset_page
+
+    rows = _rows(TABLE, model="svm") + _rows(TABLE)
+    page = summary_page({"A": rows}, {})
+    assert page.index("## SVM (Tanimoto kernel") < page.index("## random forest")
+    assert "### TMD against Random and MaxMin (cells at 10–30 %)" in page and "### The goal (50 %" in page
+    assert goal({"A": rows})["svm"]["threshold"] is None
+    assert "## SVM (Tanimoto kernel on ECFP4 counts): test RMSE" in dataset_page("A", rows)
