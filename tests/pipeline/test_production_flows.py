@@ -76,7 +76,7 @@ def test_regression_pool_without_labels(tmp_path):
     from tasks.graphs import read_task
 
     smiles, hidden = _regression_rows()
-    w = _walk(tmp_path, smiles, hidden, "svm")
+    w = _walk(tmp_path, smiles, hidden, "auto")  # nothing set: the measured default for molecule regression
     assert not read_task(w["store"]).decided  # ingest guessed nothing
     purposes = [r["purpose"] for r in w["req"]]
     n_audit = purposes.count("audit")
@@ -128,8 +128,9 @@ def test_regression_pool_without_labels(tmp_path):
 
 def test_classification_pool_without_labels(tmp_path):
     smiles, hidden = _classification_rows()
-    w = _walk(tmp_path, smiles, hidden, "rf")
+    w = _walk(tmp_path, smiles, hidden, "auto")
     assert w["info"]["task"]["type"] == "binary"  # decided by the lab's 0/1 answers
+    assert w["info"]["model_name"] == "rf"  # the measured default for molecule classification
     est = w["metrics"]["pool_estimate"]
     assert est["metric"] == "accuracy" and est["ci_low"] <= est["value"] <= est["ci_high"]
     rows = [r for r in w["table"] if not r["labelled"]]
