@@ -375,15 +375,18 @@ def predict(
     model: Optional[Path] = typer.Option(None, "--model", help="Model file (default data/models/<DATASET>/model.pt)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/predictions/<DATASET>)."),
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
+    workers: str = typer.Option("auto", "--workers", help="Processes (molecule models) or torch threads (graph models) sharing the pool's chunks: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
 ) -> None:
     """Predictions with intervals for every graph of the pool (or a SMILES file), from the trained model."""
     from flows.predict import predict_flow
 
+    workers = _workers(workers)
     store = _store(dataset, graphs)
     model = model or DATA / "models" / dataset / "model.pt"
     meta = predict_flow(str(store), str(DATA / "selection" / dataset / "selection.json"), str(model),
                         str(Path(model).with_name("train.json")), str(out_dir or DATA / "predictions" / dataset),
-                        smiles_csv=str(smiles_csv) if smiles_csv else None, confidence=confidence, log_mlflow=mlflow)
+                        smiles_csv=str(smiles_csv) if smiles_csv else None, confidence=confidence, log_mlflow=mlflow,
+                        workers=workers)
     typer.echo(f"{meta['rows']:,} rows predicted by {meta['model']} at {100 * confidence:g} % "
                f"(calibrated on {meta['calibration']})")
 

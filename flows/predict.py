@@ -25,9 +25,13 @@ from tmdlib import InputError
 @flow(name="predict", log_prints=True)
 def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_dir: str,
                  smiles_csv: str | None = None, confidence: float = 0.9, experiment: str = "tmdsub",
-                 log_mlflow: bool = True) -> dict:
-    """Predictions for the pool (or for ``smiles_csv``) at ``confidence``; returns the ``.json`` written beside them."""
+                 log_mlflow: bool = True, workers: int | str = 1) -> dict:
+    """Predictions for the pool (or for ``smiles_csv``) at ``confidence``; returns the ``.json`` written beside them.
+    ``workers`` (a number or ``auto``, :mod:`tasks.cpus`) share the pool's chunks."""
+    from tasks.cpus import resolve_workers
+
     t0 = time.perf_counter()
+    workers = resolve_workers(workers)
     if not 0 < confidence < 1:
         raise InputError(None, f"--confidence must be in (0, 1), got {confidence}")
     info = read_json(train_info, "train info")
@@ -50,11 +54,13 @@ def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_d
         from tasks.io import read_labels
 
         labelled = set(read_labels(info["labels"], None, task)[0]) if Path(info.get("labels", "")).is_file() else set()
-        table, stem = predict_pool(fitted, store, cal, labelled), "predictions"
+        table, stem = predict_pool(fitted, store, cal, labelled, workers=workers, model_file=(model, info)), \
+            "predictions"
     meta = {"dataset": name, "model": fitted.name, "task": task.to_dict(), "confidence": confidence,
             "calibration": what, "n_calibration": cal.n_calibration, "intervals_note": cal.note,
             "method": "split-conformal (crepes): absolute residuals (regression), 1 - p(true class) (classification)",
             "rows": table.num_rows, "input": smiles_csv or graphs, "model_sha256": sha256_file(model),
+            "workers": workers,
             "seconds": round(time.perf_counter() - t0, 2)}
     if smiles_csv:
         meta["rows_without_prediction"] = int(table.num_rows - table.column("reason").null_count)

@@ -58,19 +58,69 @@ def prediction_columns(cal, outputs, task) -> dict:
     return cols
 
 
-@task(name="predict-pool", persist_result=False, cache_policy=NO_CACHE)
-def predict_pool(model, store, cal, labelled_ids: set, progress=None) -> pa.Table:
-    """Every pool member's prediction and interval, ``CHUNK`` members at a time."""
+_WORKER_MODEL: dict = {}
+
+
+def _load_in_worker(path: str, info: dict) -> None:
+    """Worker initialiser: the fitted model, loaded once per worker process from its file."""
+    from .train import load_model
+
+    _WORKER_MODEL["model"] = load_model(path, info)
+
+
+def _molecule_outputs(smiles: list) -> np.ndarray:
+    """The worker's model's outputs for a chunk of SMILES."""
+    from tmdlib.models import Inputs
+
+    return _WORKER_MODEL["model"].outputs(Inputs(smiles=smiles))
+
+
+def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None):
+    """Outputs of every ``CHUNK`` of the pool, in order.  A molecule model on more than one chunk with ``workers`` >
+    1 and its file known fans the chunks out to ``workers`` processes (each loads the model once); a graph model
+    (torch) runs its chunks with ``workers`` torch threads."""
     from tmdlib.models import Inputs
 
     n = len(store.graph_ids)
+    starts = range(0, n, CHUNK)
+    if model.inputs == "molecules" and workers > 1 and model_file is not None and n > CHUNK:
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+
+        with ProcessPoolExecutor(min(workers, len(starts)), mp_context=get_context("spawn"),
+                                 initializer=_load_in_worker, initargs=model_file) as pool:
+            yield from pool.map(_molecule_outputs, (smiles[a:a + CHUNK] for a in starts))
+        return
+    threads = None
+    if model.inputs == "graphs" and workers > 1:
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(workers)
+    try:
+        for a in starts:
+            pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
+            yield model.outputs(Inputs(store.dataset if model.inputs == "graphs" else None,
+                                       smiles if model.inputs == "molecules" else None, pos))
+    finally:
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+
+
+@task(name="predict-pool", persist_result=False, cache_policy=NO_CACHE)
+def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: int = 1,
+                 model_file: tuple | None = None) -> pa.Table:
+    """Every pool member's prediction and interval, ``CHUNK`` members at a time; ``workers`` processes (molecule
+    models, given ``model_file`` = ``(model path, train.json info)`` to load the model from) or torch threads
+    (graph models) share the chunks.  The table is the same for any ``workers``."""
+    n = len(store.graph_ids)
     smiles = store.smiles()
     parts = []
-    for a in range(0, n, CHUNK):
+    for a, outputs in zip(range(0, n, CHUNK), _chunk_outputs(model, store, smiles, int(workers), model_file)):
         pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
-        X = Inputs(store.dataset if model.inputs == "graphs" else None,
-                   smiles if model.inputs == "molecules" else None, pos)
-        cols = prediction_columns(cal, model.outputs(X), model.head.task)
+        cols = prediction_columns(cal, outputs, model.head.task)
         gid = store.graph_ids[pos]
         head = {"graph_id": pa.array(gid, pa.int64())}
         if smiles is not None:

@@ -70,7 +70,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
             "info": info, "metrics": metrics, "pred": pred, "table": table, "of": of}
 
 
-def test_regression_pool_without_labels(tmp_path):
+def test_regression_pool_without_labels(tmp_path, monkeypatch):
     from flows.labels import label_requests_flow, labels_commit_flow
     from flows.select import select_flow
     from tasks.graphs import read_task
@@ -100,6 +100,18 @@ def test_regression_pool_without_labels(tmp_path):
     covered = np.mean([r["lower"] <= w["of"][r["smiles"]] <= r["upper"] for r in rows])
     assert 0.8 <= covered <= 0.99
     assert sum(r["labelled"] for r in w["table"]) == len(w["answered"])
+    # workers share the pool's chunks (issue 55): the same table from 2 processes as from one
+    import tasks.predict as tp
+    from flows.predict import predict_flow
+
+    monkeypatch.setattr(tp, "CHUNK", 100)  # 4 chunks of the 360 molecules
+    args = (w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"))
+    one = predict_flow(*args, str(tmp_path / "pred1"), log_mlflow=False, workers=1)
+    two = predict_flow(*args, str(tmp_path / "pred2"), log_mlflow=False, workers=2)
+    assert (one["workers"], two["workers"]) == (1, 2)
+    assert pq.read_table(tmp_path / "pred2" / "predictions.parquet").equals(
+        pq.read_table(tmp_path / "pred1" / "predictions.parquet"))
+    assert pq.read_table(tmp_path / "pred1" / "predictions.parquet").to_pylist() == w["table"]
     # the audit report leads with the estimate and says what cannot be measured
     from flows.audit import audit_flow
     from flows.select import nodes_flow
