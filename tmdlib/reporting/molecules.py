@@ -221,6 +221,8 @@ def goal(per_set: dict) -> dict:
         field = unweighted_field(ents)
         res = {"sets": len(sets)}
         for tmd in ("tmd", "tmd (unweighted)"):
+            if tmd not in ents:  # the model has no rows of this entry
+                continue
             beat = {"random": [0, 0], "maxmin": [0, 0]}
             for d in sets:
                 for f in GOAL_BUDGETS:
@@ -231,8 +233,6 @@ def goal(per_set: dict) -> dict:
                         if other in c:
                             beat[other][1] += 1
                             beat[other][0] += int(c[tmd][0] < c[other][0])
-            if not beat["random"][1] and not beat["maxmin"][1]:
-                continue
             rivals = main if tmd == "tmd" else (field if len(field) == len(main) else None)
             wins, most = (None, None) if rivals is None else _total_wins(
                 cm, [tmd] + [e for e in rivals if e != tmd], sets)
