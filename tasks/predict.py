@@ -91,7 +91,7 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None)
                                  initializer=_load_in_worker, initargs=model_file) as pool:
             yield from pool.map(_molecule_outputs, (smiles[a:a + CHUNK] for a in starts))
         return
-    threads = None
+    torch = threads = None
     if model.inputs == "graphs" and workers > 1:
         import torch
 
@@ -104,8 +104,6 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None)
                                        smiles if model.inputs == "molecules" else None, pos))
     finally:
         if threads is not None:
-            import torch
-
             torch.set_num_threads(threads)
 
 
@@ -117,6 +115,7 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
     (graph models) share the chunks.  The table is the same for any ``workers``."""
     n = len(store.graph_ids)
     smiles = store.smiles()
+    labelled = np.fromiter(labelled_ids, np.int64, len(labelled_ids))  # once, not per chunk
     parts = []
     for a, outputs in zip(range(0, n, CHUNK), _chunk_outputs(model, store, smiles, int(workers), model_file)):
         pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
@@ -126,7 +125,7 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
         if smiles is not None:
             head["smiles"] = pa.array([smiles[int(p)] for p in pos], pa.string())
         head.update({k: pa.array(v) for k, v in cols.items()})
-        head["labelled"] = pa.array(np.isin(gid, np.fromiter(labelled_ids, np.int64, len(labelled_ids))))
+        head["labelled"] = pa.array(np.isin(gid, labelled))
         parts.append(pa.table(head))
         if progress:
             progress(min(n, a + CHUNK), n)
