@@ -351,46 +351,72 @@ def cmd_gin(a) -> None:
     """The GIN's budget rows (5 trials, the molecules benchmark) against its full-data rows (``full_data.csv``,
     ``moleculeace_models.py run --models gin``): the same two goals as the fingerprint models', on the sets that have
     both; writes ``gin_summary.md``."""
+    budget_vs_full("gin", GIN_ENTRIES, "The GIN at a budget against the same GIN on all the data (issue 53)",
+                   "every clustering picker τ-weighted, TMD also unweighted", "no GIN is published",
+                   ["Commands: `benchmarks/moleculeace_models.py run --models gin` (full data, see full_data.md), then",
+                    "`python benchmarks/molecules_models_summary.py gin`. The budget rows are the committed GIN rows "
+                    "of the", "molecules benchmark (docs/molecules-benchmark.md), trained with the same options as "
+                    "the full-data row."])
+
+
+def cmd_chemprop(a) -> None:
+    """chemprop's budget rows (the molecules benchmark's chemprop rows, trained on a lent GPU by
+    ``benchmarks/molecules_gpu.py``) against its full-data rows; writes ``chemprop_summary.md``."""
+    budget_vs_full("chemprop", VARIANTS, "chemprop at a budget against the same chemprop on all the data (issue 53)",
+                   "like for like: TMD and fp-kmedoids τ-weighted and unweighted, Random and MaxMin unweighted",
+                   "chemprop v2 is the chemprop authors' run",
+                   ["Commands: `benchmarks/molecules_gpu.py pack`, `run` (on the lent H200), `merge`; full data by "
+                    "`benchmarks/moleculeace_models.py run --models chemprop` (the 21 smallest sets on this CPU) and "
+                    "by `molecules_gpu.py` (the 9 largest, on the H200: full_data.csv's `settings` says which); then "
+                    "`python benchmarks/molecules_models_summary.py chemprop`. chemprop's own defaults (50 epochs, "
+                    "hidden 300, depth 3), the registered `chemprop` model with the benchmark's options."])
+
+
+def budget_vs_full(model: str, entries, title: str, pickers: str, published_note: str, commands: list) -> None:
+    """One model's budget rows (every trial there is) against its full-data rows (``full_data.csv``), on the sets
+    that have every (picker, budget) and a full-data row; writes ``<model>_summary.md``."""
     rmse = defaultdict(list)
     for path in sorted(RESULTS.glob("ACE-*.csv")):
         for r in _read(path):
-            if r["model"] == "gin":
+            if r["model"] == model:
                 rmse[(r["dataset"], r["method"], r["weighted"] == "true", round(float(r["fraction"]), 6))].append(
                     float(r["rmse"]))
     full = defaultdict(list)
     for r in _read(RESULTS / "full_data.csv"):
-        if r["model"] == "gin":
+        if r["model"] == model:
             full[r["dataset"]].append(float(r["rmse"]))
-    sets = sorted(d for d in full if all(rmse.get((d, m, w, f)) for _, m, w in GIN_ENTRIES for f in FRACTIONS))
+    sets = sorted(d for d in full if all(rmse.get((d, m, w, f)) for _, m, w in entries for f in FRACTIONS))
     if not sets:
-        sys.exit("no set has both the GIN's budget rows and its full-data row")
+        sys.exit(f"no set has both {model}'s budget rows and its full-data row")
     fd = np.array([np.mean(full[d]) for d in sets])
     pub = published(sets)
-    per = {(lb, f): np.array([np.mean(rmse[(d, m, w, f)]) for d in sets]) for lb, m, w in GIN_ENTRIES
+    shown = {"gin": "GIN"}.get(model, model)
+    per = {(lb, f): np.array([np.mean(rmse[(d, m, w, f)]) for d in sets]) for lb, m, w in entries
            for f in FRACTIONS}
-    trials = sorted({len(v) for v in rmse.values()})
-    L = ["# The GIN at a budget against the same GIN on all the data (issue 53)", "",
-         f"The molecules benchmark's GIN rows ({'/'.join(map(str, trials))} trials, budgets 5–30 %, every clustering "
-         f"picker τ-weighted, TMD also unweighted) over the **{len(sets)} sets** that have the same GIN at 100 % of "
-         "the train split (`full_data.csv`, one seed): " + ", ".join(d.replace("ACE-", "") for d in sets) + ".",
+    trials = sorted({len(rmse[(d, m, w, f)]) for d in sets for _, m, w in entries for f in FRACTIONS})
+    L = [f"# {title}", "",
+         f"The molecules benchmark's {shown} rows ({'/'.join(map(str, trials))} trials, budgets 5–30 %, {pickers}) "
+         f"over the **{len(sets)} sets** that have the same {shown} at 100 % of the train split (`full_data.csv`, "
+         "one seed): " + ", ".join(d.replace("ACE-", "") for d in sets) + ".",
          "", f"Full data: ours **{np.mean(fd):.3f}** mean test RMSE; published on the same sets: GCN "
          f"{np.nanmean([pub.get(('gcn', d), np.nan) for d in sets]):.3f}, chemprop v2 "
          f"{np.nanmean([pub.get(('chemprop_v2', d), np.nan) for d in sets]):.3f}, SVM "
-         f"{np.nanmean([pub.get(('svm_ecfp', d), np.nan) for d in sets]):.3f} (no GIN is published).", "",
+         f"{np.nanmean([pub.get(('svm_ecfp', d), np.nan) for d in sets]):.3f} ({published_note}).", "",
          "| picker | 5 % | 10 % | 20 % | 30 % | RMSE 30 % / full data (goal ≤ 1.10) | sets ≤ 1.10 | labels to reach "
          "Random's 30 % RMSE (mean curve; goal ≤ 70 %) |", "|---|---|---|---|---|---|---|---|"]
     target = float(np.mean(per[("random", 0.3)]))
-    for lb, _, _ in GIN_ENTRIES:
+    for lb, _, _ in entries:
         ratio = per[(lb, 0.3)] / fd
         b = labels_needed([float(np.mean(per[(lb, f)])) for f in FRACTIONS], target)
         need = f"{100 * b / 0.3:.0f} % ({100 * (1 - b / 0.3):.0f} % saved)" if b is not None else "not within 30 %"
         L.append(f"| {lb} | " + " | ".join(f"{np.mean(per[(lb, f)]):.3f}" for f in FRACTIONS)
                  + f" | {np.mean(ratio):.3f} | {int((ratio <= 1.10).sum())}/{len(sets)} | {need} |")
-    L += ["", "Commands: `benchmarks/moleculeace_models.py run --models gin` (full data, see full_data.md), then",
-          "`python benchmarks/molecules_models_summary.py gin`. The budget rows are the committed GIN rows of the",
-          "molecules benchmark (docs/molecules-benchmark.md), trained with the same options as the full-data row."]
+    L += ["", "Cells (set × budget) where the TMD coreset has the lower mean RMSE than Random, 5–30 %: "
+          + "; ".join(f"{lb} {sum(int((per[(lb, f)] < per[('random', f)]).sum()) for f in FRACTIONS)}"
+                      f"/{len(sets) * len(FRACTIONS)}" for lb in ("tmd τ", "tmd") if (lb, 0.3) in per) + ".", ""]
+    L += commands
     text = "\n".join(L) + "\n"
-    (RESULTS / "gin_summary.md").write_text(text)
+    (RESULTS / f"{model}_summary.md").write_text(text)
     print(text)
 
 
@@ -403,6 +429,8 @@ def main(argv=None) -> None:
     p.set_defaults(fn=cmd_fullrf)
     p = sub.add_parser("gin", help="the GIN's budget rows against its full-data rows: write gin_summary.md")
     p.set_defaults(fn=cmd_gin)
+    p = sub.add_parser("chemprop", help="chemprop's budget rows against its full-data rows: chemprop_summary.md")
+    p.set_defaults(fn=cmd_chemprop)
     p = sub.add_parser("summary", help="print the tables, write models_summary.md")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--no-write", dest="write", action="store_false")

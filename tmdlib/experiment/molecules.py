@@ -214,6 +214,8 @@ def run_cell(spec: dict, ds, y: np.ndarray, train: np.ndarray, test: np.ndarray,
         t0 = time.process_time()
         fitted = get_model(model).build(model_options(model, trial, device)).fit(
             Inputs(ds, smiles, pos, features=counts), y[pos], w, task)
+        if model != "gin":  # chemprop: where lightning trained it (the GPU when one is present)
+            device = str(getattr(fitted, "device", device))
         pred = fitted.outputs(Inputs(ds, smiles, test, features=counts))[:, 0]
         rows.append({"dataset": name, "model": model, "method": method, "fraction": float(fraction),
                      "trial": trial, "weighted": bool(weighted), "epochs": model_epochs(model), "k": int(len(pos)),

@@ -70,6 +70,8 @@ class ChempropRegressor:
     y_mean_, y_scale_ : float
         The target standardisation (also inside the model's ``UnscaleTransform``).
     n_dropped_nan_ : int
+    device_ : str
+        Where it was trained (``"cpu"``, ``"cuda"``).
     """
 
     def __init__(self, epochs: int = 50, hidden: int = 300, depth: int = 3, dropout: float = 0.0,
@@ -139,14 +141,20 @@ class ChempropRegressor:
                   for i, wi in zip(idx, w)]
         featurizer = self._build(0.0, 1.0)[0]
         dset = data.MoleculeDataset(points, featurizer)
+        dset.cache = True  # featurised once, not in every epoch (the same graphs: only faster)
         scaler = dset.normalize_targets()
         self.y_mean_, self.y_scale_ = float(scaler.mean_[0]), float(scaler.scale_[0])
         _, self.model_ = self._build(self.y_mean_, self.y_scale_)
         loader = data.build_dataloader(dset, batch_size=int(self.batch_size), num_workers=0, seed=int(self.seed),
                                        shuffle=True)
+        # deterministic training on a CUDA device needs cuBLAS's fixed workspace (else torch refuses the matmul);
+        # read when the first cuBLAS handle is made, so set before training starts; the CPU ignores it
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         with torch.random.fork_rng():
             torch.manual_seed(int(self.seed))
-            self._trainer(int(self.epochs)).fit(self.model_, loader)
+            trainer = self._trainer(int(self.epochs))
+            trainer.fit(self.model_, loader)
+        self.device_ = str(trainer.strategy.root_device.type)
         return self
 
     def predict(self, smiles) -> np.ndarray:
@@ -223,6 +231,11 @@ class ChempropModel(Model):
 
     def outputs(self, X) -> np.ndarray:
         return self.reg.predict(X.smiles_at())[:, None]
+
+    @property
+    def device(self) -> str:
+        """Where the network was trained (``"cpu"``, ``"cuda"``; ``"cpu"`` for a restored one)."""
+        return getattr(self.reg, "device_", "cpu")
 
     def describe(self) -> dict:
         return {"options": self.reg._config() if self.reg is not None else self.options}

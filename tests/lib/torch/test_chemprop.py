@@ -33,6 +33,23 @@ def test_fit_predict_scaling_and_state_dict_round_trip(fitted, tmp_path):
     assert set(blob) == {"config", "y_mean", "y_scale", "n_dropped_nan", "state_dict"}
     back = ChempropRegressor.load(path, accelerator="cpu")
     assert np.allclose(back.predict(SMILES), pred, rtol=0, atol=1e-12)
+    assert fitted.device_ == "cpu"  # where lightning trained it: the benchmark's `device` column
+
+
+def test_cached_featurisation_trains_the_same_network():
+    """The molecular graphs are featurised once (chemprop's dataset cache): the same seed gives the same network as
+    chemprop featurising every batch anew."""
+    from chemprop import data
+
+    opts = dict(epochs=3, hidden=32, seed=3, accelerator="cpu")
+    cached = ChempropRegressor(**opts).fit(SMILES, Y).predict(SMILES)
+    setter = data.MoleculeDataset.cache.fset
+    try:  # switch the cache off: every epoch featurises again
+        data.MoleculeDataset.cache = property(data.MoleculeDataset.cache.fget, lambda self, v: setter(self, False))
+        fresh = ChempropRegressor(**opts).fit(SMILES, Y).predict(SMILES)
+    finally:
+        data.MoleculeDataset.cache = property(data.MoleculeDataset.cache.fget, setter)
+    assert np.array_equal(cached, fresh)
 
 
 def test_weights_change_the_fit_and_nan_targets_are_dropped():
