@@ -14,8 +14,8 @@ Definitions (like for like: every picker τ-weighted where it has τ, or every p
 have no τ, so their rows are the same in both fields):
 
 * a set counts when every (model, picker, weighting, budget, trial < ``--trials``) row of the grid is there;
-  trials ``0 .. --trials-1`` only (the forest has 5 trials from an earlier session; the first 3 are used, as for
-  the SVM);
+  trials ``0 .. --trials-1`` only (the forest has 5 trials from an earlier session, the SVM 3 + 2 from two later
+  ones; default 5);
 * mean RMSE: per set the mean over trials, then the mean over sets;
 * ratio to full data: per set, the 30 % TMD coreset's RMSE over the same model's full-data RMSE (svm: ``full_data.csv``,
   the same estimator and settings; rf: the benchmark's 100-tree forest at 100 %, ``full_data_bench.csv``, and for
@@ -322,7 +322,8 @@ def cmd_summary(a) -> None:
     out("        --methods tmd,random,maxmin,fp-kmedoids --fractions 0.05,0.1,0.2,0.3 --trials 3 --workers 1 \\")
     out("        --no-report --datasets <the sets above, smallest first>")
     out("    OMP_NUM_THREADS=1 taskset -c 0 .venv/bin/python benchmarks/molecules_models_summary.py fullrf")
-    out("    .venv/bin/python benchmarks/molecules_models_summary.py summary")
+    out("    # a later session: the SVM's trials 3 and 4 (the same command with --models svm --trials 5, on core 1)")
+    out(f"    .venv/bin/python benchmarks/molecules_models_summary.py summary --trials {a.trials}")
     out("")
     same = same_picks()
     out("The forest's rows at the budgets were already committed by an earlier session (5 trials), so the run above "
@@ -332,7 +333,7 @@ def cmd_summary(a) -> None:
                     sorted(same.items()))
         + ". Random, MaxMin and fp-kmedoids reproduce exactly; some TMD selections do not: the recomputed matrix "
         "differs from the first in the last bits (summation order), and FasterPAM presumably stops in another local "
-        "optimum of about the same ε (either side). The first 3 forest trials are used here. The SVM is "
+        "optimum of about the same ε (either side). The SVM is "
         "deterministic: its trials differ only by the seeded pickers' picks.")
     text = "\n".join(L) + "\n"
     if a.write:
@@ -395,7 +396,7 @@ def budget_vs_full(model: str, entries, title: str, pickers: str, published_note
            for f in FRACTIONS}
     trials = sorted({len(rmse[(d, m, w, f)]) for d in sets for _, m, w in entries for f in FRACTIONS})
     L = [f"# {title}", "",
-         f"The molecules benchmark's {shown} rows ({'/'.join(map(str, trials))} trials, budgets 5–30 %, {pickers}) "
+         f"The molecules benchmark's {shown} rows ({'/'.join(map(str, trials))} trial{'s' if trials != [1] else ''}, budgets 5–30 %, {pickers}) "
          f"over the **{len(sets)} sets** that have the same {shown} at 100 % of the train split (`full_data.csv`, "
          "one seed): " + ", ".join(d.replace("ACE-", "") for d in sets) + ".",
          "", f"Full data: ours **{np.mean(fd):.3f}** mean test RMSE; published on the same sets: GCN "
@@ -432,7 +433,7 @@ def main(argv=None) -> None:
     p = sub.add_parser("chemprop", help="chemprop's budget rows against its full-data rows: chemprop_summary.md")
     p.set_defaults(fn=cmd_chemprop)
     p = sub.add_parser("summary", help="print the tables, write models_summary.md")
-    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--trials", type=int, default=5)
     p.add_argument("--no-write", dest="write", action="store_false")
     p.set_defaults(fn=cmd_summary)
     a = ap.parse_args(argv)

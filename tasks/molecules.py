@@ -113,16 +113,16 @@ def picks_path(paths: dict, method: str) -> Path:
 @task(name="molecule-picks", persist_result=False, cache_policy=NO_CACHE)
 def select_method(name: str, raw_root: str, paths: dict, method: str, fractions: list, trials: int) -> int:
     """Every pick of one (set, method) (:func:`tmdlib.experiment.molecules.select_all`), cached in
-    ``picks-<method>.json`` beside the matrices; picks already there for the same grid are kept.  Returns how many
-    selections were made now."""
+    ``picks-<method>.json`` beside the matrices; picks already there for the same budgets and at least as many trials
+    are kept.  Returns how many selections were made now."""
     from tmdlib.experiment.molecules import select_all
 
     path = picks_path(paths, method)
     grid = {"fractions": [float(f) for f in fractions], "trials": int(trials)}
     try:
         old = json.loads(path.read_text())
-        if {"fractions": old["fractions"], "trials": old["trials"]} == grid:
-            return 0
+        if old["fractions"] == grid["fractions"] and int(old["trials"]) >= grid["trials"]:
+            return 0  # the cached picks include this grid's (trial t's picks do not depend on how many trials)
     except (OSError, ValueError, KeyError):
         pass
     s, mats, _ = _loaded(name, raw_root, json.dumps(paths, sort_keys=True))

@@ -264,7 +264,8 @@ def summary_page(per_set: dict, seconds: dict) -> str:
         main = [e for e in ents if "(unweighted)" not in e]
         fr = sorted({k[1] for k in cm})
         trials = sorted({r["trial"] for r in mrows})
-        lines += ["", f"## {MODEL_NAMES.get(model, model)} ({len(sets)} sets, {len(trials)} trials)", "",
+        plural = "s" if len(trials) != 1 else ""
+        lines += ["", f"## {MODEL_NAMES.get(model, model)} ({len(sets)} sets, {len(trials)} trial{plural})", "",
                   "### Cells where each picker has the lowest mean RMSE (main entries: each picker with its own "
                   "weights)", "", "| picker | " + " | ".join(_pct(f) for f in fr) + " | all |",
                   "|---|" + "---|" * (len(fr) + 1)]

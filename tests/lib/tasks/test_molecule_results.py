@@ -2,6 +2,8 @@
 append (two GPU runs merged together), and a reopened file knows its finished rows."""
 from __future__ import annotations
 
+import pytest
+
 from tasks.molecules import MoleculeResults
 
 
@@ -19,3 +21,29 @@ def test_a_row_is_stored_once(tmp_path):
     again = MoleculeResults(str(tmp_path), "S")
     assert [(int(r["trial"]), float(r["rmse"])) for r in again.rows] == [(0, 1.0), (1, 2.0), (2, 3.0)]
     assert again.done(("S", "gin", "tmd", 0.1, 2, True, 100))
+
+
+def test_cached_picks_of_more_trials_serve_fewer(tmp_path, monkeypatch):
+    """Picks cached for 5 trials serve a run asking 1 (trial t's picks do not depend on the trial count): nothing is
+    selected again and the cache is left as it was; a run asking more trials, or other budgets, selects again."""
+    import json
+
+    import tasks.molecules as tm
+
+    paths = {"meta": str(tmp_path / "meta.json")}
+    cache = tmp_path / "picks-tmd.json"
+    doc = {"fractions": [0.1, 0.3], "trials": 5, "method": "tmd", "picks": []}
+    cache.write_text(json.dumps(doc))
+    assert tm.select_method.fn("S", "raw", paths, "tmd", [0.1, 0.3], 1) == 0
+    assert json.loads(cache.read_text()) == doc
+
+    class Reselects(Exception):
+        pass
+
+    def loading(*args):  # what a new selection reads first: stop there
+        raise Reselects
+
+    monkeypatch.setattr(tm, "_loaded", loading)
+    for fractions, trials in (([0.1, 0.3], 6), ([0.1, 0.2], 1)):
+        with pytest.raises(Reselects):
+            tm.select_method.fn("S", "raw", paths, "tmd", fractions, trials)
