@@ -366,11 +366,26 @@ def cmd_chemprop(a) -> None:
     budget_vs_full("chemprop", VARIANTS, "chemprop at a budget against the same chemprop on all the data (issue 53)",
                    "like for like: TMD and fp-kmedoids τ-weighted and unweighted, Random and MaxMin unweighted",
                    "chemprop v2 is the chemprop authors' run",
-                   ["Commands: `benchmarks/molecules_gpu.py pack`, `run` (on the lent H200), `merge`; full data by "
+                   ["Commands: `benchmarks/molecules_gpu.py pack`, `run`, `merge`: the budget rows of the 15 largest "
+                    "sets on the lent H200, of 9 smaller ones on this CPU (`pack --only-trials 1 --by-set --no-full`, "
+                    "`run --workers 1` under `taskset -c 0`, stopped at its deadline); full data by "
                     "`benchmarks/moleculeace_models.py run --models chemprop` (the 21 smallest sets on this CPU) and "
                     "by `molecules_gpu.py` (the 9 largest, on the H200: full_data.csv's `settings` says which); then "
                     "`python benchmarks/molecules_models_summary.py chemprop`. chemprop's own defaults (50 epochs, "
                     "hidden 300, depth 3), the registered `chemprop` model with the benchmark's options."])
+
+
+def cmd_gbm(a) -> None:
+    """Gradient boosting's budget rows (one trial, the sets the CPU allowed) against its full-data rows; writes
+    ``gbm_summary.md``."""
+    budget_vs_full("gbm", VARIANTS, "Gradient boosting at a budget against the same model on all the data (issue 53)",
+                   "like for like: TMD and fp-kmedoids τ-weighted and unweighted, Random and MaxMin unweighted",
+                   "MoleculeACE's GBM on ECFP: {gbm_ecfp}",
+                   ["Commands: `OMP_NUM_THREADS=1 taskset -c 1 tmdsub experiment --profile molecules --models gbm "
+                    "--methods tmd,random,maxmin,fp-kmedoids --fractions 0.05,0.1,0.2,0.3 --trials 1 --workers 1 "
+                    "--no-report --datasets <the 30 sets, smallest first>` (stopped when the session's CPU time was "
+                    "spent), full data by `benchmarks/moleculeace_models.py run --models gbm`; then "
+                    "`python benchmarks/molecules_models_summary.py gbm`."])
 
 
 def budget_vs_full(model: str, entries, title: str, pickers: str, published_note: str, commands: list) -> None:
@@ -402,7 +417,9 @@ def budget_vs_full(model: str, entries, title: str, pickers: str, published_note
          "", f"Full data: ours **{np.mean(fd):.3f}** mean test RMSE; published on the same sets: GCN "
          f"{np.nanmean([pub.get(('gcn', d), np.nan) for d in sets]):.3f}, chemprop v2 "
          f"{np.nanmean([pub.get(('chemprop_v2', d), np.nan) for d in sets]):.3f}, SVM "
-         f"{np.nanmean([pub.get(('svm_ecfp', d), np.nan) for d in sets]):.3f} ({published_note}).", "",
+         f"{np.nanmean([pub.get(('svm_ecfp', d), np.nan) for d in sets]):.3f} ("
+         + published_note.format(gbm_ecfp=f"{np.nanmean([pub.get(('gbm_ecfp', d), np.nan) for d in sets]):.3f}")
+         + ").", "",
          "| picker | 5 % | 10 % | 20 % | 30 % | RMSE 30 % / full data (goal ≤ 1.10) | sets ≤ 1.10 | labels to reach "
          "Random's 30 % RMSE (mean curve; goal ≤ 70 %) |", "|---|---|---|---|---|---|---|---|"]
     target = float(np.mean(per[("random", 0.3)]))
@@ -432,6 +449,8 @@ def main(argv=None) -> None:
     p.set_defaults(fn=cmd_gin)
     p = sub.add_parser("chemprop", help="chemprop's budget rows against its full-data rows: chemprop_summary.md")
     p.set_defaults(fn=cmd_chemprop)
+    p = sub.add_parser("gbm", help="gradient boosting's budget rows against its full-data rows: gbm_summary.md")
+    p.set_defaults(fn=cmd_gbm)
     p = sub.add_parser("summary", help="print the tables, write models_summary.md")
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--no-write", dest="write", action="store_false")

@@ -203,6 +203,18 @@ def _total_wins(cm: dict, field: list[str], sets: list[str]) -> tuple[dict, bool
     return dict(wins), wins.get(field[0], 0) == top and sum(1 for v in wins.values() if v == top) == 1
 
 
+def complete_cells(rows: list[dict]) -> list[dict]:
+    """The rows of the (model, set, budget) cells that hold every entry the model has anywhere: a cell still being
+    filled (a run stopped part-way through a set) would compare some pickers and not others."""
+    have: dict = defaultdict(set)
+    for r in rows:
+        have[(r["model"], r["dataset"], round(float(r["fraction"]), 6))].add(_entry(r["method"], r["weighted"]))
+    every: dict = defaultdict(set)
+    for (model, _, _), ents in have.items():
+        every[model] |= ents
+    return [r for r in rows if have[(r["model"], r["dataset"], round(float(r["fraction"]), 6))] == every[r["model"]]]
+
+
 def goal(per_set: dict) -> dict:
     r"""Per model: the share of (set, budget ∈ 10–30 %) cells where the TMD coreset's mean RMSE is below Random's
     and below MaxMin's (against :data:`GOAL_SHARE` where the model has a goal there, ``threshold`` None otherwise),
@@ -211,7 +223,7 @@ def goal(per_set: dict) -> dict:
     trained without τ, counted only when every picker has such rows (``wins`` None otherwise: Random and MaxMin have
     no τ, so the share of cells beating them is like for like either way)."""
     out = {}
-    rows = [r for rs in per_set.values() for r in rs]
+    rows = complete_cells([r for rs in per_set.values() for r in rs])
     for model in _models(rows):
         mrows = [r for r in rows if r["model"] == model]
         cm = cell_means(mrows, model)
@@ -250,11 +262,15 @@ def goal(per_set: dict) -> dict:
 
 def summary_page(per_set: dict, seconds: dict) -> str:
     """Markdown summary over all sets (see the module doc)."""
-    rows = [r for rs in per_set.values() for r in rs]
+    every = [r for rs in per_set.values() for r in rs]
+    rows = complete_cells(every)
+    partial = len({(r["model"], r["dataset"], r["fraction"]) for r in every}) - \
+        len({(r["model"], r["dataset"], r["fraction"]) for r in rows})
     lines = ["# The molecules benchmark: TMD coresets against the chemists' pickers", "",
              f"{len(per_set)} sets; the train split of each is the unlabelled pool, the picked molecules' labels train "
              "the model, the test split scores it. Cells are (set, budget); an entry's value is its mean test RMSE "
-             "over the trials."]
+             "over the trials" + (f"; {partial} cells that lack some of their model's pickers (a run stopped "
+                                  "part-way) are left out" if partial else "") + "."]
     g = goal(per_set)
     for model in _models(rows):
         mrows = [r for r in rows if r["model"] == model]

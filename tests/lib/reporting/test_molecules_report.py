@@ -58,14 +58,17 @@ def test_summary_page_states_wins_ratios_and_the_goal():
 
 
 def test_every_picker_unweighted_is_the_like_for_like_field():
-    rows = _rows({**TABLE, ("B", 0.1): {("tmd", True): [1.0], ("tmd", False): [0.9], ("random", False): [0.8],
-                                        ("butina", True): [0.7], ("butina", False): [0.6]}})
+    # every cell holds every picker (a cell missing some is left out: test_a_cell_missing_some_pickers_...)
+    butina = {cell: {("butina", True): [1.5, 1.5], ("butina", False): [1.4, 1.4]} for cell in TABLE}
+    rows = _rows({**{cell: {**by, **butina[cell]} for cell, by in TABLE.items()},
+                  ("B", 0.1): {("tmd", True): [1.0], ("tmd", False): [0.9], ("random", False): [0.8],
+                               ("maxmin", False): [1.1], ("butina", True): [0.7], ("butina", False): [0.6]}})
     from tmdlib.reporting.molecules import unweighted_field
 
     ents = entries(rows, "rf")
     assert unweighted_field(ents) == ["tmd (unweighted)", "random", "maxmin", "butina (unweighted)"]
     g = goal({"A": [r for r in rows if r["dataset"] == "A"], "B": [r for r in rows if r["dataset"] == "B"]})["rf"]
-    # A: tmd (unweighted) wins 3 cells (butina absent there); B 10 %: butina (unweighted) 0.6 wins
+    # A: tmd (unweighted) wins 3 cells (butina worse there); B 10 %: butina (unweighted) 0.6 wins
     assert g["all_unweighted"]["wins"]["tmd (unweighted)"] == 3 and g["all_unweighted"]["wins"]["butina (unweighted)"] == 1
     assert g["all_unweighted"]["most_wins"]
     page = summary_page({"A": rows}, {})
@@ -99,3 +102,18 @@ def test_every_model_in_the_rows_gets_its_section_and_page():
     assert "### TMD against Random and MaxMin (cells at 10–30 %)" in page and "### The goal (50 %" in page
     assert goal({"A": rows})["svm"]["threshold"] is None
     assert "## SVM (Tanimoto kernel on ECFP4 counts): test RMSE" in dataset_page("A", rows)
+
+
+def test_a_cell_missing_some_pickers_is_left_out_of_the_summary():
+    """A run stopped part-way through a set leaves a cell with only some pickers: that cell is not compared (TMD
+    would otherwise 'beat' pickers that are not there), and the summary says how many cells it left out."""
+    from tmdlib.reporting.molecules import complete_cells
+
+    partial = {("B", 0.1): {("tmd", True): [0.1], ("tmd", False): [0.1]}}  # B at 10 %: Random and MaxMin not run
+    rows = _rows(TABLE) + _rows(partial)
+    kept = complete_cells(rows)
+    assert {r["dataset"] for r in kept} == {"A"} and len(kept) == len(_rows(TABLE))
+    g = goal({"A": _rows(TABLE), "B": _rows(partial)})
+    assert g == goal({"A": _rows(TABLE)})
+    page = summary_page({"A": _rows(TABLE), "B": _rows(partial)}, {})
+    assert "1 cells that lack some of their model's pickers" in page and "(1 sets, 2 trials)" in page
