@@ -367,8 +367,8 @@ def cmd_chemprop(a) -> None:
                    "like for like: TMD and fp-kmedoids τ-weighted and unweighted, Random and MaxMin unweighted",
                    "chemprop v2 is the chemprop authors' run",
                    ["Commands: `benchmarks/molecules_gpu.py pack`, `run`, `merge`: the budget rows of the 15 largest "
-                    "sets on the lent H200, of 9 smaller ones on this CPU (`pack --only-trials 1 --by-set --no-full`, "
-                    "`run --workers 1` under `taskset -c 0`, stopped at its deadline); full data by "
+                    "sets on the lent H200, of the 15 smaller ones on this CPU (`pack --only-trials 1 --by-set --no-full`, "
+                    "`run --workers 1` under `taskset -c 0` / `-c 1`: 9 sets in one run, 6 in two more); full data by "
                     "`benchmarks/moleculeace_models.py run --models chemprop` (the 21 smallest sets on this CPU) and "
                     "by `molecules_gpu.py` (the 9 largest, on the H200: full_data.csv's `settings` says which); then "
                     "`python benchmarks/molecules_models_summary.py chemprop`. chemprop's own defaults (50 epochs, "
