@@ -130,6 +130,17 @@ def fit_predict(model: str, settings: dict, seed: int, s: dict, train: np.ndarra
     return est.predict(s["counts"][test])
 
 
+def result_row(s: dict, model: str, trial: int, pred, seconds: float, settings: dict) -> dict:
+    """One ``full_data.csv`` row (:data:`COLUMNS`) of set ``s`` (:func:`load`'s arrays, its whole train split) from
+    the predictions on its test split."""
+    test, cliff = s["test"], s["cliff"].astype(bool)
+    m = metrics(np.asarray(pred, dtype=np.float64), s["y"][test], cliff)
+    return {"dataset": str(s["name"]), "model": model, "trial": trial, "n_train": s["train"].size,
+            "n_test": test.size, "n_cliff": int(cliff.sum()), "rmse": f"{m['rmse']:.6f}",
+            "rmse_cliff": f"{m['rmse_cliff']:.6f}", "r2": f"{m['r2']:.6f}", "seconds": f"{seconds:.2f}",
+            "settings": repr(settings)}
+
+
 def read_csv(path: Path) -> list[dict]:
     if not path.is_file():
         return []
@@ -192,7 +203,7 @@ def cmd_run(args) -> None:
     settings = {"chemprop": {"epochs": args.epochs}} if "chemprop" in args.models else {}
     for name in args.datasets or datasets():
         s = load(name)
-        train, test, cliff = s["train"], s["test"], s["cliff"].astype(bool)
+        train, test = s["train"], s["test"]
         for model in args.models:
             for trial in range(args.trials):
                 if (name, model, str(trial)) in done:
@@ -200,13 +211,10 @@ def cmd_run(args) -> None:
                 t0 = time.perf_counter()
                 pred = fit_predict(model, settings.get(model, {}), trial, s, train, test)
                 sec = time.perf_counter() - t0
-                m = metrics(np.asarray(pred, dtype=np.float64), s["y"][test], cliff)
-                append_row(out, {"dataset": name, "model": model, "trial": trial, "n_train": train.size,
-                                 "n_test": test.size, "n_cliff": int(cliff.sum()), "rmse": f"{m['rmse']:.6f}",
-                                 "rmse_cliff": f"{m['rmse_cliff']:.6f}", "r2": f"{m['r2']:.6f}",
-                                 "seconds": f"{sec:.2f}", "settings": repr(settings.get(model, {}))}, header)
-                print(f"{name} {model} trial {trial}: RMSE {m['rmse']:.4f} cliff {m['rmse_cliff']:.4f} "
-                      f"R2 {m['r2']:.3f} ({sec:.1f} s)", flush=True)
+                row = result_row(s, model, trial, pred, sec, settings.get(model, {}))
+                append_row(out, row, header)
+                print(f"{name} {model} trial {trial}: RMSE {row['rmse']} cliff {row['rmse_cliff']} "
+                      f"R2 {row['r2']} ({sec:.1f} s)", flush=True)
 
 
 def cmd_summary(args) -> None:

@@ -37,8 +37,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "reports" / "results" / "molecules"
 #: The pickers of the issue's chemprop grid: TMD (tau and unweighted), Random, MaxMin, fingerprint k-medoids.
 METHODS = ("tmd", "random", "maxmin", "fp-kmedoids")
-FULL_COLUMNS = ("dataset", "model", "trial", "n_train", "n_test", "n_cliff", "rmse", "rmse_cliff", "r2", "seconds",
-                "settings")
 
 
 # ---------------------------------------------------------------------------------------------------------- pack
@@ -102,7 +100,6 @@ def _init(path: str) -> None:
     import logging
     import warnings
 
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     warnings.filterwarnings("ignore")
     for name in ("lightning", "lightning.pytorch", "pytorch_lightning"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -122,20 +119,16 @@ def _job(job: dict) -> dict:
     cliff = np.asarray(s["cliff"], dtype=bool)
     t0 = time.perf_counter()
     if job["kind"] == "full":
-        from moleculeace_models import fit_predict, metrics
-
-        d = {"name": job["dataset"], "smiles": np.asarray(s["smiles"]), "y": y}
-        pred = fit_predict("chemprop", {"epochs": 50}, int(job["trial"]), d, train, test)
-        sec = time.perf_counter() - t0
-        m = metrics(np.asarray(pred, dtype=np.float64), y[test], cliff)
         import torch
 
+        from moleculeace_models import fit_predict, result_row
+
+        d = {"name": job["dataset"], "smiles": np.asarray(s["smiles"]), "y": y, "train": train, "test": test,
+             "cliff": cliff}
+        pred = fit_predict("chemprop", {"epochs": 50}, int(job["trial"]), d, train, test)
         dev = "cuda" if torch.cuda.is_available() else "cpu"
-        return {"kind": "full", "row": {
-            "dataset": job["dataset"], "model": "chemprop", "trial": job["trial"], "n_train": train.size,
-            "n_test": test.size, "n_cliff": int(cliff.sum()), "rmse": f"{m['rmse']:.6f}",
-            "rmse_cliff": f"{m['rmse_cliff']:.6f}", "r2": f"{m['r2']:.6f}", "seconds": f"{sec:.2f}",
-            "settings": repr({"epochs": 50, "device": dev})}}
+        return {"kind": "full", "row": result_row(d, "chemprop", job["trial"], pred, time.perf_counter() - t0,
+                                                  {"epochs": 50, "device": dev})}
     from tmdlib.experiment.molecules import run_cell
 
     picks = {}
@@ -165,10 +158,11 @@ def cmd_run(args) -> None:
         log.write(line + "\n")
         log.flush()
 
+    from moleculeace_models import COLUMNS as FULL
     from tmdlib.experiment.molecules import COLUMNS, rows_csv
 
     budget_path, full_path = out / "budget.csv", out / "full.csv"
-    for path, cols in ((budget_path, COLUMNS), (full_path, FULL_COLUMNS)):
+    for path, cols in ((budget_path, COLUMNS), (full_path, FULL)):
         if not path.is_file():
             path.write_text(",".join(cols) + "\n")
     say(f"{len(jobs)} jobs, {args.workers} workers, deadline {args.deadline} s")
@@ -192,7 +186,7 @@ def cmd_run(args) -> None:
             done += 1
             if res["kind"] == "full":
                 with full_path.open("a", newline="") as f:
-                    csv.DictWriter(f, fieldnames=list(FULL_COLUMNS)).writerow(res["row"])
+                    csv.DictWriter(f, fieldnames=list(FULL)).writerow(res["row"])
                 say(f"full {res['row']['dataset']}: RMSE {res['row']['rmse']} ({res['row']['seconds']} s)")
             else:
                 with budget_path.open("a") as f:
@@ -214,14 +208,13 @@ def cmd_run(args) -> None:
 
 # --------------------------------------------------------------------------------------------------------- merge
 def cmd_merge(args) -> None:
-    from moleculeace_models import append_row, read_csv
+    from moleculeace_models import COLUMNS as FULL, append_row, read_csv
     from tasks.molecules import MoleculeResults
     from tmdlib.experiment.molecules import read_rows
 
     d = Path(args.dir)
-    rows = read_rows(str(d / "budget.csv")) if (d / "budget.csv").is_file() else []
     by_set: dict = {}
-    for r in rows:
+    for r in read_rows(str(d / "budget.csv")):  # [] when the run wrote none
         by_set.setdefault(r["dataset"], []).append(r)
     for name, rs in sorted(by_set.items()):
         store = MoleculeResults(str(RESULTS), name)
@@ -232,7 +225,7 @@ def cmd_merge(args) -> None:
     have = {(r["dataset"], r["model"], r["trial"]) for r in read_csv(full)}
     for r in read_csv(d / "full.csv"):
         if (r["dataset"], r["model"], r["trial"]) not in have:
-            append_row(full, {c: r[c] for c in FULL_COLUMNS}, "")
+            append_row(full, {c: r[c] for c in FULL}, "")
             print(f"full data: {r['dataset']} {r['model']} trial {r['trial']} RMSE {r['rmse']}")
 
 

@@ -367,8 +367,8 @@ def cmd_chemprop(a) -> None:
                    "like for like: TMD and fp-kmedoids τ-weighted and unweighted, Random and MaxMin unweighted",
                    "chemprop v2 is the chemprop authors' run",
                    ["Commands: `benchmarks/molecules_gpu.py pack`, `run`, `merge`: the budget rows of the 15 largest "
-                    "sets on the lent H200, of the 15 smaller ones on this CPU (`pack --only-trials 1 --by-set --no-full`, "
-                    "`run --workers 1` under `taskset -c 0` / `-c 1`: 9 sets in one run, 6 in two more); full data by "
+                    "sets on the lent H200, of the 15 smaller ones on this CPU (`pack --only-trials 1 --by-set "
+                    "--no-full`, `run --workers 1` under `taskset -c 0` / `-c 1`: 9 sets in one run, 6 in two more); full data by "
                     "`benchmarks/moleculeace_models.py run --models chemprop` (the 21 smallest sets on this CPU) and "
                     "by `molecules_gpu.py` (the 9 largest, on the H200: full_data.csv's `settings` says which); then "
                     "`python benchmarks/molecules_models_summary.py chemprop`. chemprop's own defaults (50 epochs, "
@@ -380,17 +380,19 @@ def cmd_gbm(a) -> None:
     ``gbm_summary.md``."""
     budget_vs_full("gbm", VARIANTS, "Gradient boosting at a budget against the same model on all the data (issue 53)",
                    "like for like: TMD and fp-kmedoids τ-weighted and unweighted, Random and MaxMin unweighted",
-                   "MoleculeACE's GBM on ECFP: {gbm_ecfp}",
+                   "MoleculeACE's GBM on ECFP",
                    ["Commands: `OMP_NUM_THREADS=1 taskset -c 1 tmdsub experiment --profile molecules --models gbm "
                     "--methods tmd,random,maxmin,fp-kmedoids --fractions 0.05,0.1,0.2,0.3 --trials 1 --workers 1 "
                     "--no-report --datasets <the 30 sets, smallest first>` (stopped when the session's CPU time was "
                     "spent), full data by `benchmarks/moleculeace_models.py run --models gbm`; then "
-                    "`python benchmarks/molecules_models_summary.py gbm`."])
+                    "`python benchmarks/molecules_models_summary.py gbm`."], published_col="gbm_ecfp")
 
 
-def budget_vs_full(model: str, entries, title: str, pickers: str, published_note: str, commands: list) -> None:
+def budget_vs_full(model: str, entries, title: str, pickers: str, published_note: str, commands: list,
+                   published_col: str | None = None) -> None:
     """One model's budget rows (every trial there is) against its full-data rows (``full_data.csv``), on the sets
-    that have every (picker, budget) and a full-data row; writes ``<model>_summary.md``."""
+    that have every (picker, budget) and a full-data row; writes ``<model>_summary.md``.  ``published_col``: a
+    published column to quote after ``published_note`` (its mean over the same sets)."""
     rmse = defaultdict(list)
     for path in sorted(RESULTS.glob("ACE-*.csv")):
         for r in _read(path):
@@ -410,16 +412,17 @@ def budget_vs_full(model: str, entries, title: str, pickers: str, published_note
     per = {(lb, f): np.array([np.mean(rmse[(d, m, w, f)]) for d in sets]) for lb, m, w in entries
            for f in FRACTIONS}
     trials = sorted({len(rmse[(d, m, w, f)]) for d in sets for _, m, w in entries for f in FRACTIONS})
+    mean_pub = {c: f"{np.nanmean([pub.get((c, d), np.nan) for d in sets]):.3f}"
+                for c in ("gcn", "chemprop_v2", "svm_ecfp", published_col) if c}
+    note = published_note + (f": {mean_pub[published_col]}" if published_col else "")
+    plural = "s" if trials != [1] else ""
     L = [f"# {title}", "",
-         f"The molecules benchmark's {shown} rows ({'/'.join(map(str, trials))} trial{'s' if trials != [1] else ''}, budgets 5–30 %, {pickers}) "
+         f"The molecules benchmark's {shown} rows ({'/'.join(map(str, trials))} trial{plural}, budgets 5–30 %, "
+         f"{pickers}) "
          f"over the **{len(sets)} sets** that have the same {shown} at 100 % of the train split (`full_data.csv`, "
          "one seed): " + ", ".join(d.replace("ACE-", "") for d in sets) + ".",
          "", f"Full data: ours **{np.mean(fd):.3f}** mean test RMSE; published on the same sets: GCN "
-         f"{np.nanmean([pub.get(('gcn', d), np.nan) for d in sets]):.3f}, chemprop v2 "
-         f"{np.nanmean([pub.get(('chemprop_v2', d), np.nan) for d in sets]):.3f}, SVM "
-         f"{np.nanmean([pub.get(('svm_ecfp', d), np.nan) for d in sets]):.3f} ("
-         + published_note.format(gbm_ecfp=f"{np.nanmean([pub.get(('gbm_ecfp', d), np.nan) for d in sets]):.3f}")
-         + ").", "",
+         f"{mean_pub['gcn']}, chemprop v2 {mean_pub['chemprop_v2']}, SVM {mean_pub['svm_ecfp']} ({note}).", "",
          "| picker | 5 % | 10 % | 20 % | 30 % | RMSE 30 % / full data (goal ≤ 1.10) | sets ≤ 1.10 | labels to reach "
          "Random's 30 % RMSE (mean curve; goal ≤ 70 %) |", "|---|---|---|---|---|---|---|---|"]
     target = float(np.mean(per[("random", 0.3)]))
