@@ -212,9 +212,10 @@ def _part_size(text: str) -> int | str:
 @app.command()
 def select(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    method: str = typer.Option("tmd", "--method", help=f"{' | '.join(_select_methods())} (molecules only: the chemists' pickers maxmin ... scaffold)."),
+    method: str = typer.Option("auto", "--method", help=f"auto | {' | '.join(_select_methods())} (molecules only: the chemists' pickers maxmin ... scaffold). auto: tmd-rounds on a pool without labels (production), the paper's tmd coreset in benchmark mode."),
     fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
-    count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs."),
+    count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget."),
+    next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random."),
     seed: int = typer.Option(0, "--seed"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
@@ -241,9 +242,14 @@ def select(
     from flows.tmd import make_task_runner
 
     store, w = _store(dataset, graphs), _weights(depth, weights)
-    if (fraction is None) == (count is None):
-        raise InputError(None, "give exactly one of --fraction and --count")
-    _choice("--method", method, _select_methods())
+    count = count or None  # 0: no count, the fraction is the budget
+    if count is not None:
+        fraction = None
+    if fraction is None and count is None:
+        raise InputError(None, "give --fraction or --count")
+    _choice("--method", method, ("auto",) + _select_methods())
+    from tmdlib.select.rounds import NEXT_STRATEGIES
+    _choice("--next", next_strategy, ("auto",) + NEXT_STRATEGIES)
     _choice("--engine", engine, ("exact", "scalable", "auto"))
     _choice("--backend", backend, ("fasterpam", "sklearn-extra", "sklearn-extra-alternate"))
     if dask_address:
@@ -263,9 +269,9 @@ def select(
                test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
                backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
                cache_dir=str(cache_dir), part_size=_part_size(part_size), max_pairs=_max_pairs(max_pairs),
-               trust_matrix=trust_matrix, audit=audit)
+               trust_matrix=trust_matrix, audit=audit, next_strategy=next_strategy)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
-    typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {method} "
+    typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {sel['method']} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "
                f"{sel['n_train']} exact TMDs to the medoids, mean {sel['epsilon_mean']:.4g}), "
                f"{sel['pairs_computed']} exact pairs computed -> {target}")

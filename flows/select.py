@@ -10,10 +10,12 @@ from prefect.utilities.annotations import quote
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.labels import read_ledger
-from tasks.select import select_task, subsample_nodes_task, write_json, write_parquet
+from tasks.select import round_options, select_task, subsample_nodes_task, write_json, write_parquet
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.plan import check_engine, plan_selection
+from tmdlib.select import get_method
 from tmdlib.select.audit import audit_members, audit_size
+from tmdlib.select.rounds import default_method
 
 
 #: selection.json's lists of one entry per graph: in the file, not in the flow's result.
@@ -26,7 +28,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
                 weights="pascal", cache_dir: str | None = None, part_size: int | str = "auto",
                 max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False,
-                audit="auto") -> dict:
+                audit="auto", next_strategy: str = "auto") -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
     ``selection.json`` (the selection, its certificate, the split, the store's content hash) and returns it
@@ -40,6 +42,11 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     A pool without labels (production) has no 80/20 split: its test set is the audit sample
     (:func:`tmdlib.select.audit.audit_members`, ``audit`` members: auto, a count or a fraction; the same in every
     round), and the selection runs on the rest of the pool.
+
+    ``method="auto"`` is the measured default of the mode (:func:`tmdlib.select.rounds.default_method`): the pool
+    setting's ``tmd-rounds`` in production, the paper's ``tmd`` coreset in benchmark mode.  A method that reads
+    labels (``tmd-rounds`` from its second round) gets a difficulty per pool member from the ledger's labels of the
+    members already picked (never the audit sample's).
     """
     source = open_store(graphs)
     store = source.stored()  # ids and sizes; the graphs are read a chunk at a time
@@ -58,7 +65,9 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     if matrix:
         check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=trust_matrix)
     mat = load_matrix(matrix, len(store))[np.ix_(train, train)] if matrix else None
-    have = read_ledger(labelled, store.graph_ids, source.task).column("graph_id").to_numpy()
+    ledger = read_ledger(labelled, store.graph_ids, source.task)
+    have = ledger.column("graph_id").to_numpy()
+    method = default_method(method, production)
     pool = store.subset(train)
     # the library decides budget, engine, part size and pair budget once; say what it chose, before the long search
     plan = plan_selection(pool, method, k=count, fraction=fraction, engine=engine,
@@ -72,7 +81,9 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, threads,
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
-    sel = select_task(pool, method, plan=plan, seed=seed, depth=depth,
+    learn = {} if get_method(method).label_free else round_options(graphs, train, store.graph_ids[train], ledger,
+                                                                    next_strategy)
+    sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
                       restarts=restarts, backend=backend, scratch_dir=scratch, progress=status_line)

@@ -18,6 +18,36 @@ def select_task(pool: GraphDataset, method: str, **kwargs):
     return select_graphs(pool, method, **kwargs)
 
 
+@task(name="round-options", persist_result=False)
+def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto") -> dict:
+    """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
+    its later-round ``strategy`` and a ``difficulty`` per member (:func:`tmdlib.select.rounds.knn_difficulty` on ECFP4
+    counts, from the ledger's labels of the pool members already labelled: the audit sample is not in the pool).
+
+    A pool without SMILES, a multi-target ledger or fewer than 2 labelled members gives no difficulty (the method
+    then grows the coreset, saying so in the selection's info)."""
+    from tmdlib.select.rounds import DEFAULT_NEXT, knn_difficulty
+
+    from .graphs import store_smiles
+
+    strategy = DEFAULT_NEXT if next_strategy in (None, "", "auto") else str(next_strategy)
+    label = "label" if "label" in ledger.column_names else None
+    ids = ledger.column("graph_id").to_numpy()
+    where = np.isin(train_ids, ids)
+    if label is None or where.sum() < 2:
+        return {"strategy": strategy}
+    smiles = store_smiles(graphs, train)
+    if smiles is None:
+        return {"strategy": strategy}
+    from tmdlib.chem.fingerprints import ecfp4_counts
+
+    y_of = dict(zip(ids.tolist(), ledger.column(label).to_numpy(zero_copy_only=False).tolist()))
+    X = ecfp4_counts(smiles)
+    lab = np.flatnonzero(where)
+    y = np.array([y_of[int(g)] for g in train_ids[lab]], dtype=np.float64)
+    return {"strategy": strategy, "difficulty": knn_difficulty(X[lab], y, X)}
+
+
 @task(name="subsample-nodes", persist_result=False)
 def subsample_nodes_task(ds: GraphDataset, method: str, fraction: float, depth: int, weights, seed: int,
                          bfs_mode: str = "fill"):

@@ -126,6 +126,67 @@ def _wl(problem: Problem) -> Picked:
     return _kmedoids(problem, D)
 
 
+# ---------------------------------------------------------------------------------- rounds (the pool setting)
+def _matrix_of(problem: Problem) -> np.ndarray:
+    if problem.matrix is None:
+        from ..distance.engine import DEFAULT_MEMORY_LIMIT, tmd_matrix
+
+        o = problem.options
+        problem.matrix = tmd_matrix(problem.dataset, problem.depth, problem.weights,
+                                    memory_limit=o.get("memory_limit", DEFAULT_MEMORY_LIMIT),
+                                    num_threads=o.get("num_threads"))
+    return problem.matrix
+
+
+def _with_tau(problem: Problem, D: np.ndarray, positions, info: dict) -> Picked:
+    """Picks with τ = their cluster sizes under the nearest-pick TMD assignment (the certificate's)."""
+    from .coreset import assign_to_medoids
+
+    med, assignment, tau = assign_to_medoids(D, np.asarray(positions, dtype=np.int64))
+    return Picked(med, tau.astype(np.float64), float(D[np.arange(D.shape[0]), assignment].mean()), None, info)
+
+
+def _tmd_mix(problem: Problem) -> Picked:
+    """Round one of the pool setting: a uniform share, the rest k-medoids around it (:mod:`tmdlib.select.rounds`)."""
+    from .rounds import mixed_medoids
+
+    if problem.engine == "scalable":
+        picked = _tmd(problem)
+        picked.info["fallback"] = "scalable engine: the paper's coreset (tmd-mix needs the TMD matrix)"
+        return picked
+    D = _matrix_of(problem)
+    share = float(problem.options.get("share", MIX_SHARE))
+    if problem.candidates is not None:  # more labelled than k: k-medoids among them, nothing new
+        return _kmedoids(problem, D)
+    pos = mixed_medoids(D, problem.k, share, problem.seed, fixed=problem.fixed,
+                        restarts=int(problem.options.get("restarts", 3)))
+    return _with_tau(problem, D, pos, {"share": share})
+
+
+def _tmd_rounds(problem: Problem) -> Picked:
+    r"""The pool setting's rounds: round one :func:`_tmd_mix`; later rounds (members already labelled, ``fixed``)
+    :func:`tmdlib.select.rounds.next_batch` with the ``difficulty`` option (one value per pool member, from the
+    labels so far) and the ``strategy`` option (default :data:`tmdlib.select.rounds.DEFAULT_NEXT`)."""
+    from .rounds import DEFAULT_NEXT, next_batch
+
+    diff = problem.options.get("difficulty")
+    if problem.fixed is None or not problem.fixed.any() or problem.engine == "scalable":
+        return _tmd_mix(problem)
+    D = _matrix_of(problem)
+    strategy = str(problem.options.get("strategy") or DEFAULT_NEXT)
+    if diff is None and strategy not in ("tmd", "random"):
+        strategy = "tmd"  # no difficulty (a pool without SMILES or fingerprints): the coreset grows
+    lab = np.flatnonzero(problem.fixed)
+    cand = None if problem.options.get("exclude") is None else ~np.asarray(problem.options["exclude"], dtype=bool)
+    new = next_batch(D, lab, problem.k - lab.size, diff, strategy, problem.seed, candidates=cand,
+                     restarts=int(problem.options.get("restarts", 3)))
+    return _with_tau(problem, D, np.concatenate([lab, new]), {"strategy": strategy, "round_new": int(new.size)})
+
+
+#: Uniform share of a ``tmd-mix`` first round (measured on the pool benchmark: docs/pool-benchmark.md).
+MIX_SHARE = 0.5
+
+
 # ------------------------------------------------------------------------------------------- chemistry pickers
 def _chem(name: str):
     """A picker of :mod:`tmdlib.chem` as a method: SMILES in, picks (and τ where the picker clusters) out."""
@@ -161,6 +222,12 @@ register(MethodSpec("feature", _feature, needs=("graphs",), summary="k-medoids o
                     memory=_matrix_bytes, max_pool_hint="use tmd with the scalable engine, or random"))
 register(MethodSpec("wl", _wl, needs=("graphs",), summary="k-medoids on the WL subtree kernel distance (paper B.3)",
                     memory=_matrix_bytes, max_pool_hint="use tmd with the scalable engine, or random"))
+register(MethodSpec("tmd-mix", _tmd_mix, needs=("tmd",), summary="half uniform, half k-medoids on TMD around it "
+                    "(a first round that cannot stray far from Random)", memory=_tmd_memory,
+                    max_pool_hint="use tmd with the scalable engine"))
+register(MethodSpec("tmd-rounds", _tmd_rounds, needs=("tmd",), label_free=False,
+                    summary="the pool setting's rounds: tmd-mix first, then picks steered by the labels so far "
+                    "(difficulty x TMD coverage)", memory=_tmd_memory, max_pool_hint="use tmd with the scalable engine"))
 _CHEM = {
     "maxmin": ("RDKit MaxMin diversity picker on ECFP4 (Tanimoto)", False, "use leader or tmd (scalable)"),
     "leader": ("RDKit sphere exclusion (LeaderPicker) on ECFP4, threshold searched to k", True, "use maxmin"),

@@ -1,0 +1,144 @@
+"""The pool benchmark (issue 60): pickers compared where users are -- the whole set is the pool.
+
+In production the pool is everything, and the model is for the molecules that were not picked.  Each set (the 30
+MoleculeACE sets and the shipped molecule sets ogbg-molbace / ogbg-molbbbp) is used whole as an unlabelled pool: an
+audit sample is drawn as in production (:func:`tmdlib.select.audit.audit_members`, ``labels.audit: auto``) and never
+picked or trained on; a strategy picks a budget of the rest (5 / 10 / 20 %), in one shot or in rounds; one model per
+row is trained on the picks' labels only; it is scored on every pool molecule that was neither picked nor in the audit
+sample (RMSE for regression, ROC-AUC for classes).  The protocol is :mod:`tmdlib.experiment.pool`.
+
+    .venv/bin/python benchmarks/pool_benchmark.py prepare              # whole-pool TMD matrices + ECFP4 counts (cached)
+    .venv/bin/python benchmarks/pool_benchmark.py run [--sets ...] [--models svm rf] [--strategies ...]
+    .venv/bin/python benchmarks/pool_benchmark.py summary              # reports/results/pool/summary.md
+
+``run`` appends rows to ``reports/results/pool/<set>.csv`` as soon as a set's cell is done and skips rows already
+there (resumable).  One BLAS / OpenMP thread per process (set before numpy loads).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "reports" / "results" / "pool"
+CACHE = ROOT / "tmp" / "pool_benchmark"
+SHIPPED = ("ogbg-molbace", "ogbg-molbbbp")
+
+
+def all_sets() -> list[str]:
+    """Smallest first (a partial run covers the most sets)."""
+    from tmdlib.experiment.molecules import dataset_sizes
+
+    return sorted(list(dataset_sizes()) + list(SHIPPED), key=lambda n: _size(n))
+
+
+def _size(name: str) -> int:
+    from tmdlib.datasets.registry import DATASETS
+
+    return DATASETS[name].num_graphs
+
+
+def prepare(name: str, threads: int) -> dict:
+    """The whole set as a pool: SMILES, labels, ECFP4 counts and the exact TMD matrix, cached as plain arrays."""
+    from tmdlib.experiment.pool import load_pool
+
+    path = CACHE / f"{name}.npz"
+    mpath = CACHE / f"{name}.tmd.npy"
+    if path.is_file() and mpath.is_file():
+        return {"name": name, "cached": True}
+    from tmdlib import tmd_matrix
+    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.experiment.grid import DEPTH, WEIGHTS
+
+    p = load_pool(name, str(ROOT / "data" / "raw"))
+    CACHE.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    D = tmd_matrix(p["ds"], DEPTH, WEIGHTS, num_threads=threads)
+    seconds = time.perf_counter() - t0
+    tmp = mpath.with_suffix(".tmp.npy")
+    np.save(tmp, D)
+    tmp.replace(mpath)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, smiles=np.array(p["smiles"], dtype=str), y=p["y"], graph_ids=p["graph_ids"],
+                        counts=ecfp4_counts(p["smiles"]), task=np.array(p["task"]), seconds=np.array(seconds))
+    tmp.replace(path)
+    return {"name": name, "cached": False, "n": len(p["y"]), "seconds": round(seconds, 1)}
+
+
+def load(name: str) -> dict:
+    with np.load(CACHE / f"{name}.npz", allow_pickle=False) as z:
+        out = {k: z[k] for k in z.files}
+    out["tmd"] = np.load(CACHE / f"{name}.tmd.npy", mmap_mode="r")
+    out["task"] = str(out["task"])
+    out["smiles"] = out["smiles"].tolist()
+    out["name"] = name
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--sets", nargs="*")
+    p.add_argument("--threads", type=int, default=2)
+    r = sub.add_parser("run")
+    r.add_argument("--sets", nargs="*")
+    r.add_argument("--models", nargs="*", default=["svm", "rf"])
+    r.add_argument("--strategies", nargs="*")
+    r.add_argument("--random-seeds", type=int, default=10)
+    r.add_argument("--trials", type=int, default=3)
+    r.add_argument("--largest-first", action="store_true",
+                   help="walk the sets largest first (a second process beside one walking smallest first)")
+    sub.add_parser("summary")
+    a = ap.parse_args(argv)
+    if a.cmd == "prepare":
+        for name in a.sets or all_sets():
+            print(prepare(name, a.threads), flush=True)
+        return 0
+    if a.cmd == "run":
+        from tmdlib.experiment import pool as P
+
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        strategies = a.strategies or list(P.STRATEGIES)
+        names = a.sets or all_sets()
+        for name in (names[::-1] if a.largest_first else names):
+            if not (CACHE / f"{name}.npz").is_file():
+                print(f"{name}: not prepared, skipped", flush=True)
+                continue
+            claim = RESULTS / f".{name}.running"
+            try:  # one process per set at a time (two processes may walk the sets from both ends)
+                fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                print(f"{name}: another process is on it ({claim.name}), skipped", flush=True)
+                continue
+            os.close(fd)
+            out = RESULTS / f"{name}.csv"
+            done = {P.row_key(r) for r in P.read_rows(out)}
+            t0 = time.perf_counter()
+            n_new = 0
+            for rows in P.run_set(load(name), a.models, strategies, random_seeds=a.random_seeds, trials=a.trials,
+                                  skip=done):
+                P.append_rows(out, rows)
+                n_new += len(rows)
+            claim.unlink()
+            print(f"{name}: {n_new} rows in {time.perf_counter() - t0:.0f} s", flush=True)
+        return 0
+    if a.cmd == "summary":
+        from tmdlib.reporting.pool import write_summary
+
+        print(write_summary(RESULTS))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

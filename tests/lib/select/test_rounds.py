@@ -1,0 +1,120 @@
+"""Picks in rounds (tmdlib.select.rounds) and the two methods built on them (tmd-mix, tmd-rounds): sizes, who may be
+picked, the exact certificate of the whole labelled set, seeds."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tmdlib
+from tmdlib.select import rounds
+
+
+@pytest.fixture(scope="module")
+def mutag_D(mutag):
+    return tmdlib.tmd_matrix(mutag, 4, "pascal")
+
+
+def test_union_epsilon_is_the_mean_distance_to_the_nearest_labelled(mutag_D):
+    lab = np.array([3, 17, 90])
+    assert rounds.union_epsilon(mutag_D, lab) == pytest.approx(mutag_D[:, lab].min(axis=1).mean(), rel=1e-12)
+    members = np.arange(50)
+    assert rounds.union_epsilon(mutag_D, lab, members) == pytest.approx(mutag_D[:50][:, lab].min(axis=1).mean())
+    with pytest.raises(ValueError, match="empty"):
+        rounds.union_epsilon(mutag_D, [])
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+def test_mixed_medoids_keeps_fixed_and_picks_k_distinct(mutag_D, share):
+    fixed = np.array([0, 5])
+    pos = rounds.mixed_medoids(mutag_D, 20, share, seed=1, fixed=fixed)
+    assert pos.shape == (20,) and np.unique(pos).size == 20 and set(fixed) <= set(pos.tolist())
+    assert np.array_equal(pos, rounds.mixed_medoids(mutag_D, 20, share, seed=1, fixed=fixed))  # seeded
+
+
+def test_mixed_medoids_covers_better_than_its_uniform_half(mutag_D):
+    """The k-medoids half lowers ε below what the uniform half alone gives, and at most as low as plain k-medoids."""
+    from tmdlib.select.coreset import kmedoids_coreset
+
+    k = 20
+    mix = rounds.mixed_medoids(mutag_D, k, 0.5, seed=0)
+    uni = rounds.mixed_medoids(mutag_D, k, 1.0, seed=0)
+    full = kmedoids_coreset(mutag_D, k, seed=0).medoids
+    e = [rounds.union_epsilon(mutag_D, p) for p in (full, mix, uni)]
+    assert e[0] <= e[1] <= e[2]
+
+
+def test_trimmed_medoids_avoid_the_most_isolated(mutag_D):
+    iso = rounds.isolation(mutag_D, 5)
+    pos = rounds.trimmed_medoids(mutag_D, 15, 0.2, seed=0)
+    banned = np.argsort(-iso, kind="stable")[: int(0.2 * len(iso))]
+    assert pos.size == 15 and not set(pos.tolist()) & set(banned.tolist())
+
+
+@pytest.mark.parametrize("strategy", rounds.NEXT_STRATEGIES)
+def test_next_batch_picks_new_candidates_only(mutag_D, strategy):
+    n = mutag_D.shape[0]
+    lab = np.arange(0, n, 10)
+    audit = np.arange(5, n, 10)
+    cand = np.ones(n, dtype=bool)
+    cand[audit] = False
+    u = np.random.default_rng(0).random(n)
+    new = rounds.next_batch(mutag_D, lab, 12, u, strategy, seed=2, candidates=cand)
+    assert new.shape == (12,) and np.unique(new).size == 12
+    assert not set(new.tolist()) & set(lab.tolist()) and not set(new.tolist()) & set(audit.tolist())
+    assert np.array_equal(new, rounds.next_batch(mutag_D, lab, 12, u, strategy, seed=2, candidates=cand))
+
+
+def test_unc_cover_is_a_difficulty_weighted_k_center(mutag_D):
+    """With equal difficulty the first pick is the member farthest from the labelled set; a difficulty of zero is
+    never picked while another candidate has a positive score."""
+    n = mutag_D.shape[0]
+    lab = np.array([0, 1])
+    d = mutag_D[:, lab].min(axis=1)
+    first = rounds.next_batch(mutag_D, lab, 1, np.ones(n), "unc-cover")
+    assert d[first[0]] == d.max()
+    u = np.ones(n)
+    u[np.argmax(d)] = 0.0
+    assert rounds.next_batch(mutag_D, lab, 1, u, "unc-cover")[0] != np.argmax(d)
+
+
+def test_next_batch_refuses_what_it_cannot_do(mutag_D):
+    n = mutag_D.shape[0]
+    with pytest.raises(ValueError, match="difficulty"):
+        rounds.next_batch(mutag_D, [0], 3, None, "unc-cover")
+    with pytest.raises(ValueError, match="unknown strategy"):
+        rounds.next_batch(mutag_D, [0], 3, np.ones(n), "top-k")
+    with pytest.raises(ValueError, match="cannot pick"):
+        rounds.next_batch(mutag_D, [0], n, np.ones(n), "tmd")
+    with pytest.raises(ValueError, match="difficulty must be"):
+        rounds.next_batch(mutag_D, [0], 3, -np.ones(n), "badge")
+
+
+def test_tmd_rounds_certifies_the_union_of_the_rounds(mutag, mutag_D):
+    """Round one (tmd-mix), then a round steered by a difficulty: the selection keeps round one, picks k in all, and
+    its certificate is the exact ε of the whole labelled set, recomputed here from the matrix."""
+    n = len(mutag)
+    first = tmdlib.select_graphs(mutag, "tmd-rounds", k=10, seed=0, matrix=mutag_D)
+    assert first.k == 10
+    u = rounds.knn_difficulty(np.eye(n)[first.positions], np.arange(10.0), np.eye(n))
+    second = tmdlib.select_graphs(mutag, "tmd-rounds", k=25, seed=0, matrix=mutag_D, labelled=first.positions,
+                                  difficulty=u, strategy="unc-cover")
+    assert second.k == 25 and set(first.positions.tolist()) <= set(second.positions.tolist())
+    assert second.epsilon_mean == pytest.approx(mutag_D[:, second.positions].min(axis=1).mean(), rel=1e-12)
+    assert second.epsilon_mean <= first.epsilon_mean
+    again = tmdlib.select_graphs(mutag, "tmd-rounds", k=25, seed=0, matrix=mutag_D, labelled=first.positions,
+                                 difficulty=u, strategy="unc-cover")
+    assert np.array_equal(again.positions, second.positions)
+
+
+def test_default_method_is_the_pool_settings_in_production_only():
+    assert rounds.default_method("auto", True) == "tmd-rounds"
+    assert rounds.default_method("auto", False) == "tmd"
+    assert rounds.default_method("maxmin", True) == "maxmin"
+
+
+def test_knn_difficulty_is_the_spread_of_the_nearest_labels():
+    X_lab = np.array([[0.0], [0.1], [0.2], [10.0], [10.1], [10.2]])
+    y = np.array([1.0, 1.0, 1.0, 0.0, 5.0, 10.0])
+    u = rounds.knn_difficulty(X_lab, y, np.array([[0.05], [10.05]]), neighbours=3)
+    assert u[0] == pytest.approx(0.01)  # crepes adds beta = 0.01, so no member has a difficulty of 0
+    assert u[1] == pytest.approx(np.std([0.0, 5.0, 10.0]) + 0.01)

@@ -1,0 +1,347 @@
+r"""The pool benchmark: pickers compared in the users' setting -- the whole set is the pool.
+
+In production the pool is everything, and the model is for the molecules that were not picked.  So each set is used
+whole as an unlabelled pool of :math:`N` molecules:
+
+1. an **audit sample** :math:`A` is drawn as in production (:func:`tmdlib.select.audit.audit_members` on the graph
+   ids, ``labels.audit: auto``: 5 % of the pool, 50 to 200); it is never picked and never trained on;
+2. a **strategy** picks :math:`S \subset P = [N] \setminus A`, :math:`|S| = \lceil b\,|P| \rceil` for a budget
+   :math:`b \in \{5, 10, 20\}\,\%` -- in one shot, or in **rounds** (5 %, then 10 %, then 20 % in total, each round
+   seeing the labels of the earlier rounds' picks);
+3. one **model** (the registered ``svm`` -- the Tanimoto SVR, computed here on the pool's precomputed MinMax kernel,
+   the same estimator -- or the benchmark's 100-tree ``rf``) is trained on :math:`y_S` only (unit weights, or τ for the
+   TMD coreset's weighted rows);
+4. it is scored on :math:`P \setminus S`, every pool molecule that was neither picked nor in the audit sample: RMSE
+   (regression) or ROC-AUC (binary).
+
+Random is averaged over ``random_seeds`` seeds; every other seeded strategy runs ``trials`` times.  Each row also
+carries the exact TMD certificate of the labelled set, :math:`\varepsilon = \frac1{|P|}\sum_{i\in P}\min_{j\in S}
+D_{ij}` (:func:`tmdlib.select.rounds.union_epsilon`), whatever picked it.
+
+Strategies (:data:`FIRST`, :data:`NEXT`): the label-free first rounds -- ``random``, ``tmd`` (the paper's k-medoids),
+``fp-kmedoids``, ``maxmin`` (RDKit), ``tmd-mix`` (half uniform, half k-medoids around it) and ``tmd-trim`` (k-medoids
+whose medoids avoid the most isolated tenth) -- and the rounds ``<first>><next>/<difficulty>``: round one by a first
+strategy, later rounds by :func:`tmdlib.select.rounds.next_batch` with a difficulty from the labels of the picks so
+far (never the audit sample's: it is the estimate's test set):
+
+* ``knn``: the spread of the labels of the 5 nearest labelled molecules (crepes' ``DifficultyEstimator``, on ECFP4
+  counts);
+* ``forest``: the spread of a 100-tree random forest's trees (scikit-learn) trained on the labels so far.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+__all__ = ["load_pool", "PoolCase", "FIRST", "NEXT", "STRATEGIES", "BUDGETS", "COLUMNS", "KEY", "row_key",
+           "run_set", "read_rows", "append_rows", "fit_predict", "difficulty", "svr_on_kernel"]
+
+#: Total budgets (share of the pool less the audit sample); rounds reach them in this order.
+BUDGETS = (0.05, 0.10, 0.20)
+#: Label-free first rounds.
+FIRST = ("random", "tmd", "fp-kmedoids", "maxmin", "tmd-mix", "tmd-trim")
+#: Rounds: ``<first>><next>/<difficulty>`` (``tmd``, ``random`` take no difficulty).
+NEXT = ("tmd-mix>tmd", "tmd-mix>random", "tmd-mix>unc-cover/knn", "tmd-mix>kcenter-unc/knn", "tmd-mix>badge/knn",
+        "tmd-mix>tmd-unc/knn", "tmd-mix>tmd-unc/forest", "tmd-mix>unc-cover/forest", "tmd-mix>badge/forest",
+        "tmd>tmd-unc/knn", "random>unc-cover/knn")
+STRATEGIES = FIRST + NEXT
+KEY = ("dataset", "model", "strategy", "mode", "budget", "trial", "weighted")
+COLUMNS = KEY + ("task", "k", "n_pool", "n_audit", "n_eval", "metric", "value", "epsilon", "seconds")
+#: The benchmark's random forest (the molecules benchmark's: 100 trees).
+RF_TREES = 100
+
+
+def load_pool(name: str, raw_root: str) -> dict:
+    r"""A built-in molecule set used whole as an unlabelled pool.
+
+    Returns
+    -------
+    dict
+        ``ds`` (GraphDataset of the ``n`` molecules with a label), ``smiles`` (list of str, length n), ``y``
+        (ndarray of float64, shape (n,)), ``graph_ids`` (int64, shape (n,)), ``task`` (``"regression"`` or
+        ``"binary"``).
+    """
+    from ..datasets import load_builtin, to_dataset
+    from ..datasets.task import table_task
+
+    table = load_builtin(name, raw_root)
+    task = table_task(table)
+    if task.num_targets != 1 or task.type not in ("regression", "binary"):
+        raise ValueError(f"{name}: the pool benchmark takes one regression or binary target, not {task.describe()}")
+    ds = to_dataset(table)
+    y = np.asarray(ds.y, dtype=np.float64).reshape(len(ds))
+    keep = np.flatnonzero(~np.isnan(y))
+    smiles = table.column("smiles").to_pylist()
+    ids = table.column("graph_id").to_numpy()
+    return {"ds": ds.take(keep), "smiles": [smiles[i] for i in keep], "y": y[keep],
+            "graph_ids": np.asarray(ids, dtype=np.int64)[keep], "task": task.type}
+
+
+class PoolCase:
+    r"""One set as a pool: its arrays, the audit sample, and the caches every row shares.
+
+    Parameters
+    ----------
+    name : str
+    y : ndarray, shape (N,)
+    counts : ndarray, shape (N, d)
+        ECFP4 counts.
+    tmd : ndarray, shape (N, N)
+        Exact TMD matrix.
+    smiles : list of str
+    graph_ids : ndarray of int64, shape (N,)
+    task : {"regression", "binary"}
+    """
+
+    def __init__(self, name, y, counts, tmd, smiles, graph_ids, task):
+        from ..select.audit import audit_members, default_audit_size
+
+        self.name, self.task = name, task
+        self.y = np.asarray(y, dtype=np.float64)
+        self.counts, self.smiles = counts, list(smiles)
+        n = len(self.y)
+        self.audit = audit_members(graph_ids, default_audit_size(n), seed=0)
+        self.pool = np.setdiff1d(np.arange(n), self.audit)  # positions into the set
+        self.D = np.ascontiguousarray(np.asarray(tmd, dtype=np.float64)[np.ix_(self.pool, self.pool)])
+        self._kernel = None
+        self._tanimoto = None
+
+    @property
+    def P(self) -> int:
+        return int(self.pool.size)
+
+    def k(self, budget: float) -> int:
+        return int(math.ceil(float(budget) * self.P))
+
+    @property
+    def kernel(self) -> np.ndarray:
+        """MinMax kernel of the pool (the SVR's), shape (P, P), computed once."""
+        if self._kernel is None:
+            from ..chem.models import minmax_kernel
+
+            self._kernel = minmax_kernel(self.counts[self.pool])
+        return self._kernel
+
+
+def svr_on_kernel(K: np.ndarray, train: np.ndarray, y: np.ndarray, w, predict: np.ndarray, **options) -> np.ndarray:
+    r"""The registered ``svm`` (:class:`tmdlib.chem.models.TanimotoSVR`, its defaults) fitted and applied on rows of a
+    precomputed MinMax kernel ``K``: same targets' standardisation, same libsvm problem, same predictions.
+
+    Parameters
+    ----------
+    K : ndarray, shape (P, P)
+    train : ndarray of int, shape (m,)
+    y : ndarray, shape (m,)
+    w : ndarray, shape (m,), or None
+    predict : ndarray of int
+    """
+    from sklearn.svm import SVR
+
+    from ..chem.models import TanimotoSVR
+
+    ref = TanimotoSVR(**options)
+    ww = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)
+    mean = float(np.average(y, weights=ww))
+    scale = float(np.sqrt(np.average((y - mean) ** 2, weights=ww))) or 1.0
+    svr = SVR(kernel="precomputed", C=float(ref.C), epsilon=float(ref.epsilon), tol=float(ref.tol),
+              cache_size=float(ref.cache_size))
+    svr.fit(K[np.ix_(train, train)], (y - mean) / scale, sample_weight=w)
+    return mean + scale * svr.predict(K[np.ix_(predict, train)])
+
+
+def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.ndarray, seed: int) -> np.ndarray:
+    """Scores of ``model`` trained on pool positions ``train`` (weights ``w`` or None) for pool positions ``predict``:
+    predictions (regression) or the positive class's probability (binary)."""
+    y = case.y[case.pool[train]]
+    if model == "svm":
+        if case.task != "regression":
+            raise ValueError("the pool benchmark's svm is the regression SVR")
+        return svr_on_kernel(case.kernel, train, y, w, predict)
+    if model == "rf":
+        from ..chem.forest import fit_forest
+
+        X = case.counts[case.pool]
+        if case.task == "regression":
+            return fit_forest(X[train], y, sample_weight=w, seed=seed, n_estimators=RF_TREES).predict(X[predict])
+        if np.unique(y).size < 2:  # one class picked: a constant score
+            return np.full(len(predict), float(y[0]))
+        f = fit_forest(X[train], y.astype(int), sample_weight=w, task="classification", seed=seed,
+                       n_estimators=RF_TREES)
+        return f.predict_proba(X[predict])[:, list(f.classes_).index(1)]
+    raise ValueError(f"unknown model {model!r}: svm, rf")
+
+
+def score(case: PoolCase, pred: np.ndarray, at: np.ndarray) -> tuple[str, float]:
+    y = case.y[case.pool[at]]
+    if case.task == "regression":
+        return "rmse", float(np.sqrt(np.mean((pred - y) ** 2)))
+    from sklearn.metrics import roc_auc_score
+
+    return "roc_auc", float(roc_auc_score(y, pred)) if np.unique(y).size == 2 else float("nan")
+
+
+def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.ndarray:
+    r"""A difficulty per pool member from the labels of ``labelled`` (pool positions) alone.
+
+    ``knn``: crepes' ``DifficultyEstimator`` fitted on the labelled molecules' counts and labels (``k = 5``): the
+    standard deviation of the 5 nearest labelled molecules' labels.  ``forest``: the standard deviation of the
+    predictions of a 100-tree scikit-learn forest's trees (its probability's for classes).
+
+    Returns
+    -------
+    ndarray, shape (P,)
+    """
+    X = case.counts[case.pool].astype(np.float64)
+    lab = np.asarray(labelled, dtype=np.int64)
+    # the audit sample's labels stay out: it is the estimate's test set, and picks steered by it would flatter it
+    train_x, train_y = X[lab], case.y[case.pool[lab]]
+    if how == "knn":
+        from ..select.rounds import knn_difficulty
+
+        return knn_difficulty(train_x, train_y, X)
+    if how == "forest":
+        from ..chem.forest import fit_forest
+
+        if case.task == "regression":
+            f = fit_forest(train_x, train_y, seed=seed, n_estimators=RF_TREES)
+            per_tree = np.stack([t.predict(X) for t in f.estimators_])
+        else:
+            f = fit_forest(train_x, train_y.astype(int), task="classification", seed=seed, n_estimators=RF_TREES)
+            per_tree = np.stack([t.predict_proba(X)[:, -1] for t in f.estimators_])
+        return per_tree.std(axis=0)
+    raise ValueError(f"unknown difficulty {how!r}: knn, forest")
+
+
+def first_round(case: PoolCase, strategy: str, k: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Pool positions picked by a label-free strategy, and its τ (None without clusters)."""
+    from ..select import rounds
+    from ..select.coreset import assign_to_medoids, kmedoids_coreset
+
+    if strategy == "random":
+        rng = np.random.default_rng([int(seed), 0x9001])
+        return np.sort(rng.choice(case.P, size=k, replace=False)), None
+    if strategy == "tmd":
+        res = kmedoids_coreset(case.D, k, seed=seed, restarts=5)
+        return res.medoids, res.tau.astype(np.float64)
+    if strategy == "tmd-mix":
+        return rounds.mixed_medoids(case.D, k, 0.5, seed), None
+    if strategy == "tmd-trim":
+        return rounds.trimmed_medoids(case.D, k, 0.1, seed), None
+    if strategy in ("fp-kmedoids", "maxmin"):
+        from ..chem.pickers import pick
+
+        res = pick(strategy, [case.smiles[i] for i in case.pool], k, seed=seed)
+        return np.asarray(res.positions, dtype=np.int64), None
+    raise ValueError(f"unknown first-round strategy {strategy!r}")
+
+
+def row_key(row: dict) -> tuple:
+    w = row["weighted"]
+    w = w if isinstance(w, bool) else str(w).strip().lower() in ("true", "1")
+    return (str(row["dataset"]), str(row["model"]), str(row["strategy"]), str(row["mode"]),
+            round(float(row["budget"]), 6), int(row["trial"]), bool(w))
+
+
+def _seeds(strategy: str, random_seeds: int, trials: int) -> range:
+    return range(int(random_seeds) if strategy == "random" else int(trials))
+
+
+def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: int = 3, skip=frozenset()):
+    """Rows of one set, yielded per (strategy, trial) as soon as they are done; rows whose :func:`row_key` is in
+    ``skip`` are not recomputed (their picks may be, when a later row of the same run needs them)."""
+    case = PoolCase(data["name"], data["y"], data["counts"], data["tmd"], data["smiles"], data["graph_ids"],
+                    data["task"])
+    models = [m for m in models if not (m == "svm" and case.task != "regression")]
+    base = {"dataset": case.name, "task": case.task, "n_pool": case.P, "n_audit": int(case.audit.size)}
+
+    def row(model, strategy, mode, budget, trial, weighted, picks, w, seconds):
+        t0 = time.process_time()
+        rest = np.setdiff1d(np.arange(case.P), picks)
+        metric, value = score(case, fit_predict(case, model, picks, w, rest, trial), rest)
+        from ..select.rounds import union_epsilon
+
+        return {**base, "model": model, "strategy": strategy, "mode": mode, "budget": float(budget),
+                "trial": int(trial), "weighted": bool(weighted), "k": int(picks.size), "n_eval": int(rest.size),
+                "metric": metric, "value": value, "epsilon": union_epsilon(case.D, picks),
+                "seconds": round(seconds + time.process_time() - t0, 3)}
+
+    def todo(strategy, mode, budget, trial, weighted=False):
+        return [m for m in models if (case.name, m, strategy, mode, round(float(budget), 6), int(trial),
+                                      bool(weighted)) not in skip]
+
+    for strategy in strategies:
+        for trial in _seeds(strategy, random_seeds, trials):
+            out = []
+            if ">" not in strategy:
+                for b in BUDGETS:
+                    need = todo(strategy, "oneshot", b, trial)
+                    need_w = todo(strategy, "oneshot", b, trial, True) if strategy == "tmd" else []
+                    if not need and not need_w:
+                        continue
+                    t0 = time.process_time()
+                    picks, tau = first_round(case, strategy, case.k(b), trial)
+                    sec = time.process_time() - t0
+                    out += [row(m, strategy, "oneshot", b, trial, False, picks, None, sec) for m in need]
+                    out += [row(m, strategy, "oneshot", b, trial, True, picks, tau, sec) for m in need_w]
+            else:
+                out += _rounds(case, strategy, trial, todo, row)
+            if out:
+                yield out
+
+
+def _rounds(case: PoolCase, strategy: str, trial: int, todo, row) -> list[dict]:
+    from ..select.rounds import next_batch
+
+    first, nxt = strategy.split(">")
+    nxt, _, how = nxt.partition("/")
+    if not any(todo(strategy, "rounds", b, trial) for b in BUDGETS):
+        return []
+    out = []
+    t0 = time.process_time()
+    picks, _ = first_round(case, first, case.k(BUDGETS[0]), trial)
+    sec = time.process_time() - t0
+    out += [row(m, strategy, "rounds", BUDGETS[0], trial, False, picks, None, sec)
+            for m in todo(strategy, "rounds", BUDGETS[0], trial)]
+    for b in BUDGETS[1:]:
+        t0 = time.process_time()
+        u = difficulty(case, picks, how, trial) if how else None
+        new = next_batch(case.D, picks, case.k(b) - picks.size, u, nxt, seed=trial, restarts=3)
+        picks = np.sort(np.concatenate([picks, new]))
+        sec = time.process_time() - t0
+        out += [row(m, strategy, "rounds", b, trial, False, picks, None, sec) for m in todo(strategy, "rounds", b, trial)]
+    return out
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else repr(v)
+    return str(v)
+
+
+def append_rows(path, rows: list[dict]) -> None:
+    """Append rows to a results CSV (header written with the first rows); flushed and synced per call."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    new = not p.is_file() or p.stat().st_size == 0
+    with open(p, "a", encoding="utf-8") as fh:
+        if new:
+            fh.write(",".join(COLUMNS) + "\n")
+        for r in rows:
+            fh.write(",".join(_fmt(r.get(c)) for c in COLUMNS) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_rows(path) -> list[dict]:
+    """Rows of a pool-benchmark CSV ([] when missing); a bad line is an InputError naming it."""
+    from .results import read_csv_rows
+
+    return read_csv_rows(str(path), "a pool benchmark results file", KEY + ("value",), columns=COLUMNS,
+                         floats=("budget", "value", "epsilon", "seconds"),
+                         ints=("trial", "k", "n_pool", "n_audit", "n_eval"), bools=("weighted",))

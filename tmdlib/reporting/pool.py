@@ -1,0 +1,159 @@
+r"""Pages of the pool benchmark (:mod:`tmdlib.experiment.pool`): each strategy against Random, set by set.
+
+For a set, a model and a budget :math:`b`, Random's error is the mean over its seeds, :math:`\bar e_R(b)` (RMSE, or
+:math:`1 - \text{ROC-AUC}` for classes), with spread :math:`s_R(b)`; a strategy's error :math:`\bar e(b)` is the mean
+over its trials.  The tables give the **ratio** :math:`\bar e(b) / \bar e_R(b)` (below 1: the strategy pays), its mean
+over the sets, the **worst set**, how many sets it **wins** (ratio < 1) and how many it **loses by more than one
+Random sd** (:math:`\bar e(b) > \bar e_R(b) + s_R(b)`: the issue's "never worse than Random" line), and the
+**labels saved**: the budget :math:`b'` at which the strategy's curve (linear in :math:`\log b` between its budgets)
+reaches Random's error at 10 % (20 %), as :math:`1 - b'/b`; a strategy already below at 5 % is read as saving at least
+half, one that never reaches it within its budgets as saving nothing (a negative share is a cost).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["collect", "set_ratios", "summary_table", "labels_saved", "write_summary"]
+
+
+def _error(row: dict) -> float:
+    v = float(row["value"])
+    return v if row["metric"] == "rmse" else 1.0 - v
+
+
+def collect(rows) -> dict:
+    """``{(dataset, model, strategy label, mode-budget key): [errors]}``; a strategy label adds ``(τ)`` for weighted
+    rows."""
+    out = defaultdict(list)
+    for r in rows:
+        label = r["strategy"] + (" (τ)" if r["weighted"] else "")
+        out[(r["dataset"], r["model"], label, r["mode"], round(float(r["budget"]), 6))].append(_error(r))
+    return out
+
+
+def _random(cells, dataset, model, budget):
+    v = cells.get((dataset, model, "random", "oneshot", budget))
+    return (float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v)) if v else None
+
+
+def set_ratios(cells: dict) -> dict:
+    """``{(model, label, mode, budget): {dataset: (ratio, worse_than_1sd, n_trials)}}``."""
+    out = defaultdict(dict)
+    for (dataset, model, label, mode, budget), errs in cells.items():
+        ref = _random(cells, dataset, model, budget)
+        if ref is None or ref[0] <= 0:
+            continue
+        m = float(np.mean(errs))
+        out[(model, label, mode, budget)][dataset] = (m / ref[0], bool(m > ref[0] + ref[1]), len(errs))
+    return out
+
+
+def labels_saved(cells: dict, dataset: str, model: str, label: str, mode: str, target: float) -> float | None:
+    r"""Share of Random's labels at budget ``target`` saved by a strategy (module docstring); None without data."""
+    ref = _random(cells, dataset, model, round(target, 6))
+    budgets = sorted(b for (d, m, lab, mo, b) in cells if (d, m, lab, mo) == (dataset, model, label, mode))
+    if ref is None or not budgets:
+        return None
+    curve = [(b, float(np.mean(cells[(dataset, model, label, mode, b)]))) for b in budgets]
+    if curve[0][1] <= ref[0]:
+        if curve[0][0] >= target:
+            return 1.0 - curve[0][0] / target
+        return 1.0 - curve[0][0] / target  # at least this much (already below at its smallest budget)
+    for (b0, e0), (b1, e1) in zip(curve, curve[1:]):
+        if e1 <= ref[0] < e0:
+            t = (e0 - ref[0]) / (e0 - e1)
+            b = math.exp(math.log(b0) + t * (math.log(b1) - math.log(b0)))
+            return 1.0 - b / target
+    return 1.0 - curve[-1][0] / target if curve[-1][0] > target else 0.0
+
+
+def summary_table(cells: dict, model: str, mode: str, budgets=(0.05, 0.1, 0.2)) -> tuple[list[str], list[dict]]:
+    """Markdown lines and records: per strategy, per budget, mean ratio, worst set, wins, losses > 1 sd."""
+    ratios = set_ratios(cells)
+    labels = sorted({lab for (m, lab, mo, b) in ratios if m == model and mo == mode and lab != "random"})
+    lines = ["| strategy | " + " | ".join(f"{int(b * 100)} %: mean ratio · wins · > 1 sd · worst" for b in budgets)
+             + " | labels saved at 10 % / 20 % (median) |",
+             "|---|" + "---|" * len(budgets) + "---|"]
+    records = []
+    for lab in labels:
+        cells_txt = []
+        for b in budgets:
+            per = ratios.get((model, lab, mode, round(b, 6)), {})
+            if not per:
+                cells_txt.append("–")
+                continue
+            r = np.array([v[0] for v in per.values()])
+            worst = max(per, key=lambda d: per[d][0])
+            lose = sum(v[1] for v in per.values())
+            cells_txt.append(f"{r.mean():.3f} · {int((r < 1).sum())}/{len(r)} · {lose} · {per[worst][0]:.2f} "
+                             f"({worst.replace('ACE-', '')})")
+            records.append({"model": model, "mode": mode, "strategy": lab, "budget": b, "mean_ratio": float(r.mean()),
+                            "wins": int((r < 1).sum()), "sets": len(r), "worse_1sd": int(lose),
+                            "worst": worst, "worst_ratio": float(per[worst][0])})
+        sets = sorted({d for (d, m, la, mo, b) in cells if m == model and la == lab and mo == mode})
+        saved = []
+        for target in (0.1, 0.2):
+            s = [labels_saved(cells, d, model, lab, mode, target) for d in sets]
+            s = [x for x in s if x is not None]
+            saved.append(f"{100 * float(np.median(s)):.0f} %" if s else "–")
+        lines.append(f"| {lab} | " + " | ".join(cells_txt) + f" | {saved[0]} / {saved[1]} |")
+    return lines, records
+
+
+def _per_set(cells: dict, dataset: str, models) -> list[str]:
+    ratios = set_ratios(cells)
+    lines = []
+    for model in models:
+        keys = sorted({(lab, mo) for (d, m, lab, mo, b) in cells if d == dataset and m == model and lab != "random"})
+        if not keys:
+            continue
+        budgets = sorted({b for (d, m, lab, mo, b) in cells if d == dataset and m == model})
+        ref = [_random(cells, dataset, model, b) for b in budgets]
+        lines += [f"**{model}** (Random: " + ", ".join(f"{int(b * 100)} % {r[0]:.3f} ± {r[1]:.3f} ({r[2]} seeds)"
+                                                      for b, r in zip(budgets, ref) if r) + ")", "",
+                  "| strategy | mode | " + " | ".join(f"{int(b * 100)} %" for b in budgets) + " |",
+                  "|---|---|" + "---|" * len(budgets)]
+        for lab, mo in keys:
+            vals = []
+            for b in budgets:
+                v = ratios.get((model, lab, mo, b), {}).get(dataset)
+                vals.append("–" if v is None else f"{v[0]:.3f}" + (" ✗" if v[1] else ""))
+            lines.append(f"| {lab} | {mo} | " + " | ".join(vals) + " |")
+        lines.append("")
+    return lines
+
+
+def write_summary(results_dir, out: str | None = None) -> str:
+    """Read every ``<set>.csv`` under ``results_dir`` and write ``summary.md`` beside them; returns its path."""
+    from ..experiment.pool import read_rows
+
+    d = Path(results_dir)
+    rows = [r for f in sorted(d.glob("*.csv")) for r in read_rows(f)]
+    cells = collect(rows)
+    models = [m for m in ("svm", "rf") if any(k[1] == m for k in cells)]
+    sets = sorted({k[0] for k in cells})
+    lines = ["# The pool benchmark: each strategy against Random, the whole set as the pool", "",
+             "Generated by `benchmarks/pool_benchmark.py summary` from the CSVs beside this file (protocol: "
+             "`tmdlib/experiment/pool.py`; reading: `tmdlib/reporting/pool.py`). Error = RMSE on the pool molecules "
+             "neither picked nor in the audit sample (1 − ROC-AUC for the classification sets); ratio = strategy's "
+             "mean error / Random's mean error at the same total budget; lower is better. "
+             f"{len(sets)} sets.", ""]
+    for model in models:
+        for mode in ("oneshot", "rounds"):
+            tab, _ = summary_table(cells, model, mode)
+            if len(tab) > 2:
+                lines += [f"## {model}, {'one shot' if mode == 'oneshot' else 'in rounds (5 % → 10 % → 20 %)'}", "",
+                          "Each cell: mean ratio to Random over the sets · sets won (ratio < 1) / sets · sets lost "
+                          "by more than one Random sd · worst set.", ""] + tab + [""]
+    lines += ["## Per set (ratio to Random; ✗ = worse than Random's mean + 1 sd)", ""]
+    for s in sets:
+        lines += [f"### {s}", ""] + _per_set(cells, s, models)
+    path = Path(out) if out else d / "summary.md"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return str(path)

@@ -1,0 +1,302 @@
+r"""Picks in rounds: a robust first round, and later rounds shaped by the labels that came back.
+
+Every function here works on the pool's exact TMD matrix :math:`D \in \mathbb R^{n\times n}` and returns
+positions; whatever it picks, the certificate of Lemma 3.2 is the same exact sum,
+
+.. math:: \varepsilon(S) = \frac1n \sum_{i=1}^n \min_{j \in S} D_{ij},
+
+of the whole labelled set :math:`S` (:func:`union_epsilon`): the lemma holds for any set with its nearest-member
+assignment, so a set chosen with the labels' help carries its certificate all the same.
+
+**First round** (no label yet).  k-medoids minimises :math:`\varepsilon`, and at budgets of 5--20 % of a pool that
+objective is cheapest to lower by making isolated members medoids of their own (a singleton removes its whole distance
+from the sum): on a congeneric series those are the series' odd members, whose labels say little about the rest.
+:func:`mixed_medoids` spends a share of the budget on a uniform sample and the rest on k-medoids with that sample kept
+as medoids (coverage where the uniform draw left gaps), :func:`trimmed_medoids` forbids the most isolated members from
+being medoids (they are still assigned and still count in ε).
+
+**Later rounds** (:func:`next_batch`).  With the labels of :math:`S` known, a difficulty :math:`u_i \ge 0` per pool
+member (from the model trained on them: an ensemble's spread, a conformal width, the spread of the nearest labelled
+neighbours' values) and the TMD coverage :math:`d_i = \min_{j\in S} D_{ij}` are combined so that a batch is both
+informative and diverse (batch active learning, not top-k uncertainty):
+
+========================  ============================================================================================
+``unc-cover``             greedy: pick :math:`\arg\max_i u_i\, d_i`, then update :math:`d` (a difficulty-weighted
+                          k-center on TMD)
+``kcenter-unc``           greedy k-center (:math:`\arg\max_i d_i`) over the more difficult half of the candidates
+``badge``                 k-means++-style sampling with probability :math:`\propto (u_i d_i)^2` (BADGE's seeding with
+                          the difficulty in place of the gradient norm)
+``tmd-unc``               weighted k-medoids: :math:`\min_{|S'| = k} \sum_i w_i \min_{j \in S \cup S'} D_{ij}` with
+                          :math:`w_i = u_i/\bar u + \lambda` (the difficult regions get more medoids, every region some)
+``tmd``                   k-medoids with :math:`S` kept (the coreset grown: what round two did before)
+``random``                uniform among the candidates
+========================  ============================================================================================
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
+           "isolation", "knn_difficulty", "default_method"]
+
+#: The later-round strategies of :func:`next_batch`.
+NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "random")
+#: The default later-round strategy (chosen on the pool benchmark: docs/pool-benchmark.md).
+DEFAULT_NEXT = "unc-cover"
+
+
+def default_method(method: str, production: bool) -> str:
+    """``"auto"`` resolved: ``tmd-rounds`` for a pool without labels (production: the pool setting, measured on the
+    pool benchmark), the paper's ``tmd`` coreset in benchmark mode; any other name as it is."""
+    if method != "auto":
+        return method
+    return "tmd-rounds" if production else "tmd"
+
+
+def knn_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, neighbours: int = 5) -> np.ndarray:
+    r"""The spread of the labels of each row's ``neighbours`` nearest labelled rows (crepes' ``DifficultyEstimator``
+    fitted with the labels): :math:`u_i = \mathrm{sd}\{y_j : j \in N_k(x_i)\} + \beta`, Euclidean on the features,
+    :math:`\beta = 0.01` (crepes' default: no member has a difficulty of 0).
+
+    Parameters
+    ----------
+    X_labelled : ndarray, shape (m, d)
+    y_labelled : ndarray, shape (m,)
+    X : ndarray, shape (n, d)
+    neighbours : int
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    from crepes.extras import DifficultyEstimator
+
+    y = np.asarray(y_labelled, dtype=np.float64)
+    if y.size < 2:
+        return np.ones(len(X))
+    de = DifficultyEstimator().fit(X=np.asarray(X_labelled, dtype=np.float64), y=y, k=int(min(neighbours, y.size - 1)))
+    return np.asarray(de.apply(np.asarray(X, dtype=np.float64)), dtype=np.float64)
+
+
+def _mask(spec, n: int) -> np.ndarray:
+    m = np.zeros(n, dtype=bool)
+    if spec is None:
+        return m
+    a = np.asarray(spec)
+    if a.dtype == bool:
+        if a.shape != (n,):
+            raise ValueError(f"a mask must have shape ({n},), got {a.shape}")
+        return a.copy()
+    m[a.astype(np.int64)] = True
+    return m
+
+
+def union_epsilon(D: np.ndarray, labelled, members=None) -> float:
+    r"""The exact certificate of a labelled set: :math:`\frac1{|P|}\sum_{i \in P} \min_{j \in S} D_{ij}`.
+
+    Parameters
+    ----------
+    D : ndarray, shape (n, n)
+        Exact TMD matrix.
+    labelled : array_like of int or bool mask, shape (n,)
+        :math:`S`, non-empty.
+    members : array_like of int or bool mask, optional
+        :math:`P`, the members the bound is stated over (default: all ``n``).
+
+    Returns
+    -------
+    float
+    """
+    n = D.shape[0]
+    s = np.flatnonzero(_mask(labelled, n))
+    if s.size == 0:
+        raise ValueError("the labelled set is empty")
+    p = np.arange(n) if members is None else np.flatnonzero(_mask(members, n))
+    return float(np.asarray(D[np.ix_(p, s)]).min(axis=1).mean())
+
+
+def isolation(D: np.ndarray, neighbours: int = 5, members=None) -> np.ndarray:
+    r"""How isolated each member is: the distance to its ``neighbours``-th nearest other member.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    n = D.shape[0]
+    p = np.arange(n) if members is None else np.flatnonzero(_mask(members, n))
+    sub = np.asarray(D[np.ix_(p, p)])
+    m = int(min(max(1, neighbours), max(1, p.size - 1)))
+    out = np.full(n, np.inf)
+    out[p] = np.partition(sub, m, axis=1)[:, m] if p.size > 1 else 0.0
+    return out
+
+
+def _kmedoids(D, k, seed, candidates, fixed, restarts, point_weights=None):
+    """k-medoids restricted to ``candidates`` with ``fixed`` kept; optional per-point weights (row scaling)."""
+    from .coreset import _run_swap, kmedoids_coreset
+
+    if point_weights is None:
+        return kmedoids_coreset(D, k, seed=seed, restarts=restarts, candidates=candidates, fixed=fixed).medoids
+    Dw = np.ascontiguousarray(np.asarray(D, dtype=np.float64) * np.asarray(point_weights, dtype=np.float64)[:, None])
+    cand = candidates | fixed
+    best, best_loss = None, np.inf
+    for s in np.random.SeedSequence(int(seed)).generate_state(int(restarts)):
+        med = _run_swap(Dw, int(k), int(s), cand, fixed, 100)
+        loss = float(Dw[:, med].min(axis=1).sum())
+        if loss < best_loss:
+            best, best_loss = med, loss
+    return np.sort(best)
+
+
+def mixed_medoids(D: np.ndarray, k: int, share: float = 0.5, seed: int = 0, *, candidates=None, fixed=None,
+                  restarts: int = 3) -> np.ndarray:
+    r"""A first round that cannot stray far from Random: ``ceil(share·k)`` uniform picks, the rest k-medoids.
+
+    The uniform part is drawn among ``candidates`` (default: all); the k-medoids part minimises ε with the uniform
+    part (and ``fixed``) kept as medoids, so it fills the gaps the draw left.
+
+    Parameters
+    ----------
+    D : ndarray, shape (n, n)
+    k : int
+        Total picks, ``fixed`` included.
+    share : float in [0, 1]
+        Uniform share of the new picks.
+    seed : int
+    candidates, fixed : bool mask or int positions, optional
+    restarts : int
+
+    Returns
+    -------
+    ndarray of int64, shape (k,), sorted
+    """
+    n = D.shape[0]
+    cand = np.ones(n, dtype=bool) if candidates is None else _mask(candidates, n)
+    fix = _mask(fixed, n)
+    new = int(k) - int(fix.sum())
+    if new < 0 or (cand & ~fix).sum() < new:
+        raise ValueError(f"cannot pick {k} with {int(fix.sum())} fixed among {int((cand | fix).sum())} candidates")
+    if not 0.0 <= float(share) <= 1.0:
+        raise ValueError(f"share must be in [0, 1], got {share}")
+    m = int(np.ceil(float(share) * new))
+    rng = np.random.default_rng([int(seed), 0x3A1])
+    uni = rng.choice(np.flatnonzero(cand & ~fix), size=m, replace=False) if m else np.zeros(0, np.int64)
+    keep = fix.copy()
+    keep[uni] = True
+    if new - m == 0:
+        return np.flatnonzero(keep).astype(np.int64)
+    return np.sort(_kmedoids(D, int(k), seed, cand, keep, restarts)).astype(np.int64)
+
+
+def trimmed_medoids(D: np.ndarray, k: int, trim: float = 0.1, seed: int = 0, *, neighbours: int = 5,
+                    candidates=None, fixed=None, restarts: int = 3) -> np.ndarray:
+    r"""k-medoids whose medoids avoid the most isolated ``trim`` share of the pool.
+
+    Isolation is :func:`isolation` (distance to the ``neighbours``-th nearest member); the trimmed members still
+    count in the objective and in ε, they just cannot be picked.
+
+    Returns
+    -------
+    ndarray of int64, shape (k,), sorted
+    """
+    n = D.shape[0]
+    cand = np.ones(n, dtype=bool) if candidates is None else _mask(candidates, n)
+    fix = _mask(fixed, n)
+    iso = isolation(D, neighbours)
+    free = np.flatnonzero(cand & ~fix)
+    drop = int(np.floor(float(trim) * free.size))
+    drop = min(drop, max(0, free.size - (int(k) - int(fix.sum()))))
+    if drop:
+        cand = cand.copy()
+        cand[free[np.argsort(-iso[free], kind="stable")[:drop]]] = False
+    return np.sort(_kmedoids(D, int(k), seed, cand, fix, restarts)).astype(np.int64)
+
+
+def next_batch(D: np.ndarray, labelled, k_new: int, difficulty=None, strategy: str = "tmd-unc", seed: int = 0, *,
+               candidates=None, members=None, restarts: int = 3, floor: float = 0.5) -> np.ndarray:
+    r"""The next round's ``k_new`` picks, given the labelled set and a difficulty per pool member.
+
+    Parameters
+    ----------
+    D : ndarray, shape (n, n)
+        Exact TMD matrix of the pool.
+    labelled : int positions or bool mask
+        :math:`S`, already labelled (kept; never picked again).
+    k_new : int
+        New picks.
+    difficulty : ndarray, shape (n,), optional
+        :math:`u_i \ge 0` (larger = the model is less sure); needed by every strategy but ``tmd`` / ``random``.
+    strategy : str
+        One of :data:`NEXT_STRATEGIES` (module docstring).
+    seed : int
+    candidates : int positions or bool mask, optional
+        Who may be picked (default: everyone not labelled); e.g. the pool less the audit sample.
+    members : int positions or bool mask, optional
+        Who counts in coverage and in the k-medoids objective (default: everyone).
+    restarts : int
+    floor : float
+        ``tmd-unc``: :math:`\lambda`, the weight every member keeps whatever its difficulty.
+
+    Returns
+    -------
+    ndarray of int64, shape (k_new,)
+        The new picks (sorted), disjoint from ``labelled``.
+    """
+    n = D.shape[0]
+    lab = _mask(labelled, n)
+    cand = (np.ones(n, dtype=bool) if candidates is None else _mask(candidates, n)) & ~lab
+    mem = np.ones(n, dtype=bool) if members is None else _mask(members, n)
+    k_new = int(k_new)
+    if k_new < 0 or k_new > cand.sum():
+        raise ValueError(f"cannot pick {k_new} new members among {int(cand.sum())} candidates")
+    if k_new == 0:
+        return np.zeros(0, dtype=np.int64)
+    if strategy not in NEXT_STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}: {', '.join(NEXT_STRATEGIES)}")
+    rng = np.random.default_rng([int(seed), 0xB47])
+    if strategy == "random":
+        return np.sort(rng.choice(np.flatnonzero(cand), size=k_new, replace=False)).astype(np.int64)
+    if strategy in ("tmd", "tmd-unc"):
+        sub = np.flatnonzero(mem | lab | cand)
+        Ds = np.asarray(D[np.ix_(sub, sub)], dtype=np.float64)
+        w = None
+        if strategy == "tmd-unc":
+            u = _difficulty(difficulty, n)[sub]
+            w = u / (u[mem[sub]].mean() or 1.0) + float(floor)
+            w[~mem[sub]] = 0.0
+        elif not mem.all():
+            w = mem[sub].astype(np.float64)
+        med = _kmedoids(Ds, int(lab.sum()) + k_new, seed, cand[sub], lab[sub], restarts, w)
+        return np.sort(np.setdiff1d(sub[med], np.flatnonzero(lab))).astype(np.int64)
+    u = _difficulty(difficulty, n)
+    d = np.asarray(D[:, lab], dtype=np.float64).min(axis=1) if lab.any() else np.full(n, np.float64(1.0))
+    allowed = cand.copy()
+    if strategy == "kcenter-unc":
+        c = np.flatnonzero(cand)
+        med_u = np.median(u[c])
+        hard = c[u[c] >= med_u]
+        allowed[:] = False
+        allowed[hard if hard.size >= k_new else c] = True
+        u = np.ones(n)
+    picks = []
+    for _ in range(k_new):
+        score = np.where(allowed, u * d, -np.inf)
+        if strategy == "badge":
+            p = np.where(allowed, (u * d) ** 2, 0.0)
+            tot = p.sum()
+            j = int(rng.choice(n, p=p / tot)) if tot > 0 else int(rng.choice(np.flatnonzero(allowed)))
+        else:
+            j = int(np.argmax(score))
+        picks.append(j)
+        allowed[j] = False
+        np.minimum(d, np.asarray(D[:, j], dtype=np.float64), out=d)
+    return np.sort(np.asarray(picks, dtype=np.int64))
+
+
+def _difficulty(u, n: int) -> np.ndarray:
+    if u is None:
+        raise ValueError("this strategy needs a difficulty per pool member")
+    u = np.asarray(u, dtype=np.float64).reshape(-1)
+    if u.shape != (n,) or not np.all(np.isfinite(u)) or (u < 0).any():
+        raise ValueError(f"difficulty must be finite and >= 0 with shape ({n},)")
+    return u
