@@ -215,6 +215,7 @@ def select(
     method: str = typer.Option("auto", "--method", help=f"auto | {' | '.join(_select_methods())} (molecules only: the chemists' pickers maxmin ... scaffold). auto: tmd-rounds on a pool without labels (production), the paper's tmd coreset in benchmark mode."),
     fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
     count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget."),
+    control: float = typer.Option(0.0, "--control", help="tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate compares the two arms on the audit sample). 0 = none."),
     next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random."),
     seed: int = typer.Option(0, "--seed"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
@@ -269,7 +270,7 @@ def select(
                test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
                backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
                cache_dir=str(cache_dir), part_size=_part_size(part_size), max_pairs=_max_pairs(max_pairs),
-               trust_matrix=trust_matrix, audit=audit, next_strategy=next_strategy)
+               trust_matrix=trust_matrix, audit=audit, next_strategy=next_strategy, control=control)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {sel['method']} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "

@@ -15,7 +15,7 @@ from tmdlib.datasets.identity import content_hash
 from tmdlib.select.plan import check_engine, plan_selection
 from tmdlib.select import get_method
 from tmdlib.select.audit import audit_members, audit_size
-from tmdlib.select.rounds import default_method
+from tmdlib.select.rounds import check_control, default_method
 
 
 #: selection.json's lists of one entry per graph: in the file, not in the flow's result.
@@ -28,7 +28,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
                 weights="pascal", cache_dir: str | None = None, part_size: int | str = "auto",
                 max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False,
-                audit="auto", next_strategy: str = "auto") -> dict:
+                audit="auto", next_strategy: str = "auto", control: float = 0.0) -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
     ``selection.json`` (the selection, its certificate, the split, the store's content hash) and returns it
@@ -46,7 +46,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     ``method="auto"`` is the measured default of the mode (:func:`tmdlib.select.rounds.default_method`): the pool
     setting's ``tmd-rounds`` in production, the paper's ``tmd`` coreset in benchmark mode.  A method that reads
     labels (``tmd-rounds`` from its second round) gets a difficulty per pool member from the ledger's labels of the
-    members already picked (never the audit sample's).
+    members already picked (never the audit sample's); ``control`` (a share) spends that much of each round on a
+    uniform pick, the Random control arm the evaluate stage compares the strategy with.
     """
     source = open_store(graphs)
     store = source.stored()  # ids and sizes; the graphs are read a chunk at a time
@@ -81,8 +82,9 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, threads,
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
-    learn = {} if get_method(method).label_free else round_options(graphs, train, store.graph_ids[train], ledger,
-                                                                    next_strategy)
+    check_control(method, control)
+    learn = {} if get_method(method).label_free else {
+        **round_options(graphs, train, store.graph_ids[train], ledger, next_strategy), "control": control}
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,

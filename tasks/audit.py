@@ -268,7 +268,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
         "data": data, "graphs": graphs, "nodes": nodes_all, "nodes_selected": nodes_sel,
         "bound": {"certified": docs["metrics"].get("certified"), **(docs["metrics"].get("bound") or {})},
         "test": docs["metrics"].get("test") or {},
-        "pool_estimate": docs["metrics"].get("pool_estimate"), "mode": docs["metrics"].get("mode", "benchmark"),
+        "pool_estimate": docs["metrics"].get("pool_estimate"), "control": docs["metrics"].get("control"), "mode": docs["metrics"].get("mode", "benchmark"),
         "not_measurable": docs["metrics"].get("not_measurable"),
         "coreset_loss_weighted": docs["metrics"].get("coreset_loss_weighted"),
         "node_bound": docs["metrics_nodes"].get("nodes") or {},

@@ -239,6 +239,7 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
                                selection_labels(label_map, answered, task, labels_csv) if len(answered) else
                                np.zeros((0,)), n_pool=len(ids), epsilon=info.get("epsilon", sel.get("epsilon_mean")),
                                confidence=confidence, seed=seed, dataset=name)
+    control = _control_arms(model, store, sel, info, label_map, answered, task, labels_csv, confidence, seed)
     est = m["pool_estimate"]
     if not len(audit_ids):
         est["note"] = "no audit sample was requested (labels.audit = 0, or a benchmark selection)"
@@ -258,7 +259,37 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
             "certified": budget is not None, "lipschitz_budget": budget,
             "bound": {**m["bound"], "fraction": sel.get("fraction"), "k": int(len(sel["medoids"]))},
             "not_measurable": m["not_measurable"], "reference": None, "nodes": None, "sweep": [],
-            "task_head": model.head.to_dict()}
+            "task_head": model.head.to_dict(), **({"control": control} if control is not None else {})}
+
+
+def _control_arms(model, store, sel: dict, info: dict, label_map: dict, audit, task, labels_csv: str,
+                  confidence: float, seed: int) -> dict | None:
+    """The Random control's verdict (:func:`tmdlib.models.evaluate.compare_arms`) when the selection has a control
+    arm (``select.control``), None otherwise; molecule models only (a graph model is not retrained here)."""
+    from tmdlib.models import resolve_model
+    from tmdlib.models.evaluate import compare_arms
+
+    from .io import positions
+    from .train import selection_labels
+
+    rounds = sel.get("rounds") or {}
+    if not rounds.get("control_ids"):
+        return None
+    if model.inputs != "molecules":
+        return {"verdict": "undecided", "note": f"model {model.name!r} reads graphs: the arms are compared for "
+                                                "molecule models only (retraining a GIN twice per evaluation)"}
+    lab = lambda ids: np.asarray([int(g) for g in ids if int(g) in label_map], dtype=np.int64)  # noqa: E731
+    control, strategy = lab(rounds["control_ids"]), lab(rounds.get("strategy_new_ids") or [])
+    this_round = set(rounds["control_ids"]) | set(rounds.get("strategy_new_ids") or [])
+    base = lab([g for g in sel["medoids"] if int(g) not in this_round])
+    ids = store.dataset.graph_ids
+    try:
+        spec = resolve_model(info.get("model_name") or model.name)
+    except (InputError, ValueError) as err:
+        return {"verdict": "undecided", "note": f"the arms were not compared: {err}"}
+    return compare_arms(lambda: spec.build({}), lambda g: _inputs(model, store, positions(g, ids, labels_csv, "arm")),
+                        lambda g: selection_labels(label_map, g, task, labels_csv), base, control, strategy, audit,
+                        task, confidence=confidence, seed=seed)
 
 
 def log_production(metrics: dict, info: dict, graphs: str, selection: str, model: str, train_info: str,
@@ -273,7 +304,10 @@ def log_production(metrics: dict, info: dict, graphs: str, selection: str, model
               "confidence": est["confidence"], "audit_labelled": metrics["audit_labelled"]}
     flat = {f"pool_estimate.{k}": v for k, v in est.items() if isinstance(v, (int, float)) and v is not None}
     flat.update({"coreset_loss_weighted": metrics["coreset_loss_weighted"], "c_epsilon": b.get("c_epsilon"),
-                 "loss_scale": b.get("loss_scale")})
+                 "loss_scale": b.get("loss_scale"), "epsilon": b.get("epsilon")})  # ε: the whole labelled set's
+    control = metrics.get("control") or {}
+    flat.update({f"control.{k}": control.get(k) for k in ("difference", "low", "high", "control", "strategy")
+                 if isinstance(control.get(k), (int, float))})
     inputs = [graphs, selection, model, train_info]
     run = start_run("evaluate", params, inputs, experiment, f"evaluate@{name}",
                     {"labels_for_evaluation": PRODUCTION_EVAL, "task": metrics["task"]["type"], "mode": "production"})

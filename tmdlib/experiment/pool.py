@@ -41,11 +41,14 @@ __all__ = ["load_pool", "PoolCase", "FIRST", "NEXT", "STRATEGIES", "BUDGETS", "C
 #: Total budgets (share of the pool less the audit sample); rounds reach them in this order.
 BUDGETS = (0.05, 0.10, 0.20)
 #: Label-free first rounds.
-FIRST = ("random", "tmd", "fp-kmedoids", "maxmin", "tmd-mix", "tmd-trim")
-#: Rounds: ``<first>><next>/<difficulty>`` (``tmd``, ``random`` take no difficulty).
-NEXT = ("tmd-mix>tmd", "tmd-mix>random", "tmd-mix>unc-cover/knn", "tmd-mix>kcenter-unc/knn", "tmd-mix>badge/knn",
-        "tmd-mix>tmd-unc/knn", "tmd-mix>tmd-unc/forest", "tmd-mix>unc-cover/forest", "tmd-mix>badge/forest",
-        "tmd>tmd-unc/knn", "random>unc-cover/knn")
+FIRST = ("random", "tmd", "fp-kmedoids", "maxmin", "tmd-mix")
+#: Rounds: ``<first>><next>/<difficulty>`` (``tmd``, ``random`` take no difficulty); ``tmd>tmd`` is what production
+#: did before (the coreset grown round after round).
+NEXT = ("tmd>tmd", "tmd-mix>tmd", "tmd-mix>unc-cover/forest", "tmd-mix>badge/forest", "tmd-mix>tmd-unc/forest",
+        "tmd>unc-cover/forest", "tmd>badge/forest", "tmd>tmd-unc/knn")
+#: Measured on the first sets only, then dropped from the grid (their rows stay in the results).
+EARLY = ("tmd-trim", "tmd-mix>random", "tmd-mix>unc-cover/knn", "tmd-mix>kcenter-unc/knn", "tmd-mix>badge/knn",
+         "tmd-mix>tmd-unc/knn", "random>unc-cover/knn")
 STRATEGIES = FIRST + NEXT
 KEY = ("dataset", "model", "strategy", "mode", "budget", "trial", "weighted")
 COLUMNS = KEY + ("task", "k", "n_pool", "n_audit", "n_eval", "metric", "value", "epsilon", "seconds")

@@ -23,7 +23,8 @@ import numpy as np
 from ..guarantees.losses import trivial_loss
 from ..metrics import headline, higher_is_better, score
 
-__all__ = ["pool_estimate", "weighted_loss", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE"]
+__all__ = ["pool_estimate", "weighted_loss", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE",
+           "control_verdict", "compare_arms"]
 
 #: What production mode cannot measure, and why (reported as such in metrics.json).
 NOT_MEASURABLE = {
@@ -186,3 +187,112 @@ def benchmark_measurement(model, X_train, y_train, subset, tau, X_test, y_test, 
                       "corollary_note": "no full-data reference is trained for a model without a TMD constant",
                       "certified": None, "valid": None, "conditions": [],
                       "lipschitz_note": f"model {model.name!r} has no Lipschitz constant in TMD: no c*eps is stated"}}
+
+
+def control_verdict(pred_control, pred_strategy, y, task_type: str, *, confidence: float = 0.9, n_boot: int = 2000,
+                    seed: int = 0) -> dict:
+    r"""Is the strategy better than Random on this pool?  The two arms' models compared on the shared audit sample.
+
+    With :math:`e^R_i, e^S_i` the errors of the control (Random) arm's and the strategy arm's models on audit member
+    :math:`i` -- squared errors for regression, the Brier score :math:`(p_i - y_i)^2` for a binary task --, the
+    statistic is the difference of the two root mean errors,
+
+    .. math:: \Delta = \sqrt{\overline{e^S}} - \sqrt{\overline{e^R}}
+
+    (the RMSE difference for regression; negative: the strategy's model is better), with a **paired** percentile
+    bootstrap interval over the audit members (``scipy.stats.bootstrap``, ``paired=True``: both arms are scored on
+    the same resampled members).  The verdict is ``"strategy better"`` when the interval lies below 0, ``"Random
+    better"`` above, else ``"undecided"``.
+
+    Parameters
+    ----------
+    pred_control, pred_strategy : ndarray, shape (m,)
+        Predictions (regression) or positive-class probabilities (binary) of the two arms' models on the audit sample.
+    y : ndarray, shape (m,)
+    task_type : {"regression", "binary"}
+    confidence : float
+    n_boot : int
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``difference``, ``low``, ``high``, ``confidence``, ``n``, ``verdict``, ``metric``, ``control``, ``strategy``
+        (each arm's root mean error).
+    """
+    from scipy.stats import bootstrap
+
+    y = np.asarray(y, dtype=np.float64).ravel()
+    a = (np.asarray(pred_control, dtype=np.float64).ravel() - y) ** 2
+    b = (np.asarray(pred_strategy, dtype=np.float64).ravel() - y) ** 2
+    if task_type not in ("regression", "binary"):
+        raise ValueError(f"the control verdict takes a regression or binary task, not {task_type!r}")
+    metric = "rmse" if task_type == "regression" else "root Brier score"
+
+    def stat(ea, eb, axis=-1):
+        return np.sqrt(np.mean(eb, axis=axis)) - np.sqrt(np.mean(ea, axis=axis))
+
+    diff = float(stat(a, b))
+    out = {"metric": metric, "difference": diff, "confidence": float(confidence), "n": int(y.size),
+           "control": float(np.sqrt(a.mean())) if y.size else None,
+           "strategy": float(np.sqrt(b.mean())) if y.size else None}
+    if y.size < 5:
+        return {**out, "low": None, "high": None, "verdict": "undecided",
+                "note": f"{y.size} labelled audit members: too few to compare the arms"}
+    res = bootstrap((a, b), stat, paired=True, vectorized=True, confidence_level=float(confidence),
+                    n_resamples=int(n_boot), method="percentile", random_state=np.random.default_rng(seed))
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    verdict = "strategy better" if high < 0 else ("Random better" if low > 0 else "undecided")
+    return {**out, "low": low, "high": high, "verdict": verdict}
+
+
+def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, task, *, confidence: float = 0.9,
+                 seed: int = 0) -> dict:
+    r"""The Random control of a round: one model per arm, each on its own labels, compared on the audit sample.
+
+    The control arm's model is trained on the labels of the earlier rounds (``base``) and of the round's uniform picks
+    (``control``); the strategy arm's on ``base`` and as many of the round's other picks (``strategy``), drawn
+    uniformly among them (seeded), so that both models see the same number of labels and differ only in how the
+    round chose them.  Both are scored on the labelled audit sample by :func:`control_verdict`.
+
+    Parameters
+    ----------
+    make : callable
+        ``make() -> Model`` (unfitted, the trained model's kind and options).
+    inputs_of : callable
+        ``inputs_of(ids) -> Inputs``.
+    labels_of : callable
+        ``labels_of(ids) -> ndarray`` (labels as stored).
+    base, control, strategy, audit : ndarray of int
+        Graph ids, labelled.
+    task : TaskSpec
+    confidence, seed
+
+    Returns
+    -------
+    dict
+        :func:`control_verdict`'s, plus ``n_base``, ``n_control``, ``n_strategy`` (labels each arm's model had beyond
+        ``base``) and ``rule``.
+    """
+    from .predict import probabilities
+
+    base, control, strategy, audit = (np.asarray(a, dtype=np.int64) for a in (base, control, strategy, audit))
+    m = int(min(control.size, strategy.size))
+    rng = np.random.default_rng([int(seed), 0xA53])
+    control_arm = control if control.size == m else np.sort(rng.choice(control, size=m, replace=False))
+    strategy_arm = np.sort(rng.choice(strategy, size=m, replace=False)) if m else strategy[:0]
+    facts = {"n_base": int(base.size), "n_control": m, "n_strategy": m,
+             "rule": "each arm's model: the earlier rounds' labels plus as many of the round's picks of its arm "
+                     "(the strategy's drawn uniformly); compared on the labelled audit sample"}
+    if m < 2 or audit.size < 5 or task.type not in ("regression", "binary"):
+        why = ("a regression or binary task" if task.type not in ("regression", "binary") else
+               f"at least 2 labelled picks per arm ({m}) and 5 labelled audit members ({audit.size})")
+        return {**facts, "verdict": "undecided", "difference": None, "low": None, "high": None,
+                "note": f"not compared: needs {why}"}
+    preds = []
+    for arm in (control_arm, strategy_arm):
+        ids = np.concatenate([base, arm])
+        out = make().fit(inputs_of(ids), labels_of(ids), np.ones(ids.size), task).outputs(inputs_of(audit))
+        preds.append(probabilities(out, task)[:, 1] if task.type == "binary" else np.asarray(out)[:, 0])
+    y = np.asarray(labels_of(audit), dtype=np.float64).reshape(audit.size, -1)[:, 0]
+    return {**facts, **control_verdict(preds[0], preds[1], y, task.type, confidence=confidence, seed=seed)}

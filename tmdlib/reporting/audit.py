@@ -209,7 +209,17 @@ def _estimate_section(f: Mapping) -> dict:
     rows += [(f"{k.replace('_', ' ')}", v) for k, v in (f.get("not_measurable") or {}).items()]
     if e.get("note"):
         rows.append(("note", e["note"]))
-    return _section("Pool estimate (production: the audit sample)", rows, text=estimate_line(e), tone="ok")
+    text = estimate_line(e)
+    if f.get("control"):
+        from .verdict import control_line
+
+        c = f["control"]
+        rows += [("Random control: verdict", c.get("verdict")), ("Random control: difference (strategy − Random)",
+                  c.get("difference")), ("Random control: interval", None if c.get("low") is None else
+                                         f"[{_fmt(c['low'])}, {_fmt(c['high'])}]"),
+                 ("Random control: rule", c.get("rule") or c.get("note"))]
+        text += " " + control_line(c)
+    return _section("Pool estimate (production: the audit sample)", rows, text=text, tone="ok")
 
 
 def _verdict_section(f: Mapping) -> dict:

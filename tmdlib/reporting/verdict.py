@@ -120,6 +120,17 @@ def estimate_line(est: Mapping) -> str:
             f"{note}")
 
 
+def control_line(control: Mapping) -> str:
+    """The Random control's verdict (``select.control``): is the strategy better than Random on this pool?"""
+    if control.get("difference") is None:
+        return f"Random control: {control.get('verdict', 'undecided')} ({control.get('note', 'not compared')})"
+    return (f"Random control ({control['n_control']} uniform vs {control['n_strategy']} strategy picks this round, "
+            f"{control['n']} audit graphs): {control['metric']} {control['strategy']:.4g} (strategy) vs "
+            f"{control['control']:.4g} (Random), difference {control['difference']:+.4g} "
+            f"[{control['low']:+.4g}, {control['high']:+.4g}] at {100 * control['confidence']:g} %: "
+            f"{control['verdict']}")
+
+
 def verdict_lines(metrics: Mapping | None, node_bound: Mapping | None = None) -> list[str]:
     """The verdict as lines of text, headline first: the one a report or a summary opens with.
 
@@ -141,6 +152,8 @@ def verdict_lines(metrics: Mapping | None, node_bound: Mapping | None = None) ->
     b = m.get("bound") or {}
     v = coreset_verdicts(b, m.get("certified"))
     lines = [estimate_line(m["pool_estimate"])] if m.get("pool_estimate") else []
+    if m.get("control"):
+        lines.append(control_line(m["control"]))
     lines.append(f"Lemma 3.2 (coreset loss gap): {v['lemma']['sentence']}")
     if v["with_labels"] is not None:
         lines.append(f"Lemma 3.2 with the label term: {v['with_labels']['sentence']}")

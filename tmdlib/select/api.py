@@ -28,6 +28,10 @@ from .registry import Problem, get_method
 __all__ = ["Selection", "select_graphs", "check_engine"]
 
 
+#: What the pool setting's methods (``tmd-mix``, ``tmd-rounds``) say of a round, kept in :meth:`Selection.to_json`.
+ROUND_KEYS = ("first", "share", "strategy", "round_new", "fallback", "control", "strategy_new")
+
+
 @dataclass(frozen=True, eq=False)
 class Selection:
     r"""A selection of ``k`` of the ``n`` pool members and the evidence for its bound.
@@ -124,7 +128,16 @@ class Selection:
                 "epsilon_method": self.objective,
                 "certificate_tau": cert.tau.tolist() if cert is not None else None,
                 "engine_info": dict(cert.info) if cert is not None else {},
-                "labelled_in_pool": int(self.labelled_in_pool), "reused_labels": int(self.reused_labels)}
+                "labelled_in_pool": int(self.labelled_in_pool), "reused_labels": int(self.reused_labels),
+                **({"rounds": self._rounds()} if any(key in self.info for key in ROUND_KEYS) else {})}
+
+    def _rounds(self) -> dict:
+        """What the pool setting's methods said of the round, the control arm and the strategy's new picks as ids."""
+        out = {key: self.info[key] for key in ROUND_KEYS if key in self.info}
+        for key, name in (("control", "control_ids"), ("strategy_new", "strategy_new_ids")):
+            if key in out:
+                out[name] = self._id_of(np.asarray(out.pop(key), dtype=np.int64)).tolist()
+        return out
 
     def _id_of(self, positions: np.ndarray) -> np.ndarray:
         """Graph ids of pool positions that are picks (via ``positions`` → ``ids``); int64, shaped like ``positions``."""

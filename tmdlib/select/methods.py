@@ -163,24 +163,76 @@ def _tmd_mix(problem: Problem) -> Picked:
     return _with_tau(problem, D, pos, {"share": share})
 
 
+def _control(problem: Problem) -> tuple[Problem, np.ndarray]:
+    """The Random control arm of a round (option ``control``: a share of the round's new picks, drawn uniformly among
+    the members that may be picked); returns the problem with them kept (``fixed``) and their positions."""
+    share = float(problem.options.get("control") or 0.0)
+    if not 0.0 <= share < 1.0:
+        raise InputError(None, f"select.control must be a share in [0, 1), got {share}")
+    fixed = np.zeros(problem.n, dtype=bool) if problem.fixed is None else problem.fixed.copy()
+    new = problem.k - int(fixed.sum())
+    m = int(np.ceil(share * new)) if share > 0 and problem.candidates is None else 0
+    if m == 0:
+        return problem, np.zeros(0, dtype=np.int64)
+    free = ~fixed
+    if problem.options.get("exclude") is not None:
+        free &= ~np.asarray(problem.options["exclude"], dtype=bool)
+    rng = np.random.default_rng([int(problem.seed), 0xC0A7, int(problem.k)])
+    arm = np.sort(rng.choice(np.flatnonzero(free), size=min(m, int(free.sum())), replace=False)).astype(np.int64)
+    fixed[arm] = True
+    from dataclasses import replace
+
+    return replace(problem, fixed=fixed), arm
+
+
 def _tmd_rounds(problem: Problem) -> Picked:
     r"""The pool setting's rounds: round one :func:`_tmd_mix`; later rounds (members already labelled, ``fixed``)
     :func:`tmdlib.select.rounds.next_batch` with the ``difficulty`` option (one value per pool member, from the
-    labels so far) and the ``strategy`` option (default :data:`tmdlib.select.rounds.DEFAULT_NEXT`)."""
+    labels so far) and the ``strategy`` option (default :data:`tmdlib.select.rounds.DEFAULT_NEXT`).  Option
+    ``control``: a share of each round's new picks drawn uniformly (the Random control arm, :func:`_control`)."""
+    before = np.zeros(problem.n, dtype=bool) if problem.fixed is None else problem.fixed.copy()
+    first = not before.any()
+    if problem.engine == "scalable" or problem.candidates is not None:  # (more labelled than k: k-medoids among them)
+        return _tmd_mix(problem)
+    problem, arm = _control(problem)
+    picked = _first_round(problem) if first else _next_round(problem)
+    new = np.setdiff1d(np.asarray(picked.positions, dtype=np.int64), np.flatnonzero(before))
+    picked.info.update({"round_new": int(new.size), **({"control": arm.tolist(),
+                                                        "strategy_new": np.setdiff1d(new, arm).tolist()}
+                                                       if arm.size else {})})
+    return picked
+
+
+def _first_round(problem: Problem) -> Picked:
+    """Round one of ``tmd-rounds``: option ``first`` (default :data:`tmdlib.select.rounds.DEFAULT_FIRST`), ``tmd-mix``
+    or the paper's ``tmd`` k-medoids."""
+    from .rounds import DEFAULT_FIRST
+
+    first = str(problem.options.get("first") or DEFAULT_FIRST)
+    if first == "tmd-mix":
+        return _tmd_mix(problem)
+    if first != "tmd":
+        raise InputError(None, f"tmd-rounds' first round is tmd-mix or tmd, not {first!r}")
+    picked = _kmedoids(problem, _matrix_of(problem))
+    picked.info["first"] = "tmd"
+    return picked
+
+
+def _next_round(problem: Problem) -> Picked:
+    """A later round of ``tmd-rounds``: the labelled members (and a control arm), ``fixed``, kept; the rest of the
+    budget by :func:`tmdlib.select.rounds.next_batch`."""
     from .rounds import DEFAULT_NEXT, next_batch
 
     diff = problem.options.get("difficulty")
-    if problem.fixed is None or not problem.fixed.any() or problem.engine == "scalable":
-        return _tmd_mix(problem)
     D = _matrix_of(problem)
     strategy = str(problem.options.get("strategy") or DEFAULT_NEXT)
     if diff is None and strategy not in ("tmd", "random"):
         strategy = "tmd"  # no difficulty (a pool without SMILES or fingerprints): the coreset grows
-    lab = np.flatnonzero(problem.fixed)
+    kept = np.flatnonzero(problem.fixed)
     cand = None if problem.options.get("exclude") is None else ~np.asarray(problem.options["exclude"], dtype=bool)
-    new = next_batch(D, lab, problem.k - lab.size, diff, strategy, problem.seed, candidates=cand,
+    new = next_batch(D, kept, problem.k - kept.size, diff, strategy, problem.seed, candidates=cand,
                      restarts=int(problem.options.get("restarts", 3)))
-    return _with_tau(problem, D, np.concatenate([lab, new]), {"strategy": strategy, "round_new": int(new.size)})
+    return _with_tau(problem, D, np.concatenate([kept, new]), {"strategy": strategy})
 
 
 #: Uniform share of a ``tmd-mix`` first round (measured on the pool benchmark: docs/pool-benchmark.md).

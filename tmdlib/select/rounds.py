@@ -37,11 +37,14 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
-           "isolation", "knn_difficulty", "default_method"]
+           "isolation", "knn_difficulty", "default_method", "DEFAULT_FIRST",
+           "check_control"]
 
 #: The later-round strategies of :func:`next_batch`.
 NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "random")
-#: The default later-round strategy (chosen on the pool benchmark: docs/pool-benchmark.md).
+#: The default first round of ``tmd-rounds`` and its later-round strategy (chosen on the pool benchmark:
+#: docs/pool-benchmark.md).
+DEFAULT_FIRST = "tmd-mix"
 DEFAULT_NEXT = "unc-cover"
 
 
@@ -51,6 +54,18 @@ def default_method(method: str, production: bool) -> str:
     if method != "auto":
         return method
     return "tmd-rounds" if production else "tmd"
+
+
+def check_control(method: str, control) -> float:
+    """``select.control`` checked: a share in [0, 1), and only with ``tmd-rounds`` (the method that draws the arm)."""
+    from ..errors import InputError
+
+    c = float(control or 0.0)
+    if not 0.0 <= c < 1.0:
+        raise InputError(None, f"select.control must be a share in [0, 1), got {control!r}")
+    if c > 0 and method != "tmd-rounds":
+        raise InputError(None, f"select.control needs select.method tmd-rounds (auto in production), not {method!r}")
+    return c
 
 
 def knn_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, neighbours: int = 5) -> np.ndarray:

@@ -118,3 +118,22 @@ def test_knn_difficulty_is_the_spread_of_the_nearest_labels():
     u = rounds.knn_difficulty(X_lab, y, np.array([[0.05], [10.05]]), neighbours=3)
     assert u[0] == pytest.approx(0.01)  # crepes adds beta = 0.01, so no member has a difficulty of 0
     assert u[1] == pytest.approx(np.std([0.0, 5.0, 10.0]) + 0.01)
+
+
+def test_tmd_rounds_spends_the_control_share_uniformly(mutag, mutag_D):
+    """select.control: that share of the round's new picks is a uniform draw (kept by the strategy), recorded apart
+    from the strategy's own new picks; only tmd-rounds takes it."""
+    from tmdlib import InputError
+
+    lab = np.arange(0, 40, 4)
+    sel = tmdlib.select_graphs(mutag, "tmd-rounds", k=30, seed=1, matrix=mutag_D, labelled=lab,
+                               difficulty=np.ones(len(mutag)), control=0.25)
+    doc = sel.to_json()["rounds"]
+    new = 30 - lab.size
+    assert len(doc["control_ids"]) == int(np.ceil(0.25 * new)) and doc["round_new"] == new
+    assert set(doc["control_ids"]) | set(doc["strategy_new_ids"]) == set(sel.ids.tolist()) - set(lab.tolist())
+    assert not set(doc["control_ids"]) & set(doc["strategy_new_ids"])
+    with pytest.raises(InputError, match="needs select.method tmd-rounds"):
+        rounds.check_control("tmd", 0.2)
+    with pytest.raises(InputError, match=r"share in \[0, 1\)"):
+        rounds.check_control("tmd-rounds", 1.0)

@@ -1,0 +1,108 @@
+"""The pool setting's rounds through a real ``dvc repro`` (issue 60): a SMILES pool without labels, round one at 5 %
+with the defaults (``select.method: auto`` = tmd-rounds: half uniform, half TMD k-medoids), a lab that answers all
+but one request, ``tmdsub labels commit``, round two at 10 % steered by the labels that came back, with a Random control
+arm (``select.control``); the selection keeps what was answered, never asks for the audit sample, certifies the whole
+labelled set (recomputed here from the matrix), and is reproducible from the ledger; once round two is answered, the
+evaluate stage compares the two arms on the audit sample.  The lab plays from MoleculeACE's measured CHEMBL2835_Ki values."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from helpers import RAW, git_workspace, pipeline_env
+
+DVC = str(Path(sys.executable).parent / "dvc")
+TMDSUB = str(Path(sys.executable).parent / "tmdsub")
+N = 160
+pytestmark = pytest.mark.skipif(not (RAW / "MoleculeACE").is_dir(), reason="data/raw not present")
+
+
+def _sh(args, cwd, env):
+    res = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res
+
+
+def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
+    env = pipeline_env("")
+    env.pop("PREFECT_API_URL")  # ephemeral Prefect in each stage, as a fresh clone has it
+    ws = git_workspace(tmp_path, env)
+    rows = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newline="")))[:N]
+    hidden = {r["smiles"]: float(r["y"]) for r in rows}
+    (ws / "data" / "raw" / "POOL.csv").write_text("smiles\n" + "".join(f"{r['smiles']}\n" for r in rows))
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["base"]["datasets"] = {"POOL": "POOL.csv"}
+    params["select"]["fraction"] = 0.05
+    params["labels"]["source"] = "lab/round.csv"
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    _sh([DVC, "repro", "label_requests@POOL"], ws, env)
+    sel1 = json.loads((ws / "data/selection/POOL/selection.json").read_text())
+    n_train = sel1["n_train"]
+    assert sel1["method"] == "tmd-rounds" and sel1["rounds"]["share"] == 0.5
+    assert sel1["k"] == math.ceil(0.05 * n_train) and sel1["mode"] == "production"
+    audit = set(sel1["audit_ids"])
+    reqs = list(csv.DictReader(open(ws / "data/labels/POOL/label_requests.csv", newline="")))
+    asked = [r for r in reqs if r["purpose"] != "audit"]
+    assert {int(r["graph_id"]) for r in asked} == set(sel1["medoids"])
+
+    # the lab answers every request but one coreset molecule, by SMILES
+    missing = asked[0]
+    (ws / "lab").mkdir()
+    with open(ws / "lab" / "round.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["smiles", "label"])
+        w.writerows((r["source_id"], hidden[r["source_id"]]) for r in reqs if r is not missing)
+    _sh([DVC, "repro", "labels@POOL"], ws, env)
+    _sh([TMDSUB, "labels", "commit", "POOL"], ws, env)
+
+    params["select"]["fraction"] = 0.1
+    params["select"]["control"] = 0.3
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    _sh([DVC, "repro", "label_requests@POOL"], ws, env)
+    sel2 = json.loads((ws / "data/selection/POOL/selection.json").read_text())
+    answered = set(sel1["medoids"]) - {int(missing["graph_id"])}
+    assert sel2["method"] == "tmd-rounds" and sel2["rounds"]["strategy"] == "unc-cover"
+    assert sel2["k"] == math.ceil(0.1 * n_train) and answered <= set(sel2["medoids"])
+    assert set(sel2["audit_ids"]) == audit and not audit & set(sel2["medoids"])
+    assert sel2["rounds"]["round_new"] == sel2["k"] - len(answered)
+    control, strategy = set(sel2["rounds"]["control_ids"]), set(sel2["rounds"]["strategy_new_ids"])
+    assert len(control) == math.ceil(0.3 * sel2["rounds"]["round_new"]) and not control & strategy
+    assert control | strategy == set(sel2["medoids"]) - answered
+
+    # the certificate is the exact epsilon of the whole labelled set, read again off the TMD matrix
+    D = np.load(ws / "data/tmd/POOL/matrix.npy")
+    from tmdlib.datasets import read_graph_parquet
+
+    ids = np.asarray(read_graph_parquet(ws / "data/graphs/POOL.parquet").column("graph_id").to_numpy())
+    pos = {int(g): i for i, g in enumerate(ids)}
+    train = np.array([pos[g] for g in sel2["train_ids"]])
+    picks = np.array([pos[g] for g in sel2["medoids"]])
+    assert sel2["epsilon_mean"] == pytest.approx(D[np.ix_(train, picks)].min(axis=1).mean(), rel=1e-9)
+
+    # reproducible from the ledger: the same command again asks for the same molecules
+    before = (ws / "data/selection/POOL/selection.json").read_bytes()
+    _sh([DVC, "repro", "--force", "select@POOL"], ws, env)
+    assert (ws / "data/selection/POOL/selection.json").read_bytes() == before
+
+    # round two answered: the model, its estimate, and the Random control's verdict on the audit sample
+    reqs2 = list(csv.DictReader(open(ws / "data/labels/POOL/label_requests.csv", newline="")))
+    with open(ws / "lab" / "round.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["smiles", "label"])
+        w.writerows((r["source_id"], hidden[r["source_id"]]) for r in reqs2)
+    _sh([DVC, "repro", "evaluate@POOL"], ws, env)
+    metrics = json.loads((ws / "data/metrics/POOL/metrics.json").read_text())
+    c = metrics["control"]
+    assert c["n_control"] == c["n_strategy"] == len(control) and c["verdict"] in (
+        "strategy better", "Random better", "undecided")
+    assert c["low"] <= c["difference"] <= c["high"] and c["n"] == metrics["audit_labelled"]
+    assert "Random control" in _sh([TMDSUB, "summary"], ws, env).stdout
