@@ -98,6 +98,11 @@ def main(argv=None) -> int:
     r.add_argument("--trials", type=int, default=3)
     r.add_argument("--largest-first", action="store_true",
                    help="walk the sets largest first (a second process beside one walking smallest first)")
+    c = sub.add_parser("control", help="the Random control's verdict in round two, per set (control.csv)")
+    c.add_argument("--sets", nargs="*")
+    c.add_argument("--strategy", default=None, help="default: tmd-rounds' default (first>next/knn)")
+    c.add_argument("--share", type=float, default=0.2)
+    c.add_argument("--trials", type=int, default=3)
     sub.add_parser("summary")
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
@@ -131,6 +136,30 @@ def main(argv=None) -> int:
                 n_new += len(rows)
             claim.unlink()
             print(f"{name}: {n_new} rows in {time.perf_counter() - t0:.0f} s", flush=True)
+        return 0
+    if a.cmd == "control":
+        import csv
+
+        from tmdlib.experiment import pool as P
+        from tmdlib.select.rounds import DEFAULT_FIRST, DEFAULT_NEXT
+
+        strategy = a.strategy or f"{DEFAULT_FIRST}>{DEFAULT_NEXT}/knn"
+        out = RESULTS / "control.csv"
+        done = set()
+        if out.is_file():
+            done = {(r["dataset"], r["model"], r["strategy"], int(r["trial"])) for r in csv.DictReader(open(out))}
+        for name in a.sets or all_sets():
+            if not (CACHE / f"{name}.npz").is_file():
+                continue
+            model = "svm" if load(name)["task"] == "regression" else "rf"
+            rows = P.run_control(load(name), strategy, model, a.share, a.trials, skip=done)
+            new = not out.is_file()
+            with open(out, "a", newline="") as fh:
+                w = csv.DictWriter(fh, fieldnames=P.CONTROL_COLUMNS)
+                if new:
+                    w.writeheader()
+                w.writerows(rows)
+            print(f"{name}: {len(rows)} control rows", flush=True)
         return 0
     if a.cmd == "summary":
         from tmdlib.reporting.pool import write_summary

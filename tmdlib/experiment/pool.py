@@ -36,7 +36,8 @@ import time
 import numpy as np
 
 __all__ = ["load_pool", "PoolCase", "FIRST", "NEXT", "STRATEGIES", "BUDGETS", "COLUMNS", "KEY", "row_key",
-           "run_set", "read_rows", "append_rows", "fit_predict", "difficulty", "svr_on_kernel"]
+           "run_set", "read_rows", "append_rows", "fit_predict", "difficulty", "svr_on_kernel", "run_control",
+           "CONTROL_COLUMNS"]
 
 #: Total budgets (share of the pool less the audit sample); rounds reach them in this order.
 BUDGETS = (0.05, 0.10, 0.20)
@@ -128,7 +129,8 @@ class PoolCase:
         return self._kernel
 
 
-def svr_on_kernel(K: np.ndarray, train: np.ndarray, y: np.ndarray, w, predict: np.ndarray, **options) -> np.ndarray:
+def svr_on_kernel(K: np.ndarray, train: np.ndarray, y: np.ndarray, w, predict: np.ndarray, *,
+                  K_predict: np.ndarray | None = None, **options) -> np.ndarray:
     r"""The registered ``svm`` (:class:`tmdlib.chem.models.TanimotoSVR`, its defaults) fitted and applied on rows of a
     precomputed MinMax kernel ``K``: same targets' standardisation, same libsvm problem, same predictions.
 
@@ -139,6 +141,9 @@ def svr_on_kernel(K: np.ndarray, train: np.ndarray, y: np.ndarray, w, predict: n
     y : ndarray, shape (m,)
     w : ndarray, shape (m,), or None
     predict : ndarray of int
+        Rows of ``K`` to predict (ignored with ``K_predict``).
+    K_predict : ndarray, shape (q, m), optional
+        The kernel of other molecules against the training rows (the audit sample's).
     """
     from sklearn.svm import SVR
 
@@ -151,7 +156,7 @@ def svr_on_kernel(K: np.ndarray, train: np.ndarray, y: np.ndarray, w, predict: n
     svr = SVR(kernel="precomputed", C=float(ref.C), epsilon=float(ref.epsilon), tol=float(ref.tol),
               cache_size=float(ref.cache_size))
     svr.fit(K[np.ix_(train, train)], (y - mean) / scale, sample_weight=w)
-    return mean + scale * svr.predict(K[np.ix_(predict, train)])
+    return mean + scale * svr.predict(K[np.ix_(predict, train)] if K_predict is None else K_predict)
 
 
 def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.ndarray, seed: int) -> np.ndarray:
@@ -348,3 +353,71 @@ def read_rows(path) -> list[dict]:
     return read_csv_rows(str(path), "a pool benchmark results file", KEY + ("value",), columns=COLUMNS,
                          floats=("budget", "value", "epsilon", "seconds"),
                          ints=("trial", "k", "n_pool", "n_audit", "n_eval"), bools=("weighted",))
+
+
+#: Columns of ``control.csv``: the Random control's verdict in round two (5 % → 10 %), one row per (set, trial).
+CONTROL_COLUMNS = ("dataset", "model", "strategy", "trial", "share", "n_control", "n_audit", "verdict", "difference",
+                   "low", "high", "metric", "value")
+
+
+def run_control(data: dict, strategy: str, model: str = "svm", share: float = 0.2, trials: int = 3,
+                skip=frozenset()) -> list[dict]:
+    r"""The Random control of production (``select.control``) replayed on a pool: how often is its verdict right?
+
+    Round one by the strategy's first picker at 5 %; round two to 10 % spends ``share`` of its new picks on a uniform
+    draw (the control arm), the rest by the strategy with that draw kept; :func:`tmdlib.models.evaluate.compare_arms`'s
+    rule then trains one model per arm (round one's labels plus as many of the round's picks of each arm) and compares
+    them on the audit sample.  ``value`` is the error of the round's full model (every label) on the rest of the pool:
+    against the strategy's rounds rows without a control it says what the control costs.  The verdict's truth is read
+    from the benchmark's rows (the strategy's ratio to Random at 10 %) by :mod:`tmdlib.reporting.pool`.
+    """
+    from ..models.evaluate import control_verdict
+    from ..select.rounds import next_batch
+
+    case = PoolCase(data["name"], data["y"], data["counts"], data["tmd"], data["smiles"], data["graph_ids"],
+                    data["task"])
+    if model == "svm" and case.task != "regression":
+        return []
+    first, nxt = strategy.split(">")
+    nxt, _, how = nxt.partition("/")
+    out = []
+    audit_x = case.counts[case.audit]
+    for trial in range(int(trials)):
+        if (case.name, model, strategy, trial) in skip:
+            continue
+        picks, _ = first_round(case, first, case.k(BUDGETS[0]), trial)
+        new = case.k(BUDGETS[1]) - picks.size
+        m = int(math.ceil(share * new))
+        rng = np.random.default_rng([trial, 0xC0A7])
+        arm = np.sort(rng.choice(np.setdiff1d(np.arange(case.P), picks), size=m, replace=False))
+        kept = np.concatenate([picks, arm])
+        u = difficulty(case, picks, how, trial) if how else None
+        strat = next_batch(case.D, kept, new - m, u, nxt, seed=trial, restarts=3)
+        sub = np.sort(np.random.default_rng([trial, 0xA53]).choice(strat, size=m, replace=False))
+        preds = [_predict_audit(case, model, np.concatenate([picks, a]), audit_x, trial) for a in (arm, sub)]
+        v = control_verdict(preds[0], preds[1], case.y[case.audit], case.task, seed=trial)
+        allp = np.sort(np.concatenate([kept, strat]))
+        rest = np.setdiff1d(np.arange(case.P), allp)
+        metric, value = score(case, fit_predict(case, model, allp, None, rest, trial), rest)
+        out.append({"dataset": case.name, "model": model, "strategy": strategy, "trial": trial, "share": share,
+                    "n_control": m, "n_audit": int(case.audit.size), "verdict": v["verdict"],
+                    "difference": v["difference"], "low": v["low"], "high": v["high"], "metric": metric,
+                    "value": value})
+    return out
+
+
+def _predict_audit(case: PoolCase, model: str, train: np.ndarray, audit_x: np.ndarray, seed: int) -> np.ndarray:
+    """``model`` trained on pool positions ``train``, applied to the audit sample."""
+    y = case.y[case.pool[train]]
+    if model == "svm":
+        from ..chem.models import minmax_kernel
+
+        return svr_on_kernel(case.kernel, train, y, None, train,
+                             K_predict=minmax_kernel(audit_x, case.counts[case.pool[train]]))
+    from ..chem.forest import fit_forest
+
+    X = case.counts[case.pool]
+    if case.task == "regression":
+        return fit_forest(X[train], y, seed=seed, n_estimators=RF_TREES).predict(audit_x)
+    f = fit_forest(X[train], y.astype(int), task="classification", seed=seed, n_estimators=RF_TREES)
+    return f.predict_proba(audit_x)[:, list(f.classes_).index(1)] if 1 in f.classes_ else np.zeros(len(audit_x))
