@@ -35,9 +35,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from ..errors import InputError
+from .estimator import estimator_spec
 from .forest import check_weights
 
-__all__ = ["minmax_kernel", "TanimotoSVR", "TanimotoSVC", "ECFPForest", "ECFPBoosting", "ESTIMATORS"]
+__all__ = ["minmax_kernel", "TanimotoSVR", "TanimotoSVC", "ECFPForest", "ECFPBoosting", "SVM", "RF", "GBM"]
 
 #: Rows of the first argument per kernel block: a block of the kernel is ``block x m`` float64.
 KERNEL_BLOCK = 2048
@@ -832,7 +833,24 @@ class ECFPBoosting(BaseEstimator):
         return m
 
 
-#: The estimators by the names the model registry uses, per task.
-ESTIMATORS = {"svm": {"regression": TanimotoSVR, "classification": TanimotoSVC},
-              "rf": {"regression": ECFPForest, "classification": ECFPForest},
-              "gbm": {"regression": ECFPBoosting, "classification": ECFPBoosting}}
+# ------------------------------------------------------------------------------------------- the registered models
+def _svm(task, options):
+    return (TanimotoSVR if task.is_regression else TanimotoSVC)(**options)
+
+
+def _forest(task, options):
+    return ECFPForest(task="regression" if task.is_regression else "classification", **options)
+
+
+def _boosting(task, options):
+    return ECFPBoosting(task="regression" if task.is_regression else "classification", **options)
+
+
+#: The registered models (:data:`tmdlib.models.registry.ENTRY_POINTS`), trained through
+#: :class:`tmdlib.chem.estimator.EstimatorModel`.
+SVM = estimator_spec("svm", _svm, summary="support vector machine, Tanimoto (MinMax) kernel on ECFP4 counts",
+                     title="SVM (Tanimoto kernel on ECFP4 counts)")
+RF = estimator_spec("rf", _forest, summary="random forest on ECFP4 counts (500 trees)",
+                    title="random forest (ECFP4 counts)", seeded=True)
+GBM = estimator_spec("gbm", _boosting, summary="gradient boosting on ECFP4 counts",
+                     title="gradient boosting (ECFP4 counts)", seeded=True)
