@@ -142,7 +142,8 @@ class EstimatorModel(Model):
 
 
 def estimator_spec(name: str, build, *, summary: str, title: str = "", seeded: bool = False,
-                   tasks: tuple = ("binary", "multiclass", "regression"), defaults: dict | None = None):
+                   tasks: tuple = ("binary", "multiclass", "regression"), defaults: dict | None = None,
+                   quick: dict | None = None):
     """The :class:`~tmdlib.models.registry.ModelSpec` of an estimator family on ECFP4 counts.
 
     ``build(task, options) -> estimator`` makes the regressor or the classifier for the task being fitted (a
@@ -155,4 +156,5 @@ def estimator_spec(name: str, build, *, summary: str, title: str = "", seeded: b
         return EstimatorModel(lambda task: build(task, dict(options)), name=name)
 
     return ModelSpec(name, make=make, restore=EstimatorModel.from_state, inputs="molecules", tasks=tuple(tasks),
-                     summary=summary, title=title or summary, seeded=seeded, defaults=dict(defaults or {}))
+                     summary=summary, title=title or summary, seeded=seeded, defaults=dict(defaults or {}),
+                     quick=dict(quick or {}))

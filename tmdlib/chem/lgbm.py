@@ -156,4 +156,4 @@ def _build(task, options):
 
 #: The registered model (:data:`tmdlib.models.registry.ENTRY_POINTS`).
 LGBM = estimator_spec("lgbm", _build, summary="LightGBM gradient boosting on ECFP4 counts",
-                      title="LightGBM (ECFP4 counts)", seeded=True)
+                      title="LightGBM (ECFP4 counts)", seeded=True, quick={"n_estimators": 20})

@@ -851,6 +851,6 @@ def _boosting(task, options):
 SVM = estimator_spec("svm", _svm, summary="support vector machine, Tanimoto (MinMax) kernel on ECFP4 counts",
                      title="SVM (Tanimoto kernel on ECFP4 counts)")
 RF = estimator_spec("rf", _forest, summary="random forest on ECFP4 counts (500 trees)",
-                    title="random forest (ECFP4 counts)", seeded=True)
+                    title="random forest (ECFP4 counts)", seeded=True, quick={"n_estimators": 10})
 GBM = estimator_spec("gbm", _boosting, summary="gradient boosting on ECFP4 counts",
-                     title="gradient boosting (ECFP4 counts)", seeded=True)
+                     title="gradient boosting (ECFP4 counts)", seeded=True, quick={"max_iter": 20})

@@ -64,6 +64,8 @@ class ModelSpec:
         The model's name in reports (the molecules benchmark's pages); ``name`` when empty.
     seeded : bool
         It takes a ``seed`` option (the experiments seed it with the trial).
+    quick : dict
+        Options that make it small and fast (a few epochs, few trees) for the conformance tests and smoke runs.
     """
 
     name: str
@@ -76,6 +78,7 @@ class ModelSpec:
     defaults: dict = field(default_factory=dict)
     title: str = ""
     seeded: bool = False
+    quick: dict = field(default_factory=dict)
 
     def build(self, options: dict | None = None):
         """An unfitted model with ``defaults`` updated by ``options``."""

@@ -266,5 +266,5 @@ class ChempropModel(Model):
 #: The registered model (:data:`tmdlib.models.registry.ENTRY_POINTS`).
 CHEMPROP = ModelSpec("chemprop", make=lambda options: ChempropModel(**options), restore=ChempropModel.from_state,
                      inputs="molecules", tasks=("regression",), seeded=True, title="chemprop D-MPNN",
-                     defaults={"epochs": 50},
+                     defaults={"epochs": 50}, quick={"epochs": 1, "hidden": 32, "accelerator": "cpu"},
                      summary="chemprop's D-MPNN (the chemprop package: its featuriser, trainer, target scaling)")
