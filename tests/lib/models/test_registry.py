@@ -162,3 +162,19 @@ def test_a_users_estimator_with_a_class_of_its_own_is_refused_at_load_time():
     blob = np.frombuffer(sio.dumps(Sneaky().fit(np.eye(3), np.arange(3.0))), dtype=np.uint8)
     with pytest.raises(InputError, match="does not trust"):
         EstimatorModel.from_state({"kinds": ["skops"], "name": "mine:make", "head": None}, {"0.skops": blob})
+
+
+def test_the_stages_that_build_models_depend_on_every_models_code():
+    """dvc.yaml's train, evaluate and predict stages rerun when any registered model's file changes (a folder dep
+    covers the files it holds, a new model's file included)."""
+    import yaml
+
+    from helpers import ROOT
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    files = {"tmdlib/models/registry.py", "tmdlib/models/base.py"} | {
+        ref.split(":")[0].replace(".", "/") + ".py" for ref in ENTRY_POINTS.values()}
+    for stage in ("train", "train_nodes", "evaluate", "evaluate_nodes", "predict"):
+        deps = [d.rstrip("/") for d in stages[stage]["do"]["deps"]]
+        missing = [f for f in sorted(files) if not any(f == d or f.startswith(d + "/") for d in deps)]
+        assert not missing, f"{stage} does not depend on {missing}"
