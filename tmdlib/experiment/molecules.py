@@ -10,8 +10,8 @@ and RMSE on the test molecules involved in an activity cliff (MoleculeACE's seco
 The models are the registered ones (:func:`tmdlib.models.model_names`: ``svm``, ``rf``, ``gbm``, ``lgbm``, ``gin``,
 ``chemprop``, ...), trained on the same picks with :func:`model_options`:
 
-* the molecule models (``svm``, ``rf``, ``gbm``, ``lgbm``, ``chemprop``) with the method's weights τ as sample weights where the
-  method has them (``weighted`` rows), and without (``weighted = False`` rows, for every method);
+* the molecule models (``svm``, ``rf``, ``gbm``, ``lgbm``, ``chemprop``) with the method's weights τ as sample weights
+  where the method has them (``weighted`` rows), and without (``weighted = False`` rows, for every method);
 * ``gin``: the GIN (the ``default`` recipe, Huber loss on standardised targets), τ-weighted as in the paper (the TMD
   coreset's unweighted twin is a variant row, ``weighted = False``).
 

@@ -22,7 +22,8 @@ N_POOL, N_TRAIN = 300, 40
 #: A task of each type and labels of that type for n members (the refusal check fits them).
 OTHER_TASKS = {"binary": (BIN, lambda n: np.arange(n) % 2),
                "multiclass": (TaskSpec("multiclass", classes=(0, 1, 2)), lambda n: np.arange(n) % 3),
-               "multitask": (TaskSpec("multitask", targets=("t1", "t2")), lambda n: np.stack([np.arange(n) % 2] * 2, 1)),
+               "multitask": (TaskSpec("multitask", targets=("t1", "t2")),
+                             lambda n: np.stack([np.arange(n) % 2] * 2, 1)),
                "regression": (REG, lambda n: np.linspace(4.0, 8.0, n))}
 
 
