@@ -401,9 +401,9 @@ def predict(
 @app.command()
 def models() -> None:
     """The registered models (train.model / --model), their inputs and task types."""
-    from tmdlib.models import MODELS
+    from tmdlib.models import all_models
 
-    for spec in MODELS.values():
+    for spec in all_models():
         typer.echo(f"{spec.name:14s} {spec.inputs:9s} {','.join(spec.tasks):38s} {spec.summary}")
 
 

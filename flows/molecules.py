@@ -20,7 +20,8 @@ from tmdlib import InputError
 def resolve(datasets: str | None, trials: int | None, methods: str | None, models: str | None,
             fractions: str | None, gin_datasets: int | None) -> dict:
     """The profile with command-line overrides, checked (InputError on bad input)."""
-    from tmdlib.experiment.molecules import MODELS, PROFILE, dataset_sizes
+    from tmdlib.experiment.molecules import PROFILE, dataset_sizes
+    from tmdlib.models import model_names
     from tmdlib.select import method_names
 
     def _list(text, allowed, what):
@@ -37,7 +38,7 @@ def resolve(datasets: str | None, trials: int | None, methods: str | None, model
     if methods:
         p["methods"] = _list(methods, method_names(), "methods")
     if models:
-        p["models"] = _list(models, MODELS, "models")
+        p["models"] = _list(models, model_names(), "models")
     if fractions:
         try:
             p["fractions"] = sorted({float(f) for f in fractions.split(",") if f.strip()})

@@ -33,12 +33,6 @@ def write_pairs_csv(out: str, ids_i: np.ndarray, ids_j: np.ndarray, values: np.n
 # ----------------------------------------------------------------------------------------------
 # Sharded, resumable TMD matrix
 # ----------------------------------------------------------------------------------------------
-def plan_blocks(n: int, block_size: int) -> list[tuple[int, int, int, int]]:
-    """Upper-triangular blocks ``(r0, r1, c0, c1)`` (half-open) covering an ``n x n`` matrix."""
-    starts = list(range(0, n, max(1, block_size)))
-    return blocks_of_chunks([(r, min(r + block_size, n)) for r in starts])
-
-
 def blocks_of_chunks(chunks: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
     """Upper-triangular blocks: one per pair ``a <= b`` of consecutive position ranges ``chunks``."""
     return [(r0, r1, c0, c1) for a, (r0, r1) in enumerate(chunks) for (c0, c1) in chunks[a:]]

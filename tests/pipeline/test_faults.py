@@ -240,7 +240,7 @@ np.save = slow_save
 def test_disk_full_during_block_write_leaves_no_partial_block(store, tmd_reference, tmp_path, monkeypatch):
     """ENOSPC in the middle of a block write: no block file, no temporary; a rerun completes."""
     from tasks import io
-    from tasks.tmd import block_graphs, block_key, compute_block, plan_blocks
+    from tasks.tmd import block_graphs, block_key, blocks_of_chunks, compute_block, plan_chunks
     from tmdlib.datasets.identity import graph_hashes
 
     from tmdlib import GraphDataset
@@ -248,8 +248,8 @@ def test_disk_full_during_block_write_leaves_no_partial_block(store, tmd_referen
     from tmdlib.distance.weights import resolve_weights
 
     ds = to_dataset(read_graph_parquet(store))
-    blocks = plan_blocks(len(ds), BLOCK)
     hashes = graph_hashes(ds)
+    blocks = blocks_of_chunks(plan_chunks(hashes, BLOCK, {}))
     cache = tmp_path / "cache"
     w = resolve_weights(4, "pascal").tolist()  # the stage's defaults: same block names as the reference
     paths = [cache / f"{block_key(hashes, b, 4, w)}.npy" for b in blocks[:3]]

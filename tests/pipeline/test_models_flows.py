@@ -72,3 +72,14 @@ def test_an_unknown_model_is_refused_before_any_file_is_read(tmp_path):
     with pytest.raises(InputError, match="unknown model 'nope'"):
         train_flow(str(tmp_path / "missing.parquet"), "s.json", "l.csv", str(tmp_path / "m.pt"),
                    str(tmp_path / "t.json"), model="nope", log_mlflow=False)
+
+
+def test_tmdsub_models_lists_every_registered_model():
+    """`tmdsub models` prints the registry: one line per model (lgbm included), name first."""
+    from helpers import run_cli
+    from tmdlib.models import model_names
+
+    res = run_cli("models")
+    assert res.returncode == 0, res.stdout + res.stderr
+    listed = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
+    assert listed == list(model_names()) and "lgbm" in listed

@@ -206,3 +206,13 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     assert out["prediction"][0] == pytest.approx(file[smiles[3]], rel=1e-9)
     assert out["prediction"][2] == pytest.approx(file[smiles[7]], rel=1e-9)
     assert np.isnan(out["prediction"][1]) and "parse" in out["reason"][1] and pd.isna(out["reason"][0])
+
+
+def test_a_model_added_in_one_file_walks_the_stages(tmp_path):
+    """lgbm (tmdlib/chem/lgbm.py, registered by its entry point) trains, evaluates and predicts like the others."""
+    pytest.importorskip("lightgbm")
+    smiles, hidden = _regression_rows()
+    w = _walk(tmp_path, smiles[:120], hidden[:120], "lgbm")
+    assert w["info"]["model_state"]["name"] == "lgbm"
+    assert len(w["table"]) == 120 and all(np.isfinite(r["prediction"]) for r in w["table"])
+    assert w["metrics"]["bound"]["c_epsilon"] is None  # measured, nothing certified

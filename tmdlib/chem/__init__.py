@@ -13,6 +13,9 @@ second model family (a random forest on ECFP4 counts) beside the GIN.  Imported 
                                   :func:`memory_bytes` and refusal before allocating
 :mod:`tmdlib.chem.forest`         :func:`fit_forest` / :func:`predict`: scikit-learn random forest
                                   (regression or classification), τ as ``sample_weight``
+:mod:`tmdlib.chem.models`         the registered fingerprint models ``svm``, ``rf``, ``gbm`` (estimators
+                                  with plain-array state); :mod:`tmdlib.chem.lgbm`: ``lgbm`` (LightGBM)
+:mod:`tmdlib.chem.estimator`      :class:`EstimatorModel`: an estimator on ECFP4 counts as a model
 :mod:`tmdlib.chem.depict`         :func:`mol_2d` / :func:`depict_svg`: deterministic 2D coordinates and
                                   SVG pictures (the audit report's depictions)
 :mod:`tmdlib.chem.sdf`            :func:`requests_sdf`: the label requests as an SD file (graph id,

@@ -35,9 +35,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from ..errors import InputError
+from .estimator import estimator_spec
 from .forest import check_weights
 
-__all__ = ["minmax_kernel", "TanimotoSVR", "TanimotoSVC", "ECFPForest", "ECFPBoosting", "ESTIMATORS"]
+__all__ = ["minmax_kernel", "TanimotoSVR", "TanimotoSVC", "ECFPForest", "ECFPBoosting", "SVM", "RF", "GBM"]
 
 #: Rows of the first argument per kernel block: a block of the kernel is ``block x m`` float64.
 KERNEL_BLOCK = 2048
@@ -220,7 +221,47 @@ def _kernel_apply(X: np.ndarray, sv: np.ndarray, coef: np.ndarray, intercept: np
 
 
 # ------------------------------------------------------------------------------------------------------- the SVMs
-class TanimotoSVR(RegressorMixin, BaseEstimator):
+class _KernelMachine:
+    r"""What the two Tanimoto SVMs share: the checks of ``C`` and ``block``, the kept support vectors, the decision
+    values :math:`\sum_j K(x, s_j)\,\alpha_{jc} + b_c`, and the arrays both persist (their own keys added)."""
+
+    _kind = ""
+
+    def _check_params(self) -> None:
+        if not (np.isfinite(self.C) and self.C > 0):
+            raise InputError(None, f"C must be > 0, got {self.C}")
+        if int(self.block) < 1:
+            raise InputError(None, f"block must be >= 1, got {self.block}")
+
+    def _keep(self, X: np.ndarray, support: np.ndarray, dropped: int) -> None:
+        self.support_ = np.asarray(support, dtype=np.int64)
+        self.support_vectors_ = np.ascontiguousarray(X[self.support_], dtype=np.float32)
+        self.n_features_in_ = int(X.shape[1])
+        self.n_dropped_nan_ = dropped
+
+    def _decision(self, X, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
+        X = _features(X, self.n_features_in_, nonnegative=True)
+        return _kernel_apply(X, self.support_vectors_, coef, intercept, int(self.block))
+
+    def _machine_arrays(self) -> dict[str, np.ndarray]:
+        return {"kind": np.array(self._kind), "support_vectors": self.support_vectors_, "dual_coef": self.dual_coef_,
+                "intercept": np.asarray(self.intercept_), "C": np.array(float(self.C)),
+                "tol": np.array(float(self.tol)), "block": np.array(int(self.block)),
+                "n_features_in": np.array(self.n_features_in_), "n_dropped_nan": np.array(self.n_dropped_nan_)}
+
+    @classmethod
+    def _from_machine_arrays(cls, arrays: dict, **options):
+        _check_kind(arrays, cls._kind)
+        m = cls(C=float(_scalar(arrays, "C")), tol=float(_scalar(arrays, "tol")), block=int(_scalar(arrays, "block")),
+                **options)
+        m.support_vectors_ = _array(arrays, "support_vectors", np.float32)
+        m.dual_coef_ = _array(arrays, "dual_coef", np.float64)
+        m.n_features_in_ = int(_scalar(arrays, "n_features_in"))
+        m.n_dropped_nan_ = int(_scalar(arrays, "n_dropped_nan"))
+        return m
+
+
+class TanimotoSVR(_KernelMachine, RegressorMixin, BaseEstimator):
     r"""Support vector regression on ECFP4 counts with the MinMax / Tanimoto kernel.
 
     The targets are standardised inside (:math:`z = (y - \mu)/\sigma`, :math:`\mu, \sigma` the
@@ -272,13 +313,12 @@ class TanimotoSVR(RegressorMixin, BaseEstimator):
         self.cache_size = cache_size
         self.block = block
 
+    _kind = "svr"
+
     def _check_params(self) -> None:
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise InputError(None, f"C must be > 0, got {self.C}")
+        super()._check_params()
         if not (np.isfinite(self.epsilon) and self.epsilon >= 0):
             raise InputError(None, f"epsilon must be >= 0, got {self.epsilon}")
-        if int(self.block) < 1:
-            raise InputError(None, f"block must be >= 1, got {self.block}")
 
     def fit(self, X, y, sample_weight=None):
         """Fit on counts ``X`` (n, d) and real targets ``y`` (n,), rows weighted by ``sample_weight``.
@@ -304,46 +344,32 @@ class TanimotoSVR(RegressorMixin, BaseEstimator):
         svr = SVR(kernel="precomputed", C=float(self.C), epsilon=float(self.epsilon), tol=float(self.tol),
                   cache_size=float(self.cache_size))
         svr.fit(minmax_kernel(X, block=int(self.block)), (y - mean) / scale, sample_weight=w)
-        self.support_ = svr.support_.astype(np.int64)
-        self.support_vectors_ = np.ascontiguousarray(X[svr.support_], dtype=np.float32)
+        self._keep(X, svr.support_, dropped)
         self.dual_coef_ = np.asarray(svr.dual_coef_, dtype=np.float64).ravel()
         self.intercept_ = float(svr.intercept_[0])
         self.y_mean_, self.y_scale_ = mean, scale
-        self.n_features_in_ = int(X.shape[1])
-        self.n_dropped_nan_ = dropped
         return self
 
     def predict(self, X) -> np.ndarray:
         r"""Predicted targets :math:`\mu + \sigma (\sum_j \alpha_j K(x, s_j) + b)`, shape (m,), float64."""
-        X = _features(X, self.n_features_in_, nonnegative=True)
-        f = _kernel_apply(X, self.support_vectors_, self.dual_coef_[:, None], np.array([self.intercept_]),
-                          int(self.block))
+        f = self._decision(X, self.dual_coef_[:, None], np.array([self.intercept_]))
         return self.y_mean_ + self.y_scale_ * f[:, 0]
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The fitted model as plain arrays: support vectors, dual coefficients, intercept, target scaling, options."""
-        return {"kind": np.array("svr"), "support_vectors": self.support_vectors_, "dual_coef": self.dual_coef_,
-                "intercept": np.array(self.intercept_), "y_mean": np.array(self.y_mean_),
-                "y_scale": np.array(self.y_scale_), "C": np.array(float(self.C)),
-                "epsilon": np.array(float(self.epsilon)), "scale_y": np.array(bool(self.scale_y)),
-                "tol": np.array(float(self.tol)), "block": np.array(int(self.block)),
-                "n_features_in": np.array(self.n_features_in_), "n_dropped_nan": np.array(self.n_dropped_nan_)}
+        return {**self._machine_arrays(), "y_mean": np.array(self.y_mean_), "y_scale": np.array(self.y_scale_),
+                "epsilon": np.array(float(self.epsilon)), "scale_y": np.array(bool(self.scale_y))}
 
     @classmethod
     def from_arrays(cls, arrays: dict) -> "TanimotoSVR":
         """The model :meth:`to_arrays` wrote (no pickle).  InputError for missing keys or another kind."""
-        _check_kind(arrays, "svr")
-        m = cls(C=float(_scalar(arrays, "C")), epsilon=float(_scalar(arrays, "epsilon")),
-                scale_y=bool(_scalar(arrays, "scale_y")), tol=float(_scalar(arrays, "tol")),
-                block=int(_scalar(arrays, "block")))
-        m.support_vectors_ = _array(arrays, "support_vectors", np.float32)
-        m.dual_coef_ = _array(arrays, "dual_coef", np.float64).ravel()
+        m = cls._from_machine_arrays(arrays, epsilon=float(_scalar(arrays, "epsilon")),
+                                     scale_y=bool(_scalar(arrays, "scale_y")))
+        m.dual_coef_ = m.dual_coef_.ravel()
         if m.support_vectors_.ndim != 2 or m.dual_coef_.shape[0] != m.support_vectors_.shape[0]:
             raise InputError(None, "support_vectors and dual_coef disagree in length")
         m.intercept_ = float(_scalar(arrays, "intercept"))
         m.y_mean_, m.y_scale_ = float(_scalar(arrays, "y_mean")), float(_scalar(arrays, "y_scale"))
-        m.n_features_in_ = int(_scalar(arrays, "n_features_in"))
-        m.n_dropped_nan_ = int(_scalar(arrays, "n_dropped_nan"))
         return m
 
 
@@ -372,7 +398,7 @@ def _fit_platt(f: np.ndarray, positive: np.ndarray, w: np.ndarray) -> tuple[floa
     return float(res.x[0]), float(res.x[1])
 
 
-class TanimotoSVC(ClassifierMixin, BaseEstimator):
+class TanimotoSVC(_KernelMachine, ClassifierMixin, BaseEstimator):
     r"""Support vector classification on ECFP4 counts with the MinMax / Tanimoto kernel.
 
     Two classes: scikit-learn's ``SVC(kernel="precomputed")``, the soft-margin problem
@@ -406,6 +432,8 @@ class TanimotoSVC(ClassifierMixin, BaseEstimator):
         Platt parameters (NaN without ``probability``).
     """
 
+    _kind = "svc"
+
     def __init__(self, C: float = 5.0, probability: bool = True, seed: int = 0, tol: float = 1e-3,
                  block: int = KERNEL_BLOCK):
         self.C = C
@@ -422,8 +450,7 @@ class TanimotoSVC(ClassifierMixin, BaseEstimator):
         InputError
             Bad shapes, negative / non-finite features or weights, fewer than two classes.
         """
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise InputError(None, f"C must be > 0, got {self.C}")
+        self._check_params()
         X = _features(X, nonnegative=True)
         X, y, w, dropped = _rows(X, y, sample_weight, regression=False)
         self.classes_, codes = _classes(y)
@@ -440,13 +467,10 @@ class TanimotoSVC(ClassifierMixin, BaseEstimator):
         coef = np.zeros((union.size, len(parts)))
         for c, (sup, dual, *_rest) in enumerate(parts):
             coef[np.searchsorted(union, sup), c] = dual
-        self.support_ = union.astype(np.int64)
-        self.support_vectors_ = np.ascontiguousarray(X[union], dtype=np.float32)
+        self._keep(X, union, dropped)
         self.dual_coef_ = coef
         self.intercept_ = np.array([p[2] for p in parts])
         self.prob_a_, self.prob_b_ = np.array([p[3] for p in parts]), np.array([p[4] for p in parts])
-        self.n_features_in_ = int(X.shape[1])
-        self.n_dropped_nan_ = dropped
         return self
 
     def _svc(self):
@@ -473,8 +497,7 @@ class TanimotoSVC(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         r""":math:`f(x)`: shape (m,) for two classes (positive: ``classes_[1]``), else (m, k) one-vs-rest."""
-        X = _features(X, self.n_features_in_, nonnegative=True)
-        f = _kernel_apply(X, self.support_vectors_, self.dual_coef_, self.intercept_, int(self.block))
+        f = self._decision(X, self.dual_coef_, self.intercept_)
         return f[:, 0] if self.classes_.size == 2 else f
 
     def predict(self, X) -> np.ndarray:
@@ -495,29 +518,21 @@ class TanimotoSVC(ClassifierMixin, BaseEstimator):
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The fitted model as plain arrays: classes, support vectors, dual coefficients, intercepts, Platt, options."""
-        return {"kind": np.array("svc"), "classes": _plain(self.classes_), "support_vectors": self.support_vectors_,
-                "dual_coef": self.dual_coef_, "intercept": self.intercept_, "prob_a": self.prob_a_,
-                "prob_b": self.prob_b_, "C": np.array(float(self.C)), "probability": np.array(bool(self.probability)),
-                "seed": np.array(int(self.seed)), "tol": np.array(float(self.tol)), "block": np.array(int(self.block)),
-                "n_features_in": np.array(self.n_features_in_), "n_dropped_nan": np.array(self.n_dropped_nan_)}
+        return {**self._machine_arrays(), "classes": _plain(self.classes_), "prob_a": self.prob_a_,
+                "prob_b": self.prob_b_, "probability": np.array(bool(self.probability)),
+                "seed": np.array(int(self.seed))}
 
     @classmethod
     def from_arrays(cls, arrays: dict) -> "TanimotoSVC":
         """The model :meth:`to_arrays` wrote (no pickle)."""
-        _check_kind(arrays, "svc")
-        m = cls(C=float(_scalar(arrays, "C")), probability=bool(_scalar(arrays, "probability")),
-                seed=int(_scalar(arrays, "seed")), tol=float(_scalar(arrays, "tol")),
-                block=int(_scalar(arrays, "block")))
+        m = cls._from_machine_arrays(arrays, probability=bool(_scalar(arrays, "probability")),
+                                     seed=int(_scalar(arrays, "seed")))
         m.classes_ = _array(arrays, "classes")
-        m.support_vectors_ = _array(arrays, "support_vectors", np.float32)
-        m.dual_coef_ = _array(arrays, "dual_coef", np.float64)
         m.intercept_ = _array(arrays, "intercept", np.float64)
         m.prob_a_, m.prob_b_ = _array(arrays, "prob_a", np.float64), _array(arrays, "prob_b", np.float64)
         c = 1 if m.classes_.size == 2 else m.classes_.size
         if m.dual_coef_.shape != (m.support_vectors_.shape[0], c) or m.intercept_.shape != (c,):
             raise InputError(None, "support_vectors, dual_coef, intercept and classes disagree in shape")
-        m.n_features_in_ = int(_scalar(arrays, "n_features_in"))
-        m.n_dropped_nan_ = int(_scalar(arrays, "n_dropped_nan"))
         return m
 
 
@@ -832,7 +847,24 @@ class ECFPBoosting(BaseEstimator):
         return m
 
 
-#: The estimators by the names the model registry uses, per task.
-ESTIMATORS = {"svm": {"regression": TanimotoSVR, "classification": TanimotoSVC},
-              "rf": {"regression": ECFPForest, "classification": ECFPForest},
-              "gbm": {"regression": ECFPBoosting, "classification": ECFPBoosting}}
+# ------------------------------------------------------------------------------------------- the registered models
+def _svm(task, options):
+    return (TanimotoSVR if task.is_regression else TanimotoSVC)(**options)
+
+
+def _forest(task, options):
+    return ECFPForest(task="regression" if task.is_regression else "classification", **options)
+
+
+def _boosting(task, options):
+    return ECFPBoosting(task="regression" if task.is_regression else "classification", **options)
+
+
+#: The registered models (:data:`tmdlib.models.registry.ENTRY_POINTS`), trained through
+#: :class:`tmdlib.chem.estimator.EstimatorModel`.
+SVM = estimator_spec("svm", _svm, summary="support vector machine, Tanimoto (MinMax) kernel on ECFP4 counts",
+                     title="SVM (Tanimoto kernel on ECFP4 counts)")
+RF = estimator_spec("rf", _forest, summary="random forest on ECFP4 counts (500 trees)",
+                    title="random forest (ECFP4 counts)", seeded=True, quick={"n_estimators": 10})
+GBM = estimator_spec("gbm", _boosting, summary="gradient boosting on ECFP4 counts",
+                     title="gradient boosting (ECFP4 counts)", seeded=True, quick={"max_iter": 20})

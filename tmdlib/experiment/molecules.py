@@ -7,11 +7,11 @@ baselines, and the chemists' pickers MaxMin, sphere exclusion, Butina, fingerpri
 only the picked molecules' labels are used to train a model, and the model is scored on the test split: RMSE,
 and RMSE on the test molecules involved in an activity cliff (MoleculeACE's second metric), MAE, R², Spearman ρ.
 
-The models are the registered ones (:mod:`tmdlib.models`: ``svm``, ``rf``, ``gbm``, ``gin``, ``chemprop``), trained on
-the same picks with :func:`model_options`:
+The models are the registered ones (:func:`tmdlib.models.model_names`: ``svm``, ``rf``, ``gbm``, ``lgbm``, ``gin``,
+``chemprop``, ...), trained on the same picks with :func:`model_options`:
 
-* the molecule models (``svm``, ``rf``, ``gbm``, ``chemprop``) with the method's weights τ as sample weights where the
-  method has them (``weighted`` rows), and without (``weighted = False`` rows, for every method);
+* the molecule models (``svm``, ``rf``, ``gbm``, ``lgbm``, ``chemprop``) with the method's weights τ as sample weights
+  where the method has them (``weighted`` rows), and without (``weighted = False`` rows, for every method);
 * ``gin``: the GIN (the ``default`` recipe, Huber loss on standardised targets), τ-weighted as in the paper (the TMD
   coreset's unweighted twin is a variant row, ``weighted = False``).
 
@@ -28,13 +28,11 @@ import time
 import numpy as np
 
 __all__ = ["PROFILE", "COLUMNS", "KEY", "row_key", "plan_cells", "run_cell", "select_all", "MOLECULE_METHODS",
-           "MODELS", "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes", "rows_csv", "read_rows",
+           "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes", "rows_csv", "read_rows",
            "model_options", "model_epochs"]
 
 #: The pickers compared (label-free, registered in :mod:`tmdlib.select.methods`).
 MOLECULE_METHODS = ("tmd", "random", "maxmin", "leader", "butina", "fp-kmedoids", "scaffold", "feature", "wl")
-#: Models compared (registered in :mod:`tmdlib.models`; the benchmark's options below).
-MODELS = ("svm", "rf", "gbm", "gin", "chemprop")
 #: Columns of a results file; :data:`KEY` identifies a row.
 KEY = ("dataset", "model", "method", "fraction", "trial", "weighted", "epochs")
 COLUMNS = KEY + ("k", "n_train", "n_test", "n_cliff", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon",
@@ -50,19 +48,23 @@ RF_CONFIG = {"n_estimators": 100}
 
 
 def model_options(model: str, trial: int, device: str = "cpu") -> dict:
-    """The options the benchmark builds registered model ``model`` with for trial ``trial`` (its seed)."""
+    """The options the benchmark builds registered model ``model`` with for trial ``trial`` (its seed, for the
+    models that take one: ``ModelSpec.seeded``); the GIN and the forest with the benchmark's settings above."""
+    from ..models import get_model
+
     if model == "gin":
         return {"recipe": "default", "loss": GIN_LOSS, **GIN_CONFIG, "seed": int(trial), "device": device}
     if model == "rf":
         return {**RF_CONFIG, "seed": int(trial)}
-    if model in ("gbm", "chemprop"):
-        return {"seed": int(trial)}
-    return {}  # svm: deterministic
+    return {"seed": int(trial)} if get_model(model).seeded else {}  # svm: deterministic
 
 
 def model_epochs(model: str) -> int:
-    """The ``epochs`` column of a model's rows (0 for the models that have none)."""
-    return int(GIN_CONFIG["epochs"]) if model == "gin" else (50 if model == "chemprop" else 0)
+    """The ``epochs`` column of a model's rows: the GIN's, or the registered default (0 for the models that have
+    none)."""
+    from ..models import get_model
+
+    return int(GIN_CONFIG["epochs"]) if model == "gin" else int(get_model(model).defaults.get("epochs", 0))
 
 
 #: The benchmark: all 30 MoleculeACE sets, budgets 5-30 %, 5 trials; the GIN on the 10 largest by default.

@@ -43,13 +43,12 @@ import math
 
 import numpy as np
 
-__all__ = ["LOSSES", "REGRESSION_LOSSES", "TRIVIAL_PREDICTOR", "default_loss", "check_loss", "loss_lipschitz",
-           "per_graph_losses", "trivial_loss", "label_term_bound", "standardise", "Standardizer"]
+__all__ = ["LOSSES", "TRIVIAL_PREDICTOR", "default_loss", "check_loss", "loss_lipschitz", "per_graph_losses",
+           "trivial_loss", "label_term_bound", "Standardizer"]
 
 #: Loss names by task type (the first is the default).
 LOSSES = {"binary": ("bce",), "multitask": ("bce",), "multiclass": ("ce",),
           "regression": ("huber", "l1", "mse")}
-REGRESSION_LOSSES = LOSSES["regression"]
 #: The trivial predictor of each task type (:func:`trivial_loss`): the constant ½ (BCE: ln 2), the uniform
 #: distribution over the classes (cross-entropy: ln C), or the labelled coreset's mean.
 TRIVIAL_PREDICTOR = {"binary": "constant", "multitask": "constant", "multiclass": "uniform", "regression": "mean"}
@@ -262,9 +261,3 @@ class Standardizer:
     @classmethod
     def from_dict(cls, d: dict | None, T: int = 1) -> "Standardizer":
         return cls.identity(T) if not d else cls(d["mean"], d["std"])
-
-
-def standardise(y, weights=None) -> tuple[np.ndarray, Standardizer]:
-    """``(standardised y, the Standardizer)`` fitted on ``y`` itself (:meth:`Standardizer.fit`)."""
-    s = Standardizer.fit(y, weights)
-    return s.transform(y), s

@@ -1,5 +1,5 @@
-r"""The registry of models: every model the train stage, the evaluate stage, the experiment grids, the molecules
-benchmark, the MLflow model and the PyG example can train is declared here once.
+r"""The registry of models: the one list of model names the train stage, the evaluate stage, the experiment grids,
+the molecules benchmark and its reports, the MLflow model, ``tmdsub models`` and the PyG example read.
 
 A model is a :class:`~tmdlib.models.base.Model` (fit on a labelled, weighted selection of a pool; outputs;
 its state as plain arrays; whether it is Lipschitz in TMD).  A :class:`ModelSpec` says how to build one from
@@ -7,7 +7,12 @@ options, how to rebuild a fitted one from its saved state, which task types and 
 (``"graphs"``: the pool's graphs; ``"molecules"``: their SMILES), and whether the certificate of Lemma 3.2 may
 be stated for it.
 
-Registering a model::
+A built-in model is declared once, in its own file, as a ``ModelSpec`` (``tmdlib/torch/`` for torch code,
+``tmdlib/chem/`` for RDKit), and named here in :data:`ENTRY_POINTS` (name → ``"module:attribute"``): the module
+is imported on the first lookup of that name, so ``import tmdlib.models`` imports neither torch nor RDKit, and
+this package never imports the packages that implement the models (no import loop between them).
+
+Registering a model at run time::
 
     register(ModelSpec("mine", make=lambda options: MyModel(**options), restore=MyModel.from_state,
                        inputs="molecules", tasks=("regression",), summary="one line for --help"))
@@ -24,7 +29,8 @@ from typing import Callable
 
 from ..errors import InputError
 
-__all__ = ["ModelSpec", "register", "get_model", "model_names", "resolve_model", "default_model", "MODELS", "INPUTS"]
+__all__ = ["ModelSpec", "register", "get_model", "model_names", "all_models", "resolve_model", "default_model",
+           "MODELS", "INPUTS", "ENTRY_POINTS"]
 
 #: What a model reads of the pool: its graphs, or its molecules (SMILES).
 INPUTS = ("graphs", "molecules")
@@ -51,8 +57,15 @@ class ModelSpec:
         Its outputs are Lipschitz in TMD with a constant it reports (the GIN): Lemma 3.2 / Corollary 3.3 are
         stated with that constant.  False: the τ-weighted coreset loss is still reported, no ``c·ε``.
     summary : str
+        One line for ``tmdsub models`` and ``--help``.
     defaults : dict
         Options used when none are given (shown by ``tmdsub train --help`` and the docs).
+    title : str
+        The model's name in reports (the molecules benchmark's pages); ``name`` when empty.
+    seeded : bool
+        It takes a ``seed`` option (the experiments seed it with the trial).
+    quick : dict
+        Options that make it small and fast (a few epochs, few trees) for the conformance tests and smoke runs.
     """
 
     name: str
@@ -63,6 +76,9 @@ class ModelSpec:
     lipschitz: bool = False
     summary: str = ""
     defaults: dict = field(default_factory=dict)
+    title: str = ""
+    seeded: bool = False
+    quick: dict = field(default_factory=dict)
 
     def build(self, options: dict | None = None):
         """An unfitted model with ``defaults`` updated by ``options``."""
@@ -73,32 +89,69 @@ class ModelSpec:
             raise InputError(None, f"model {self.name!r} takes {', '.join(self.tasks)} tasks, not {task_type}")
 
 
+#: The built-in models: name -> ``"module:attribute"`` of its :class:`ModelSpec`, declared in the model's own file
+#: and imported on the first lookup of the name (this order is the order of ``tmdsub models`` and of the reports).
+ENTRY_POINTS = {
+    "svm": "tmdlib.chem.models:SVM",
+    "rf": "tmdlib.chem.models:RF",
+    "gbm": "tmdlib.chem.models:GBM",
+    "lgbm": "tmdlib.chem.lgbm:LGBM",
+    "chemprop": "tmdlib.torch.chemprop:CHEMPROP",
+    "gin": "tmdlib.torch.model:GIN",
+    "certified-gin": "tmdlib.torch.model:CERTIFIED_GIN",
+}
+
+#: The models loaded so far (built-in ones on their first lookup) and those registered at run time.
 MODELS: dict[str, ModelSpec] = {}
+
+
+def _attribute(ref: str):
+    """The object ``"package.module:attribute"`` names (imported)."""
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def register(spec: ModelSpec) -> ModelSpec:
     """Add a model (its name must be new, its input kind and task types known); returns it."""
-    if spec.name in MODELS:
+    if spec.name in MODELS or spec.name in ENTRY_POINTS:
         raise ValueError(f"model {spec.name!r} is already registered")
-    if spec.inputs not in INPUTS:
-        raise ValueError(f"model {spec.name!r}: inputs must be one of {INPUTS}, got {spec.inputs!r}")
-    if not set(spec.tasks) <= set(ALL_TASKS) or not spec.tasks:
-        raise ValueError(f"model {spec.name!r}: unknown task types {sorted(set(spec.tasks) - set(ALL_TASKS))}")
+    _check(spec)
     MODELS[spec.name] = spec
     return spec
 
 
+def _check(spec: ModelSpec) -> None:
+    if spec.inputs not in INPUTS:
+        raise ValueError(f"model {spec.name!r}: inputs must be one of {INPUTS}, got {spec.inputs!r}")
+    if not set(spec.tasks) <= set(ALL_TASKS) or not spec.tasks:
+        raise ValueError(f"model {spec.name!r}: unknown task types {sorted(set(spec.tasks) - set(ALL_TASKS))}")
+
+
 def model_names() -> tuple[str, ...]:
-    """Registered model names, in registration order (the built-in ones are registered when :mod:`tmdlib.models`
-    is imported)."""
-    return tuple(MODELS)
+    """Every model name: the built-in ones (:data:`ENTRY_POINTS`, imported nothing) then those registered at run
+    time, in registration order."""
+    return tuple(ENTRY_POINTS) + tuple(n for n in MODELS if n not in ENTRY_POINTS)
 
 
 def get_model(name: str) -> ModelSpec:
-    """The registered model ``name``; :class:`InputError` listing the known ones otherwise."""
-    if name not in MODELS:
-        raise InputError(None, f"unknown model {name!r}: {', '.join(model_names())}, or 'package.module:factory'")
-    return MODELS[name]
+    """The model ``name`` (a built-in one's module is imported on its first lookup); :class:`InputError` listing
+    the known ones otherwise."""
+    if name in MODELS:
+        return MODELS[name]
+    if name not in ENTRY_POINTS:
+        raise InputError(None, f"unknown model {name!r}: known models are {', '.join(model_names())}, "
+                               f"or 'package.module:factory'")
+    spec = _attribute(ENTRY_POINTS[name])
+    if not isinstance(spec, ModelSpec) or spec.name != name:
+        raise TypeError(f"{ENTRY_POINTS[name]} is not the ModelSpec of {name!r}")
+    _check(spec)
+    MODELS[name] = spec
+    return spec
+
+
+def all_models() -> list[ModelSpec]:
+    """Every model's spec, in :func:`model_names` order (imports every built-in model's module)."""
+    return [get_model(n) for n in model_names()]
 
 
 def resolve_model(name: str) -> ModelSpec:
@@ -111,7 +164,7 @@ def resolve_model(name: str) -> ModelSpec:
     """
     if ":" not in str(name):
         return get_model(str(name))
-    from .base import EstimatorModel, Model
+    from .base import Model
 
     import os
     import sys
@@ -133,6 +186,7 @@ def resolve_model(name: str) -> ModelSpec:
         raise InputError(None, f"model {name!r}: the factory must return a scikit-learn estimator (fit / predict) "
                                f"or a tmdlib.models.Model, got {type(probe).__name__}")
     classifier = hasattr(probe, "predict_proba")
+    EstimatorModel = _attribute("tmdlib.chem.estimator:EstimatorModel")  # the ECFP4 adapter (RDKit's side)
     return ModelSpec(name, make=lambda options: EstimatorModel(factory(**options), name=name),
                      restore=EstimatorModel.from_state, inputs="molecules",
                      tasks=("binary", "multiclass") if classifier else ("regression",), lipschitz=False,

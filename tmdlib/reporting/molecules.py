@@ -20,21 +20,32 @@ from collections import defaultdict
 
 import numpy as np
 
-__all__ = ["entries", "unweighted_field", "cell_means", "dataset_page", "plot_dataset", "summary_page", "goal", "MODEL_NAMES"]
-
-MODEL_NAMES = {"svm": "SVM (Tanimoto kernel on ECFP4 counts)", "rf": "random forest (ECFP4 counts)",
-               "gbm": "gradient boosting (ECFP4 counts)", "chemprop": "chemprop D-MPNN", "gin": "GIN",
-               "certified-gin": "certified GIN"}
+__all__ = ["entries", "unweighted_field", "cell_means", "dataset_page", "plot_dataset", "summary_page", "goal",
+           "model_title"]
 GOAL_BUDGETS = (0.1, 0.2, 0.3)
 #: The goal's thresholds: share of cells where TMD beats Random and MaxMin (GIN, random forest).
 GOAL_SHARE = {"gin": 2 / 3, "rf": 1 / 2}
 
 
+def model_title(model: str) -> str:
+    """A model's name in the pages: its registered ``title`` (:mod:`tmdlib.models`), else the name as written."""
+    from ..errors import InputError
+    from ..models import get_model
+
+    try:
+        return get_model(model).title or model
+    except (InputError, ImportError):
+        return model
+
+
 def _models(rows: list[dict]) -> list[str]:
-    """The models of the rows, the chemists' fingerprint models first (the order of :data:`MODEL_NAMES`), then any
-    other (a user's registered model) by name."""
+    """The models of the rows in the registry's order (the chemists' fingerprint models first), then any other (a
+    user's model) by name."""
+    from ..models import model_names
+
     present = {r["model"] for r in rows}
-    return [m for m in MODEL_NAMES if m in present] + sorted(present - set(MODEL_NAMES))
+    known = model_names()
+    return [m for m in known if m in present] + sorted(present - set(known))
 
 
 def _has_tau(method: str) -> bool:
@@ -108,7 +119,7 @@ def dataset_page(name: str, rows: list[dict], seconds: dict | None = None) -> st
         for metric, what in (("rmse", "test RMSE"), ("rmse_cliff", "test RMSE on activity-cliff molecules")):
             cm = cell_means(rows, model, metric)
             ents = entries(rows, model)
-            lines += ["", f"## {MODEL_NAMES.get(model, model)}: {what}", "",
+            lines += ["", f"## {model_title(model)}: {what}", "",
                       "| picker | " + " | ".join(_pct(f) for f in fr) + " |", "|---|" + "---|" * len(fr)]
             best = {f: min((cm.get((name, f), {}).get(e, (math.inf,))[0], e) for e in ents if "(unweighted)" not in e)
                     for f in fr}
@@ -160,7 +171,7 @@ def plot_dataset(name: str, rows: list[dict]) -> bytes:
             ax.plot([100 * f for f in fr], ys, marker="o", ms=3, label=e, **style)
         ax.set_xlabel("budget (% of the pool labelled)")
         ax.set_ylabel("test RMSE")
-        ax.set_title(f"{name}: {MODEL_NAMES.get(model, model)}", fontsize=9)
+        ax.set_title(f"{name}: {model_title(model)}", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
@@ -281,7 +292,7 @@ def summary_page(per_set: dict, seconds: dict) -> str:
         fr = sorted({k[1] for k in cm})
         trials = sorted({r["trial"] for r in mrows})
         plural = "s" if len(trials) != 1 else ""
-        lines += ["", f"## {MODEL_NAMES.get(model, model)} ({len(sets)} sets, {len(trials)} trial{plural})", "",
+        lines += ["", f"## {model_title(model)} ({len(sets)} sets, {len(trials)} trial{plural})", "",
                   "### Cells where each picker has the lowest mean RMSE (main entries: each picker with its own "
                   "weights)", "", "| picker | " + " | ".join(_pct(f) for f in fr) + " | all |",
                   "|---|" + "---|" * (len(fr) + 1)]

@@ -27,8 +27,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..models.base import Model
+from ..models.registry import ModelSpec
 
-__all__ = ["ChempropRegressor"]
+__all__ = ["ChempropRegressor", "ChempropModel", "CHEMPROP"]
 
 
 def _smiles(smiles) -> list[str]:
@@ -167,8 +168,9 @@ class ChempropRegressor:
         smiles = _smiles(smiles)
         featurizer = self._build(0.0, 1.0)[0]
         dset = data.MoleculeDataset([data.MoleculeDatapoint.from_smi(s) for s in smiles], featurizer)
+        # drop_last=False: chemprop drops a last batch of one molecule by default (batch norm), losing its prediction
         loader = data.build_dataloader(dset, batch_size=max(int(self.batch_size), 256), num_workers=0,
-                                       shuffle=False)
+                                       shuffle=False, drop_last=False)
         self.model_.eval()
         out = []
         with torch.inference_mode():
@@ -259,3 +261,10 @@ class ChempropModel(Model):
         reg.model_.eval()
         m.reg, m.head = reg, TaskHead.from_dict(config["head"])
         return m
+
+
+#: The registered model (:data:`tmdlib.models.registry.ENTRY_POINTS`).
+CHEMPROP = ModelSpec("chemprop", make=lambda options: ChempropModel(**options), restore=ChempropModel.from_state,
+                     inputs="molecules", tasks=("regression",), seeded=True, title="chemprop D-MPNN",
+                     defaults={"epochs": 50}, quick={"epochs": 1, "hidden": 32, "accelerator": "cpu"},
+                     summary="chemprop's D-MPNN (the chemprop package: its featuriser, trainer, target scaling)")

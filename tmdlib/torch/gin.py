@@ -48,7 +48,7 @@ from torch_geometric.nn import global_add_pool, global_mean_pool
 __all__ = ["GIN", "GINLayer", "TrainConfig", "TrainResult", "train_gin", "predict_logits", "predict_outputs",
            "per_graph_loss", "weighted_loss", "evaluate",
            "lipschitz_bound", "tmd_factor", "pick_device", "bce_losses", "weighted_bce", "model_config",
-           "build_model", "default_hyperparameters", "alive_units", "MaxMin", "ACTIVATIONS"]
+           "build_model", "alive_units", "MaxMin", "ACTIVATIONS"]
 
 
 def pick_device(requested: str = "auto") -> torch.device:
@@ -56,12 +56,6 @@ def pick_device(requested: str = "auto") -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(requested)
-
-
-def default_hyperparameters(dataset: str) -> dict:
-    """Paper B.2: hidden 128 / batch 16 for TU datasets, hidden 256 / batch 64 for OGB (``ogbg-*``)."""
-    ogb = dataset.lower().startswith("ogbg")
-    return {"hidden": 256 if ogb else 128, "batch_size": 64 if ogb else 16}
 
 
 class MaxMin(nn.Module):

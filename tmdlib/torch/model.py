@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.base import ALL_TASKS, Inputs, Model, _check_fit_inputs
+from ..models.registry import ModelSpec
 
-__all__ = ["GINModel", "RECIPES", "recipe_config"]
+__all__ = ["GINModel", "RECIPES", "recipe_config", "GIN", "CERTIFIED_GIN"]
 
 #: Named training settings (architecture and optimiser); ``epochs`` / ``seed`` / ``device`` are set per run.
 RECIPES = {
@@ -144,3 +145,19 @@ class GINModel(Model):
         m._lipschitz = config.get("lipschitz")
         m._restore_head(config)
         return m
+
+
+def _make(options: dict) -> GINModel:
+    return GINModel(**options)
+
+
+#: The registered models (:data:`tmdlib.models.registry.ENTRY_POINTS`): the GIN and the certified GIN.
+GIN = ModelSpec("gin", make=_make, restore=GINModel.from_state, inputs="graphs", lipschitz=True, seeded=True,
+                summary="the paper's GIN (3 layers, sum readout, no biases), trained by the default recipe",
+                title="GIN", defaults={"recipe": "default"}, quick={"epochs": 2, "hidden": 8})
+CERTIFIED_GIN = ModelSpec("certified-gin", make=_make, restore=GINModel.from_state, inputs="graphs", lipschitz=True,
+                          seeded=True, title="certified GIN",
+                          summary="the GIN trained within a Lipschitz budget (orthonormal MaxMin GIN, c = 0.002): "
+                                  "an informative certificate c*eps",
+                          defaults={"recipe": "default", "lipschitz_budget": 0.002, "lipschitz_mode": "orthogonal"},
+                          quick={"epochs": 2, "hidden": 8})

@@ -5,7 +5,7 @@ Importing :mod:`tmdlib` never imports torch; import this module explicitly.
 Two layers:
 
 * conversions between tmdlib's :class:`~tmdlib.graph.Graph` / :class:`~tmdlib.graph.GraphDataset` and PyG ``Data``
-  (:func:`to_pyg`, :func:`dataset_to_pyg`, :func:`from_pyg`, :func:`to_graph_dataset`, :func:`to_graph_table`);
+  (:func:`to_pyg`, :func:`dataset_to_pyg`, :func:`to_graph_dataset`, :func:`to_graph_table`);
 * the one-call API for PyG users: :func:`select_coreset` (a TMD coreset of a graph-classification dataset, with
   τ weights and the certificate ε of Lemma 3.2) and :func:`subsample_nodes` (TreeNorm node subsampling, Cor. 4.1).
   Neither reads labels.
@@ -22,7 +22,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from ..errors import InputError
 from ..graph import Graph, GraphDataset
 
-__all__ = ["to_pyg", "dataset_to_pyg", "from_pyg", "to_graph_dataset", "to_graph_table", "select_coreset",
+__all__ = ["to_pyg", "dataset_to_pyg", "to_graph_dataset", "to_graph_table", "select_coreset",
            "subsample_nodes", "PyGCoreset", "PyGNodeSubsample", "WeightedGraphs"]
 
 
@@ -94,13 +94,6 @@ def dataset_to_pyg(ds: GraphDataset, y: Sequence[float] | None = None,
         label = None if y is None else (y[k] if np.ndim(y[k]) else float(y[k]))
         out.append(to_pyg(g, label, dtype=dtype, **extra))
     return out
-
-
-def from_pyg(data: Data) -> Graph:
-    """Convert a PyG ``Data`` (undirected, both directions stored) to a :class:`Graph`."""
-    x = data.x.detach().cpu().numpy() if data.x is not None else np.ones((int(data.num_nodes), 1))
-    return Graph(x.astype(np.float64), data.edge_index.detach().cpu().numpy())
-
 
 
 # ---------------------------------------------------------------------------------------

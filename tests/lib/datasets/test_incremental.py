@@ -24,10 +24,11 @@ def test_reuse_labelled_constraints():
 
 
 def test_plan_chunks_reuses_recorded_chunks():
-    from tasks.tmd import blocks_of_chunks, plan_blocks, plan_chunks
+    from tasks.tmd import blocks_of_chunks, plan_chunks
 
     hashes = [f"h{i}" for i in range(10)]
-    assert blocks_of_chunks(plan_chunks(hashes, 4, {})) == plan_blocks(10, 4)
+    assert blocks_of_chunks(plan_chunks(hashes, 4, {})) == [(0, 4, 0, 4), (0, 4, 4, 8), (0, 4, 8, 10), (4, 8, 4, 8),
+                                                            (4, 8, 8, 10), (8, 10, 8, 10)]
     index = {"h0": [hashes[0:4]], "h4": [hashes[4:10]]}
     grown_hashes = hashes + ["n1", "n2"]
     assert plan_chunks(grown_hashes, 6, index) == [(0, 4), (4, 10), (10, 12)]

@@ -97,6 +97,15 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+def test_the_model_registry_imports_no_model_package():
+    """tmdlib.models (the interface and the registry) never names tmdlib.torch or tmdlib.chem: the models there
+    import the registry, the registry finds them by their entry points (no package loop models <-> torch / chem)."""
+    g = _graph()
+    bad = [(m, t) for m, ts in g.items() if m.split(".")[:2] == ["tmdlib", "models"] for t in ts
+           if t.split(".")[:2] in (["tmdlib", "torch"], ["tmdlib", "chem"])]
+    assert not bad, bad
+
+
 def test_layers():
     """tmdlib imports neither tasks nor flows; tasks never import flows."""
     g = _graph()

@@ -7,7 +7,7 @@ import pytest
 from helpers import RAW
 from tmdlib import InputError
 from tmdlib.datasets.task import TaskSpec
-from tmdlib.models import (MODELS, EstimatorModel, Inputs, Model, ModelSpec, get_model, model_names, register,
+from tmdlib.models import (ENTRY_POINTS, MODELS, Inputs, Model, ModelSpec, get_model, model_names, register,
                            resolve_model, restore_model)
 
 REG = TaskSpec("regression", targets=("y",))
@@ -52,7 +52,10 @@ def test_builtins_are_registered_and_import_nothing_heavy():
     import subprocess
     import sys
 
-    assert {"gin", "certified-gin", "rf", "svm", "gbm"} <= set(model_names())
+    assert {"gin", "certified-gin", "rf", "svm", "gbm", "lgbm", "chemprop"} <= set(model_names())
+    code = "import sys, tmdlib.models as m; m.model_names(); print('torch' in sys.modules, 'rdkit' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]  # the names are known before any model's module is imported
     assert get_model("gin").lipschitz and get_model("certified-gin").lipschitz and not get_model("rf").lipschitz
     assert get_model("svm").inputs == "molecules" and get_model("gin").inputs == "graphs"
     code = "import sys, tmdlib.models; print('torch' in sys.modules, 'rdkit' in sys.modules)"
@@ -68,8 +71,10 @@ def test_register_refuses_duplicates_and_unknown_kinds_and_names_the_known_ones(
             register(spec)
         with pytest.raises(ValueError, match="inputs"):
             register(ModelSpec("toy-bad", make=lambda o: None, restore=None, inputs="pixels"))
-        with pytest.raises(InputError, match="unknown model 'nope'.*gin"):
+        with pytest.raises(InputError, match="unknown model 'nope'.*svm.*lgbm.*gin"):
             get_model("nope")
+        with pytest.raises(ValueError, match="already registered"):  # a built-in name, before its first lookup
+            register(ModelSpec(next(iter(ENTRY_POINTS)), make=lambda o: None, restore=None))
         with pytest.raises(InputError, match="takes regression tasks, not binary"):
             spec.check_task("binary")
     finally:
@@ -119,6 +124,8 @@ def test_weights_reach_the_estimator():
 
 
 def test_refuses_a_class_outside_tmdlib_in_a_saved_state():
+    from tmdlib.chem.estimator import EstimatorModel
+
     with pytest.raises(InputError, match="not part of tmdlib"):
         EstimatorModel.from_state({"kinds": ["os:system"], "name": "x", "head": None}, {"0.a": np.zeros(1)})
 
@@ -147,9 +154,27 @@ def test_a_users_estimator_with_a_class_of_its_own_is_refused_at_load_time():
     import skops.io as sio
     from sklearn.linear_model import Ridge
 
+    from tmdlib.chem.estimator import EstimatorModel
+
     class Sneaky(Ridge):
         pass
 
     blob = np.frombuffer(sio.dumps(Sneaky().fit(np.eye(3), np.arange(3.0))), dtype=np.uint8)
     with pytest.raises(InputError, match="does not trust"):
         EstimatorModel.from_state({"kinds": ["skops"], "name": "mine:make", "head": None}, {"0.skops": blob})
+
+
+def test_the_stages_that_build_models_depend_on_every_models_code():
+    """dvc.yaml's train, evaluate and predict stages rerun when any registered model's file changes (a folder dep
+    covers the files it holds, a new model's file included)."""
+    import yaml
+
+    from helpers import ROOT
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    files = {"tmdlib/models/registry.py", "tmdlib/models/base.py"} | {
+        ref.split(":")[0].replace(".", "/") + ".py" for ref in ENTRY_POINTS.values()}
+    for stage in ("train", "train_nodes", "evaluate", "evaluate_nodes", "predict"):
+        deps = [d.rstrip("/") for d in stages[stage]["do"]["deps"]]
+        missing = [f for f in sorted(files) if not any(f == d or f.startswith(d + "/") for d in deps)]
+        assert not missing, f"{stage} does not depend on {missing}"
