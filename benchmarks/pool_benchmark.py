@@ -151,7 +151,7 @@ def main(argv=None) -> int:
         for name in a.sets or all_sets():
             if not (CACHE / f"{name}.npz").is_file():
                 continue
-            model = "svm" if load(name)["task"] == "regression" else "rf"
+            model = "svm" if str(load(name)["task"]) == P.REGRESSION else "rf"
             rows = P.run_control(load(name), strategy, model, a.share, a.trials, skip=done)
             new = not out.is_file()
             with open(out, "a", newline="") as fh:

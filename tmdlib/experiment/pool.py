@@ -39,6 +39,8 @@ __all__ = ["load_pool", "PoolCase", "FIRST", "NEXT", "STRATEGIES", "BUDGETS", "C
            "run_set", "read_rows", "append_rows", "fit_predict", "difficulty", "svr_on_kernel", "run_control",
            "CONTROL_COLUMNS"]
 
+#: The task name of the regression sets (the results' ``task`` column).
+REGRESSION = "regression"
 #: Total budgets (share of the pool less the audit sample); rounds reach them in this order.
 BUDGETS = (0.05, 0.10, 0.20)
 #: Label-free first rounds.
@@ -57,6 +59,11 @@ COLUMNS = KEY + ("task", "k", "n_pool", "n_audit", "n_eval", "metric", "value", 
 RF_TREES = 100
 
 
+def _binary(task) -> bool:
+    """One 0/1 label (a TaskSpec asked, not its type's name compared)."""
+    return task.is_classification and task.single_label and not task.class_indices
+
+
 def load_pool(name: str, raw_root: str) -> dict:
     r"""A built-in molecule set used whole as an unlabelled pool.
 
@@ -72,7 +79,7 @@ def load_pool(name: str, raw_root: str) -> dict:
 
     table = load_builtin(name, raw_root)
     task = table_task(table)
-    if task.num_targets != 1 or task.type not in ("regression", "binary"):
+    if task.num_targets != 1 or not (task.is_regression or _binary(task)):
         raise ValueError(f"{name}: the pool benchmark takes one regression or binary target, not {task.describe()}")
     ds = to_dataset(table)
     y = np.asarray(ds.y, dtype=np.float64).reshape(len(ds))
@@ -102,7 +109,11 @@ class PoolCase:
     def __init__(self, name, y, counts, tmd, smiles, graph_ids, task):
         from ..select.audit import audit_members, default_audit_size
 
-        self.name, self.task = name, task
+        from ..datasets.task import TaskSpec
+
+        self.name, self.task = name, str(task)
+        self.spec = TaskSpec(self.task)
+        self.regression = bool(self.spec.is_regression)
         self.y = np.asarray(y, dtype=np.float64)
         self.counts, self.smiles = counts, list(smiles)
         n = len(self.y)
@@ -164,14 +175,14 @@ def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.nd
     predictions (regression) or the positive class's probability (binary)."""
     y = case.y[case.pool[train]]
     if model == "svm":
-        if case.task != "regression":
+        if not case.regression:
             raise ValueError("the pool benchmark's svm is the regression SVR")
         return svr_on_kernel(case.kernel, train, y, w, predict)
     if model == "rf":
         from ..chem.forest import fit_forest
 
         X = case.counts[case.pool]
-        if case.task == "regression":
+        if case.regression:
             return fit_forest(X[train], y, sample_weight=w, seed=seed, n_estimators=RF_TREES).predict(X[predict])
         if np.unique(y).size < 2:  # one class picked: a constant score
             return np.full(len(predict), float(y[0]))
@@ -183,7 +194,7 @@ def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.nd
 
 def score(case: PoolCase, pred: np.ndarray, at: np.ndarray) -> tuple[str, float]:
     y = case.y[case.pool[at]]
-    if case.task == "regression":
+    if case.regression:
         return "rmse", float(np.sqrt(np.mean((pred - y) ** 2)))
     from sklearn.metrics import roc_auc_score
 
@@ -212,7 +223,7 @@ def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.
     if how == "forest":
         from ..chem.forest import fit_forest
 
-        if case.task == "regression":
+        if case.regression:
             f = fit_forest(train_x, train_y, seed=seed, n_estimators=RF_TREES)
             per_tree = np.stack([t.predict(X) for t in f.estimators_])
         else:
@@ -261,7 +272,7 @@ def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: i
     ``skip`` are not recomputed (their picks may be, when a later row of the same run needs them)."""
     case = PoolCase(data["name"], data["y"], data["counts"], data["tmd"], data["smiles"], data["graph_ids"],
                     data["task"])
-    models = [m for m in models if not (m == "svm" and case.task != "regression")]
+    models = [m for m in models if not (m == "svm" and not case.regression)]
     base = {"dataset": case.name, "task": case.task, "n_pool": case.P, "n_audit": int(case.audit.size)}
 
     def row(model, strategy, mode, budget, trial, weighted, picks, w, seconds):
@@ -376,7 +387,7 @@ def run_control(data: dict, strategy: str, model: str = "svm", share: float = 0.
 
     case = PoolCase(data["name"], data["y"], data["counts"], data["tmd"], data["smiles"], data["graph_ids"],
                     data["task"])
-    if model == "svm" and case.task != "regression":
+    if model == "svm" and not case.regression:
         return []
     first, nxt = strategy.split(">")
     nxt, _, how = nxt.partition("/")
@@ -395,7 +406,7 @@ def run_control(data: dict, strategy: str, model: str = "svm", share: float = 0.
         strat = next_batch(case.D, kept, new - m, u, nxt, seed=trial, restarts=3)
         sub = np.sort(np.random.default_rng([trial, 0xA53]).choice(strat, size=m, replace=False))
         preds = [_predict_audit(case, model, np.concatenate([picks, a]), audit_x, trial) for a in (arm, sub)]
-        v = control_verdict(preds[0], preds[1], case.y[case.audit], case.task, seed=trial)
+        v = control_verdict(preds[0], preds[1], case.y[case.audit], case.spec, seed=trial)
         allp = np.sort(np.concatenate([kept, strat]))
         rest = np.setdiff1d(np.arange(case.P), allp)
         metric, value = score(case, fit_predict(case, model, allp, None, rest, trial), rest)
@@ -417,7 +428,7 @@ def _predict_audit(case: PoolCase, model: str, train: np.ndarray, audit_x: np.nd
     from ..chem.forest import fit_forest
 
     X = case.counts[case.pool]
-    if case.task == "regression":
+    if case.regression:
         return fit_forest(X[train], y, seed=seed, n_estimators=RF_TREES).predict(audit_x)
     f = fit_forest(X[train], y.astype(int), task="classification", seed=seed, n_estimators=RF_TREES)
     return f.predict_proba(audit_x)[:, list(f.classes_).index(1)] if 1 in f.classes_ else np.zeros(len(audit_x))

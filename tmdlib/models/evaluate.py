@@ -189,7 +189,12 @@ def benchmark_measurement(model, X_train, y_train, subset, tau, X_test, y_test, 
                       "lipschitz_note": f"model {model.name!r} has no Lipschitz constant in TMD: no c*eps is stated"}}
 
 
-def control_verdict(pred_control, pred_strategy, y, task_type: str, *, confidence: float = 0.9, n_boot: int = 2000,
+def _comparable(task) -> bool:
+    """One regression target or one binary label: what the control verdict compares."""
+    return (task.is_regression and task.num_targets == 1) or (task.single_label and not task.class_indices)
+
+
+def control_verdict(pred_control, pred_strategy, y, task, *, confidence: float = 0.9, n_boot: int = 2000,
                     seed: int = 0) -> dict:
     r"""Is the strategy better than Random on this pool?  The two arms' models compared on the shared audit sample.
 
@@ -209,7 +214,8 @@ def control_verdict(pred_control, pred_strategy, y, task_type: str, *, confidenc
     pred_control, pred_strategy : ndarray, shape (m,)
         Predictions (regression) or positive-class probabilities (binary) of the two arms' models on the audit sample.
     y : ndarray, shape (m,)
-    task_type : {"regression", "binary"}
+    task : TaskSpec
+        Regression, or one binary label.
     confidence : float
     n_boot : int
     seed : int
@@ -225,9 +231,9 @@ def control_verdict(pred_control, pred_strategy, y, task_type: str, *, confidenc
     y = np.asarray(y, dtype=np.float64).ravel()
     a = (np.asarray(pred_control, dtype=np.float64).ravel() - y) ** 2
     b = (np.asarray(pred_strategy, dtype=np.float64).ravel() - y) ** 2
-    if task_type not in ("regression", "binary"):
-        raise ValueError(f"the control verdict takes a regression or binary task, not {task_type!r}")
-    metric = "rmse" if task_type == "regression" else "root Brier score"
+    if not _comparable(task):
+        raise ValueError(f"the control verdict takes a regression or binary task, not {task.describe()}")
+    metric = "rmse" if task.is_regression else "root Brier score"
 
     def stat(ea, eb, axis=-1):
         return np.sqrt(np.mean(eb, axis=axis)) - np.sqrt(np.mean(ea, axis=axis))
@@ -284,8 +290,8 @@ def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, tas
     facts = {"n_base": int(base.size), "n_control": m, "n_strategy": m,
              "rule": "each arm's model: the earlier rounds' labels plus as many of the round's picks of its arm "
                      "(the strategy's drawn uniformly); compared on the labelled audit sample"}
-    if m < 2 or audit.size < 5 or task.type not in ("regression", "binary"):
-        why = ("a regression or binary task" if task.type not in ("regression", "binary") else
+    if m < 2 or audit.size < 5 or not _comparable(task):
+        why = ("a regression or binary task" if not _comparable(task) else
                f"at least 2 labelled picks per arm ({m}) and 5 labelled audit members ({audit.size})")
         return {**facts, "verdict": "undecided", "difference": None, "low": None, "high": None,
                 "note": f"not compared: needs {why}"}
@@ -293,6 +299,6 @@ def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, tas
     for arm in (control_arm, strategy_arm):
         ids = np.concatenate([base, arm])
         out = make().fit(inputs_of(ids), labels_of(ids), np.ones(ids.size), task).outputs(inputs_of(audit))
-        preds.append(probabilities(out, task)[:, 1] if task.type == "binary" else np.asarray(out)[:, 0])
+        preds.append(np.asarray(out)[:, 0] if task.is_regression else probabilities(out, task)[:, 1])
     y = np.asarray(labels_of(audit), dtype=np.float64).reshape(audit.size, -1)[:, 0]
-    return {**facts, **control_verdict(preds[0], preds[1], y, task.type, confidence=confidence, seed=seed)}
+    return {**facts, **control_verdict(preds[0], preds[1], y, task, confidence=confidence, seed=seed)}

@@ -11,13 +11,13 @@ from tmdlib.models.evaluate import compare_arms, control_verdict
 def test_verdict_sees_a_clearly_better_arm_and_stays_undecided_on_equal_arms():
     rng = np.random.default_rng(0)
     y = rng.normal(size=200)
-    better = control_verdict(y + rng.normal(scale=1.0, size=200), y + rng.normal(scale=0.4, size=200), y, "regression")
+    better = control_verdict(y + rng.normal(scale=1.0, size=200), y + rng.normal(scale=0.4, size=200), y, TaskSpec("regression"))
     assert better["verdict"] == "strategy better" and better["high"] < 0
     assert better["difference"] == pytest.approx(better["strategy"] - better["control"])
-    worse = control_verdict(y + rng.normal(scale=0.4, size=200), y + rng.normal(scale=1.0, size=200), y, "regression")
+    worse = control_verdict(y + rng.normal(scale=0.4, size=200), y + rng.normal(scale=1.0, size=200), y, TaskSpec("regression"))
     assert worse["verdict"] == "Random better" and worse["low"] > 0
     same = y + rng.normal(scale=1.0, size=200)
-    tie = control_verdict(same, same, y, "regression")
+    tie = control_verdict(same, same, y, TaskSpec("regression"))
     assert tie["verdict"] == "undecided" and tie["difference"] == 0.0
 
 
@@ -27,19 +27,19 @@ def test_equal_arms_are_called_different_at_about_the_nominal_rate():
     calls = []
     for s in range(60):
         y = rng.normal(size=80)
-        v = control_verdict(y + rng.normal(size=80), y + rng.normal(size=80), y, "regression", n_boot=400, seed=s)
+        v = control_verdict(y + rng.normal(size=80), y + rng.normal(size=80), y, TaskSpec("regression"), n_boot=400, seed=s)
         calls.append(v["verdict"] != "undecided")
     assert 0.0 <= np.mean(calls) <= 0.25
 
 
 def test_binary_uses_the_brier_score_and_small_samples_say_so():
     y = np.array([0, 1, 0, 1, 1, 0, 1, 0, 1, 1.0])
-    v = control_verdict(np.full(10, 0.5), y * 0.9 + 0.05, y, "binary", n_boot=200)
+    v = control_verdict(np.full(10, 0.5), y * 0.9 + 0.05, y, TaskSpec("binary"), n_boot=200)
     assert v["metric"] == "root Brier score" and v["control"] == pytest.approx(0.5)
-    few = control_verdict(np.zeros(3), np.zeros(3), np.ones(3), "regression")
+    few = control_verdict(np.zeros(3), np.zeros(3), np.ones(3), TaskSpec("regression"))
     assert few["verdict"] == "undecided" and "too few" in few["note"]
     with pytest.raises(ValueError, match="regression or binary"):
-        control_verdict(np.zeros(9), np.zeros(9), np.zeros(9), "multiclass")
+        control_verdict(np.zeros(9), np.zeros(9), np.zeros(9), TaskSpec("multiclass", classes=(0.0, 1.0, 2.0)))
 
 
 class _Mean:
