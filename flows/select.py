@@ -84,7 +84,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     del hashes
     check_control(method, control)
     learn = {} if get_method(method).label_free else {
-        **round_options(graphs, train, store.graph_ids[train], ledger, next_strategy), "control": control}
+        **round_options(graphs, train, store.graph_ids[train], ledger, next_strategy, "auto", seed), "control": control}
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,

@@ -19,14 +19,17 @@ def select_task(pool: GraphDataset, method: str, **kwargs):
 
 
 @task(name="round-options", persist_result=False)
-def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto") -> dict:
+def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto",
+                  difficulty: str = "auto", seed: int = 0) -> dict:
     """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
-    its later-round ``strategy`` and a ``difficulty`` per member (:func:`tmdlib.select.rounds.knn_difficulty` on ECFP4
-    counts, from the ledger's labels of the pool members already labelled: the audit sample is not in the pool).
+    its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: ``forest``, the spread of a random
+    forest's trees, :func:`tmdlib.select.rounds.forest_difficulty`, or ``knn``, the spread of the nearest labels,
+    :func:`tmdlib.select.rounds.knn_difficulty`; on ECFP4 counts, from the ledger's labels of the pool members already
+    labelled: the audit sample is not in the pool).
 
     A pool without SMILES, a multi-target ledger or fewer than 2 labelled members gives no difficulty (the method
     then grows the coreset, saying so in the selection's info)."""
-    from tmdlib.select.rounds import DEFAULT_NEXT, knn_difficulty
+    from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_NEXT, forest_difficulty, knn_difficulty
 
     from .graphs import store_smiles
 
@@ -45,7 +48,11 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     X = ecfp4_counts(smiles)
     lab = np.flatnonzero(where)
     y = np.array([y_of[int(g)] for g in train_ids[lab]], dtype=np.float64)
-    return {"strategy": strategy, "difficulty": knn_difficulty(X[lab], y, X)}
+    how = DEFAULT_DIFFICULTY if difficulty in (None, "", "auto") else str(difficulty)
+    classes = bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's probability spread)
+    u = (forest_difficulty(X[lab], y, X, classes=classes, seed=seed) if how == "forest" else
+         knn_difficulty(X[lab], y, X))
+    return {"strategy": strategy, "difficulty": u, "difficulty_from": how}
 
 
 @task(name="subsample-nodes", persist_result=False)

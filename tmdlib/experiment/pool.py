@@ -221,15 +221,9 @@ def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.
 
         return knn_difficulty(train_x, train_y, X)
     if how == "forest":
-        from ..chem.forest import fit_forest
+        from ..select.rounds import forest_difficulty
 
-        if case.regression:
-            f = fit_forest(train_x, train_y, seed=seed, n_estimators=RF_TREES)
-            per_tree = np.stack([t.predict(X) for t in f.estimators_])
-        else:
-            f = fit_forest(train_x, train_y.astype(int), task="classification", seed=seed, n_estimators=RF_TREES)
-            per_tree = np.stack([t.predict_proba(X)[:, -1] for t in f.estimators_])
-        return per_tree.std(axis=0)
+        return forest_difficulty(train_x, train_y, X, classes=not case.regression, trees=RF_TREES, seed=seed)
     raise ValueError(f"unknown difficulty {how!r}: knn, forest")
 
 

@@ -232,7 +232,9 @@ def _next_round(problem: Problem) -> Picked:
     cand = None if problem.options.get("exclude") is None else ~np.asarray(problem.options["exclude"], dtype=bool)
     new = next_batch(D, kept, problem.k - kept.size, diff, strategy, problem.seed, candidates=cand,
                      restarts=int(problem.options.get("restarts", 3)))
-    return _with_tau(problem, D, np.concatenate([kept, new]), {"strategy": strategy})
+    return _with_tau(problem, D, np.concatenate([kept, new]), {"strategy": strategy, **(
+        {"difficulty_from": problem.options["difficulty_from"]} if diff is not None and
+        problem.options.get("difficulty_from") else {})})
 
 
 #: Uniform share of a ``tmd-mix`` first round (measured on the pool benchmark: docs/pool-benchmark.md).

@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = ["union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
            "isolation", "knn_difficulty", "default_method", "DEFAULT_FIRST",
-           "check_control"]
+           "check_control", "forest_difficulty", "DIFFICULTIES", "DEFAULT_DIFFICULTY"]
 
 #: The later-round strategies of :func:`next_batch`.
 NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "random")
@@ -46,6 +46,10 @@ NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "rando
 #: docs/pool-benchmark.md).
 DEFAULT_FIRST = "tmd-mix"
 DEFAULT_NEXT = "unc-cover"
+#: Difficulty estimates from the labels so far: ``forest`` (:func:`forest_difficulty`), ``knn``
+#: (:func:`knn_difficulty`); the default chosen on the pool benchmark.
+DIFFICULTIES = ("forest", "knn")
+DEFAULT_DIFFICULTY = "forest"
 
 
 def default_method(method: str, production: bool) -> str:
@@ -66,6 +70,29 @@ def check_control(method: str, control) -> float:
     if c > 0 and method != "tmd-rounds":
         raise InputError(None, f"select.control needs select.method tmd-rounds (auto in production), not {method!r}")
     return c
+
+
+def forest_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, *, classes: bool = False,
+                      trees: int = 100, seed: int = 0) -> np.ndarray:
+    r"""The spread of a random forest's trees (scikit-learn, ``trees`` trees, :math:`\sqrt d` features per split, on the
+    labelled rows): the standard
+    deviation over the trees of their predictions (regression) or of their positive-class probability (``classes``).
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    y = np.asarray(y_labelled, dtype=np.float64)
+    if y.size < 2 or np.unique(y).size < 2:
+        return np.ones(len(X))
+    Forest = RandomForestClassifier if classes else RandomForestRegressor
+    f = Forest(n_estimators=int(trees), max_features="sqrt", random_state=int(seed), n_jobs=1).fit(
+        X_labelled, y.astype(int) if classes else y)
+    if classes:
+        return np.stack([t.predict_proba(X)[:, -1] for t in f.estimators_]).std(axis=0)
+    return np.stack([t.predict(X) for t in f.estimators_]).std(axis=0)
 
 
 def knn_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, neighbours: int = 5) -> np.ndarray:
