@@ -36,10 +36,20 @@ def label_requests_flow(graphs: str, selection: str, out_dir: str, labelled: str
                 "k": sel["k"], "seed": sel["seed"], "epsilon": sel.get("epsilon"),
                 "epsilon_mean": sel.get("epsilon_mean", sel.get("epsilon")),
                 "requested": requests.num_rows, "reused": int(sum(int(g) in have for g in sel["medoids"])),
+                **requested_by_purpose(requests),
                 "train_graphs": sel["n_train"], "graphs": int(len(known)), "ledger": labelled,
                 "ledger_size": len(have), "sdf": sdf_note(smiles), STORE_HASH_KEY: sel.get(STORE_HASH_KEY)}
     write_requests(out_dir, requests, manifest, smiles)
     return manifest
+
+
+def requested_by_purpose(requests) -> dict:
+    """``requested_coreset`` / ``requested_audit``: how many of a round's requests are for training and for the audit
+    sample (a benchmark selection has no audit sample: all coreset)."""
+    if "purpose" not in requests.column_names:
+        return {"requested_coreset": requests.num_rows, "requested_audit": 0}
+    purpose = requests.column("purpose").to_pylist()
+    return {"requested_coreset": purpose.count("coreset"), "requested_audit": purpose.count("audit")}
 
 
 @flow(name="labels-import")

@@ -70,18 +70,29 @@ def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
                      f"c*eps {num(bound.get('c_epsilon'), '.4g')}, observed gap {num(bound.get('gap_observed'), '.4g')}"]
 
 
+def request_line(path: str, manifest: dict) -> str | None:
+    """What a round asks the lab for: the coreset's new molecules plus the audit sample, and the total."""
+    if "requested_coreset" not in manifest:
+        return None
+    core, audit = manifest["requested_coreset"], manifest.get("requested_audit", 0)
+    return (f"  {path}: requests {core} coreset + {audit} audit = {core + audit} molecules to measure "
+            f"(budget {manifest.get('k')} coreset molecules in total, {manifest.get('reused', 0)} already labelled)")
+
+
 def summary_text(root: str = ".") -> str:
     """Human-readable summary: the verdict on the bounds first, then artifacts, headline metrics and MLflow runs."""
     from tasks.tracking import redact_uri, tracking_uri
 
     artifacts = ["Artifacts (from dvc.yaml):"]
-    metrics_files = []
+    metrics_files, requests = [], []
     for stage, outs in stage_outputs(root):
         present = [o for o in outs if (Path(root) / o).exists()]
         name, _, dataset = stage.partition("@")
         label = f"{LABELS.get(name, name)}" + (f" [{dataset}]" if dataset else "")
         artifacts.append(f"  {label:34s} {', '.join(present) if present else '(not produced yet)'}")
         metrics_files += [o for o in present if o.endswith(".json") and "metrics" in Path(o).name]
+        requests += [request_line(o, json.loads((Path(root) / o).read_text())) for o in present
+                     if name == "label_requests" and Path(o).name == "manifest.json"]
     verdicts, headlines = [], []
     for mf in metrics_files:
         v, h = metrics_lines(mf, json.loads((Path(root) / mf).read_text()))
@@ -89,7 +100,7 @@ def summary_text(root: str = ".") -> str:
         headlines += h
     lines = ["Verdict on the loss bounds (informative: below the loss scale; vacuous: true but says nothing):"]
     lines += verdicts or ["  (no metrics yet: run the pipeline up to evaluate, dvc repro)"]
-    lines += artifacts + headlines
+    lines += artifacts + headlines + [line for line in requests if line]
     runs = latest_runs()
     lines.append(f"MLflow ({redact_uri(tracking_uri())}):")
     lines += [f"  {r['run_id']}  {r['name'] or r['stage']:22s} {r['status']}" for r in runs] or ["  (no runs yet)"]
