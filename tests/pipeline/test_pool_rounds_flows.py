@@ -105,4 +105,9 @@ def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
     assert c["n_control"] == c["n_strategy"] == len(control) and c["verdict"] in (
         "strategy better", "Random better", "undecided")
     assert c["low"] <= c["difference"] <= c["high"] and c["n"] == metrics["audit_labelled"]
-    assert "Random control" in _sh([TMDSUB, "summary"], ws, env).stdout
+    summary = _sh([TMDSUB, "summary"], ws, env).stdout
+    assert "Random control" in summary
+    manifest = json.loads((ws / "data/labels/POOL/manifest.json").read_text())
+    assert manifest["requested_audit"] == 0  # round two: the audit sample was answered in round one
+    assert (f"requests {manifest['requested_coreset']} coreset + 0 audit = {manifest['requested_coreset']}"
+            in summary)
