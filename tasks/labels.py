@@ -489,7 +489,29 @@ def label_params(params_path: str | None, dataset: str) -> dict:
     if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not spread >= 0:
         raise InputError(params_path, f"labels.max_spread must be a number >= 0; got {spread!r}")
     out["max_spread"] = float(spread)
+    out["sheet"] = sheet_params(group, params_path)
     return out
+
+
+def sheet_params(group: dict, params_path=None) -> dict:
+    """How the lab's sheet is read (``labels.columns``, ``transform``, ``units``, ``sheet``), checked."""
+    from tmdlib.datasets.labsheet import COLUMN_ROLES, TRANSFORMS, molar_factor
+
+    cols = group.get("columns") or {}
+    if not isinstance(cols, dict) or set(cols) - set(COLUMN_ROLES) or not all(
+            v is None or isinstance(v, str) or (k == "value" and isinstance(v, list)) for k, v in cols.items()):
+        raise InputError(params_path, f"labels.columns maps {', '.join(COLUMN_ROLES)} to column names; got {cols!r}")
+    transform = str(group.get("transform") or "none")
+    if transform not in TRANSFORMS:
+        raise InputError(params_path, f"labels.transform must be one of {', '.join(TRANSFORMS)}; got {transform!r}")
+    units = group.get("units")
+    if units is not None and molar_factor(units) is None:
+        raise InputError(params_path, f"labels.units must be a concentration unit (M, mM, uM, nM, pM); got {units!r}")
+    sheet = group.get("sheet")
+    if sheet is not None and (isinstance(sheet, bool) or not isinstance(sheet, (str, int))):
+        raise InputError(params_path, f"labels.sheet is a sheet's name or its position (0 = the first); got {sheet!r}")
+    return {"columns": {k: v for k, v in cols.items() if v}, "transform": transform,
+            "units": None if units is None else str(units), "sheet": sheet}
 
 
 def no_labels_message(dataset: str) -> str:
@@ -500,21 +522,64 @@ def no_labels_message(dataset: str) -> str:
             f"(or run `tmdsub labels import {dataset} FILE`)")
 
 
+#: Spreadsheet suffixes read through openpyxl.
+XLSX = (".xlsx", ".xlsm")
+
+
+def read_answer_sheet(source: str, sheet=None) -> tuple:
+    """A lab's answer file as a text table ``(table, line_numbers or None, form)``: an SD file, a spreadsheet
+    (``.xlsx``: the first sheet, or ``sheet``, a name or position; line = spreadsheet row) or a CSV whose delimiter
+    (comma, semicolon, tab) is sniffed from its header."""
+    suffix = Path(source).suffix.lower()
+    if suffix in (".sdf", ".sd"):
+        from tmdlib.chem.answers import read_sdf_answers
+
+        table, lines = read_sdf_answers(source)
+        return table, lines, "SD file"
+    if suffix in XLSX:
+        return (*_read_xlsx(source, sheet), f"spreadsheet{'' if sheet is None else f' (sheet {sheet!r})'}")
+    delim = io.sniff_delimiter(source)
+    form = {",": "CSV", ";": "CSV (semicolons)", "\t": "CSV (tabs)"}[delim]
+    return io.read_text_csv(source, what="label file", delimiter=delim), None, form
+
+
+def _read_xlsx(source: str, sheet=None) -> tuple:
+    import pandas as pd
+
+    if not Path(source).is_file():
+        raise InputError(source, "label file not found")
+    try:
+        frame = pd.read_excel(source, sheet_name=0 if sheet is None else sheet, dtype=str, keep_default_na=False,
+                              engine="openpyxl")
+    except (ValueError, KeyError) as err:  # a sheet it does not have, a file that is no workbook
+        raise InputError(source, f"cannot read the spreadsheet: {err}") from None
+    except Exception as err:  # noqa: BLE001 - openpyxl's errors on a damaged file
+        raise InputError(source, f"not a readable spreadsheet: {type(err).__name__}: {err}") from None
+    # a column without a header and without a value (a formatted but empty column) is no column
+    frame = frame[[c for c in frame.columns if not str(c).startswith("Unnamed: ") or frame[c].str.strip().any()]]
+    names = [str(c) for c in frame.columns]
+    cols = {n: pa.array(["" if v is None else str(v) for v in frame[c].tolist()], pa.string())
+            for n, c in zip(names, frame.columns)}
+    return pa.table(cols), np.arange(2, len(frame) + 2)
+
+
 @task(name="read-answers", persist_result=False)
-def read_answer_file(source: str, store_path: str, requests_path: str, known: np.ndarray, targets) -> tuple:
-    """A lab's answer file (CSV, or SD file: ``.sdf`` / ``.sd``) as measurements ``(table, info)``, keys resolved
-    against the requests (``source_id``) and the pool (``graph_id``, canonical ``smiles``); one error naming every
+def read_answer_file(source: str, store_path: str, requests_path: str, known: np.ndarray, targets,
+                     sheet: dict | None = None) -> tuple:
+    """A lab's answer file (CSV with any delimiter, ``.xlsx``, or SD file: ``.sdf`` / ``.sd``) as measurements
+    ``(table, info)``: columns found however the lab named them and values by the stated rule
+    (:func:`tmdlib.datasets.labsheet.normalize_answers`; ``sheet``: :func:`sheet_params`), keys resolved against
+    the requests (``source_id``) and the pool (``graph_id``, canonical ``smiles``); one error naming every
     offending line, nothing written."""
     import pyarrow.parquet as pq
 
     from tmdlib.datasets.labels import read_answers
+    from tmdlib.datasets.labsheet import normalize_answers
 
-    if Path(source).suffix.lower() in (".sdf", ".sd"):
-        from tmdlib.chem.answers import read_sdf_answers
-
-        table, lines = read_sdf_answers(source)
-    else:
-        table, lines = io.read_text_csv(source, what="label file"), None
+    sheet = sheet or {}
+    table, lines, form = read_answer_sheet(source, sheet.get("sheet"))
+    table, how = normalize_answers(table, targets, columns=sheet.get("columns"), transform=sheet.get("transform",
+                                   "none"), units=sheet.get("units"), path=source, line_numbers=lines)
     names = table.column_names
     request_sources = pool = canonical = None
     key = next((k for k in ("graph_id", "source_id", "smiles") if k in names), None)
@@ -528,8 +593,9 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
 
         t = pq.read_table(store_path, columns=["graph_id", "smiles"])
         pool, canonical = (t.column("graph_id").to_pylist(), t.column("smiles").to_pylist()), canonical_smiles
-    return read_answers(table, known, targets, request_sources=request_sources, pool_smiles=pool,
-                        canonical=canonical, path=source, line_numbers=lines)
+    m, info = read_answers(table, known, targets, request_sources=request_sources, pool_smiles=pool,
+                           canonical=canonical, path=source, line_numbers=lines)
+    return m, {**info, "sheet": {"form": form, **how}}
 
 
 def standin_measurements(requested: np.ndarray, known: np.ndarray, dataset_y, task, dataset: str = "the pool"):
@@ -626,6 +692,10 @@ def resolve_import(new: pa.Table, history: pa.Table, ledger_meta: dict, store_ta
                                          "flagged": info["flagged"], "max_spread": float(max_spread)},
         "conflicts": info["conflicts"],
     }
+    if decided_now:
+        from tmdlib.datasets.task import task_reason
+
+        report["task_reason"] = task_reason(kv, spec)
     if purposes:
         report["missing_by_purpose"] = {p: sum(1 for g in missing if purposes.get(g) == p)
                                         for p in sorted(set(purposes.values()))}
@@ -657,7 +727,7 @@ def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset
 #: Keys of an import's report that describe the import, not the labels: written to import.json, not labels.json.
 IMPORT_KEYS = ("round", "new_measurements", "already_in_ledger", "ledger_measurements", "task_decided", "requested",
                "answered", "missing", "missing_ids", "missing_by_purpose", "unrequested", "unrequested_ids",
-               "answer_rows")
+               "answer_rows", "sheet", "copies", "task_reason")
 IMPORT_JSON = "import.json"
 
 
