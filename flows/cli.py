@@ -105,6 +105,7 @@ def ingest(
     workers: str = typer.Option("auto", "--workers", help="SMILES: processes converting molecules: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
     limit: int = typer.Option(0, "--limit", min=0, help="SMILES: only the first N molecules (a smaller pool; 0 = all)."),
     standin: str = typer.Option("none", "--standin", help="Unlabelled SMILES pools (MOSES), benchmark mode only: fill y with a flagged label stand-in, never a measurement (logp: y = 1 if RDKit's Crippen logP >= 2.75, else 0). none (default): the pool stays unlabelled, as a real one is."),
+    invalid: str = typer.Option("skip", "--invalid", help="SMILES: a SMILES RDKit cannot parse: skip (default: left out, listed with its line and reason in <store>.invalid.csv beside the store) | refuse (stop, naming its line)."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph), with its task type."""
     from flows.ingest import ingest_flow, resolve_source, source_options
@@ -114,6 +115,7 @@ def ingest(
     from tmdlib.datasets.smiles import STANDIN_RULES
 
     _choice("--standin", standin, ("none", *STANDIN_RULES))
+    _choice("--invalid", invalid, ("skip", "refuse"))
     kind, path, ds_name, folder = resolve_source(
         dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
     workers = _workers(workers, shown=kind == "smiles")  # only a SMILES source fans out
@@ -124,10 +126,17 @@ def ingest(
                           raw_root=str(raw_root), checksum_folder=folder,
                           node_attributes=features == "onehot+attributes",
                           append_dir=str(append_dir) if append_dir else None,
-                          workers=workers, limit=limit or None, standin=standin, **options)
+                          workers=workers, limit=limit or None, standin=standin, invalid=invalid, **options)
     batches = f" ({len(summary['batches'])} appended batches)" if summary["batches"] else ""
     typer.echo(f"{ds_name}: {summary['graphs']} graphs{batches}, {summary['mean_nodes']:.2f} nodes and "
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}; task: {summary['task']}")
+    if summary.get("invalid"):
+        typer.echo(f"  {summary['invalid']} SMILES RDKit cannot parse were skipped (ingest.invalid: skip): each "
+                   f"with its line and reason in {summary['invalid_report']}")
+    dup = summary.get("duplicates")
+    if dup and dup["structures"]:
+        typer.echo(f"  {dup['structures']} structures stored more than once ({dup['graphs']} extra graphs, compared "
+                   f"on {dup['compared']}): an answer keyed by SMILES labels every copy")
 
 
 @app.command()

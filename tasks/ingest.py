@@ -113,12 +113,13 @@ def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column
 def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
                 smiles_column: str = "smiles", label_column=None, standin: str | None = None,
                 workers: int | str = "auto", limit: int | None = None, *, split_column: str | None = None,
-                keep_columns=(), task=None):
+                keep_columns=(), task=None, skipped: list | None = None):
     """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``) with its task.
 
     ``label_column`` is one column or a list (SMILES); ``task`` is auto / a type / an existing dataset's
     :class:`~tmdlib.datasets.task.TaskSpec`; ``workers``: processes converting a SMILES source, auto (the cores
-    this process may use, :func:`tasks.cpus.resolve_workers`) or a number.
+    this process may use, :func:`tasks.cpus.resolve_workers`) or a number; ``skipped`` (a list, SMILES only):
+    a SMILES rdkit cannot parse is left out and appended to it (``(line, smiles, reason)``) instead of stopping.
     """
     if kind == "tu":
         return tds.read_tu(path, name=name, node_attributes=node_attributes,
@@ -129,7 +130,8 @@ def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
         return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column or None,
                                    split_column=split_column or None, keep_columns=keep_columns or (), task=task,
                                    standin=standin, workers=resolve_workers(workers), limit=limit,
-                                   progress=_print_progress(name, _smiles_total(name, limit)), name=name)
+                                   progress=_print_progress(name, _smiles_total(name, limit)), name=name,
+                                   skipped=skipped)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
@@ -145,7 +147,7 @@ def _smiles_total(name: str, limit: int | None) -> int | None:
 def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smiles", label_column=None,
                        standin: str | None = None, workers: int | str = "auto", limit: int | None = None, *,
                        split_column: str | None = None, keep_columns=(), task=None,
-                       task_source: str | None = None) -> dict:
+                       task_source: str | None = None, skip_invalid: bool = False) -> dict:
     """Convert a SMILES CSV straight into the graph store ``out`` (atomically), one row group per chunk as the
     molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not grow with the
     pool); return the same summary as :func:`write_graph_store`."""
@@ -155,8 +157,63 @@ def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smi
                                          task=task, task_source=task_source, standin=standin,
                                          workers=resolve_workers(workers),
                                          limit=limit, progress=_print_progress(name, _smiles_total(name, limit)),
-                                         name=name)
-    return _streamed_summary(out, stats)
+                                         name=name, skip_invalid=skip_invalid)
+    return {**_streamed_summary(out, stats), "invalid": stats["invalid"]}
+
+
+#: What ``ingest.invalid`` may say of a SMILES rdkit cannot parse.
+INVALID_RULES = ("skip", "refuse")
+
+
+def invalid_report_path(out: str | Path) -> Path:
+    """The report of the SMILES an ingest skipped, beside the store: ``data/graphs/<DS>.invalid.csv``."""
+    p = Path(out)
+    return p.with_name(p.name.removesuffix(".parquet") + ".invalid.csv")
+
+
+@task(name="write-invalid-report", persist_result=False)
+def write_invalid_report(out: str, invalid: list) -> str | None:
+    """``line,smiles,reason`` of every SMILES left out, beside the store (atomically); an earlier report is
+    removed when this ingest skipped none, so the report always describes the store beside it."""
+    import csv
+    import io as _io
+
+    path = invalid_report_path(out)
+    if not invalid:
+        path.unlink(missing_ok=True)
+        return None
+    buf = _io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["line", "smiles", "reason"])
+    w.writerows(sorted(invalid))
+    io.write_text(path, buf.getvalue())
+    return str(path)
+
+
+#: Pools up to this size have their duplicate structures counted on RDKit's canonical SMILES; larger ones on the
+#: SMILES as written (canonicalising millions of molecules costs minutes).
+CANONICAL_DUPLICATES_LIMIT = 200_000
+
+
+def count_duplicates(store: str) -> dict | None:
+    """Structures stored more than once in a molecule store (None: no ``smiles`` column): ``structures`` (how many
+    structures have copies), ``graphs`` (the graphs beyond each structure's first), ``compared`` (on what)."""
+    import pyarrow.parquet as pq
+
+    if "smiles" not in pq.read_schema(store).names:
+        return None
+    smiles = pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist()
+    if len(smiles) <= CANONICAL_DUPLICATES_LIMIT:
+        from tmdlib.datasets.smiles import canonical_smiles
+
+        keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
+    else:
+        keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
+    from collections import Counter
+
+    counts = Counter(keys)
+    copies = [c for c in counts.values() if c > 1]
+    return {"structures": len(copies), "graphs": int(sum(copies) - len(copies)), "compared": compared}
 
 
 def _streamed_summary(out: str, stats: dict) -> dict:

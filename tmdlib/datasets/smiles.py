@@ -327,18 +327,24 @@ def _number(text: str | None) -> float | str:
     return f"{text!r} is infinite" if math.isinf(value) else value
 
 
-def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | None, keep: tuple[str, ...] = ()):
+def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | None, keep: tuple[str, ...] = (),
+                   skip_invalid: bool = False):
     """Graphs of one chunk of rows: ``("ok", codes, bonds, sizes, labels (n, T), lines, splits, kept (n, K),
-    smiles)`` with chunk-local atom ids, or ``("error", line, message)`` (plain data, so that it crosses
+    smiles, skipped)`` with chunk-local atom ids, or ``("error", line, message)`` (plain data, so that it crosses
     process boundaries).  Each SMILES is parsed once.  ``labels`` and ``keep`` name the label and kept columns
-    (for messages)."""
-    codes, bonds, sizes, values, lines, splits, kept, smiles = [], [], [], [], [], [], [], []
+    (for messages); ``skip_invalid``: a SMILES rdkit cannot parse is left out and listed in ``skipped``
+    (``(line, smiles, reason)``) instead of stopping."""
+    codes, bonds, sizes, values, lines, splits, kept, smiles, skipped = [], [], [], [], [], [], [], [], []
     offset = 0
     with _quiet_rdkit():
         for line, smi, labs, split, keeps in rows:
             mol = _parse(smi)
             if mol is None:
-                return "error", line, f"invalid SMILES {smi!r} (rdkit cannot parse it, or it has no atoms)"
+                reason = f"invalid SMILES {smi!r} (rdkit cannot parse it, or it has no atoms)"
+                if skip_invalid:
+                    skipped.append((int(line), smi, "rdkit cannot parse it, or it has no atoms"))
+                    continue
+                return "error", line, reason
             if labels:
                 row = []
                 for name, text in zip(labels, labs):
@@ -369,9 +375,11 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
             sizes.append(atom_codes.shape[0])
             offset += atom_codes.shape[0]
     n = len(sizes)
+    if not n:
+        return "ok", None, None, np.zeros(0, np.int64), None, None, None, None, None, skipped
     return ("ok", np.concatenate(codes), np.concatenate(bonds), np.asarray(sizes, dtype=np.int64),
             np.asarray(values, dtype=np.float64).reshape(n, -1), np.asarray(lines, dtype=np.int64), splits,
-            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles)
+            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles, skipped)
 
 
 def _chunks(rows: Iterator, size: int) -> Iterator[list]:
@@ -423,9 +431,10 @@ class _Columns:
 
 
 def _converted(path: Path, cols: _Columns, workers: int, chunk_size: int, limit: int | None,
-               progress: Callable[[int, float], None] | None) -> Iterator[tuple]:
-    """The converted chunks of a CSV in row order (:func:`_convert_chunk`'s ``"ok"`` tuples); an error row
-    raises :class:`InputError` with its line."""
+               progress: Callable[[int, float], None] | None, skipped: list | None = None) -> Iterator[tuple]:
+    """The converted chunks of a CSV in row order (:func:`_convert_chunk`'s ``"ok"`` tuples, without the skipped
+    rows); an error row raises :class:`InputError` with its line.  ``skipped`` (a list): SMILES rdkit cannot parse
+    are left out and appended to it as ``(line, smiles, reason)``; None: they stop the read."""
     start, done, read = time.perf_counter(), 0, 0
 
     def rows():
@@ -440,25 +449,34 @@ def _converted(path: Path, cols: _Columns, workers: int, chunk_size: int, limit:
         nonlocal done
         if result[0] == "error":
             raise InputError(path, result[2], line=result[1])
-        done += len(result[3])
+        done += len(result[3]) + len(result[-1])
+        if skipped is not None:
+            skipped.extend(result[-1])
         if progress is not None:
             progress(done, time.perf_counter() - start)
-        return result[1:]
+        return result[1:-1] if len(result[3]) else None
 
+    skip = skipped is not None
     chunks = _chunks(rows(), chunk_size)
     if workers == 1:
         for chunk in chunks:
-            yield checked(_convert_chunk(chunk, cols.labels, cols.standin, cols.keep))
+            part = checked(_convert_chunk(chunk, cols.labels, cols.standin, cols.keep, skip))
+            if part is not None:
+                yield part
         return
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
         pending = []
         try:
             for chunk in chunks:  # at most 2 chunks per worker in flight: memory stays bounded
-                pending.append(pool.submit(_convert_chunk, chunk, cols.labels, cols.standin, cols.keep))
+                pending.append(pool.submit(_convert_chunk, chunk, cols.labels, cols.standin, cols.keep, skip))
                 while len(pending) > 2 * workers or (pending and pending[0].done()):
-                    yield checked(pending.pop(0).result())
+                    part = checked(pending.pop(0).result())
+                    if part is not None:
+                        yield part
             while pending:
-                yield checked(pending.pop(0).result())
+                part = checked(pending.pop(0).result())
+                if part is not None:
+                    yield part
         finally:
             for fut in pending:
                 fut.cancel()
@@ -569,7 +587,8 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
                     label_column: str | Sequence[str] | None = None, *, split_column: str | None = None,
                     keep_columns: str | Sequence[str] = (), task: str | TaskSpec | None = None,
                     standin: str | None = None, workers: int = 1, chunk_size: int = 20_000, limit: int | None = None,
-                    progress: Callable[[int, float], None] | None = None, name: str | None = None) -> pa.Table:
+                    progress: Callable[[int, float], None] | None = None, name: str | None = None,
+                    skipped: list | None = None) -> pa.Table:
     """Read a CSV (header line; ``.gz`` allowed) of SMILES into a graph table, streaming.
 
     Parameters
@@ -605,6 +624,10 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
         Called as ``progress(rows_done, seconds)`` after every chunk.
     name : str, optional
         The dataset's name in the table's metadata (default: the file name's stem).
+    skipped : list, optional
+        Given, a SMILES rdkit cannot parse (or with no atoms) is left out of the table instead of stopping the
+        read, and appended here as ``(line, smiles, reason)``; the other molecules keep their order (graph ids
+        0..G-1 over the molecules kept).
 
     Returns
     -------
@@ -631,7 +654,7 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     _check_sizes(path, workers, chunk_size, limit)
     cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin)
     build = _Assembly(path, cols, name or path.stem.split(".")[0])
-    raws = [build.raw(part) for part in _converted(path, cols, workers, chunk_size, limit, progress)]
+    raws = [build.raw(part) for part in _converted(path, cols, workers, chunk_size, limit, progress, skipped)]
     build.finish(task)
     finals, start = [], 0
     for raw in raws:
@@ -645,7 +668,8 @@ def write_smiles_parquet(path: str | os.PathLike, out: str | os.PathLike, smiles
                          keep_columns: str | Sequence[str] = (), task: str | TaskSpec | None = None,
                          task_source: str | None = None, standin: str | None = None, workers: int = 1,
                          chunk_size: int = 20_000, limit: int | None = None,
-                         progress: Callable[[int, float], None] | None = None, name: str | None = None) -> dict:
+                         progress: Callable[[int, float], None] | None = None, name: str | None = None,
+                         skip_invalid: bool = False) -> dict:
     """Convert a CSV of SMILES into a graph-store Parquet file, one row group per chunk, as it is read.
 
     The table is the one :func:`read_smiles_csv` returns (same arguments), but no more than one chunk of it is
@@ -667,12 +691,15 @@ progress, name
         it was; one while writing it removes it.  The scratch file is always removed.
     task_source : str, optional
         Recorded as the task spec's ``source`` (e.g. ``"builtin"``: the registry's task, not the user's).
+    skip_invalid : bool
+        A SMILES rdkit cannot parse is left out (listed in the result's ``invalid``) instead of stopping.
 
     Returns
     -------
     dict
-        ``graphs``, ``nodes``, ``edges`` (undirected) counts and ``task`` (the
-        :class:`~tmdlib.datasets.task.TaskSpec`).
+        ``graphs``, ``nodes``, ``edges`` (undirected) counts, ``task`` (the
+        :class:`~tmdlib.datasets.task.TaskSpec`) and ``invalid`` (``(line, smiles, reason)`` of every SMILES left
+        out).
 
     Raises
     ------
@@ -686,10 +713,11 @@ progress, name
     cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin)
     build = _Assembly(path, cols, name or path.stem.split(".")[0])
     scratch = out.with_name(f".{out.name}.{os.getpid()}.pass1")
+    invalid: list | None = [] if skip_invalid else None
     try:
         writer = None
         try:
-            for part in _converted(path, cols, workers, chunk_size, limit, progress):
+            for part in _converted(path, cols, workers, chunk_size, limit, progress, invalid):
                 raw = build.raw(part)
                 if writer is None:
                     writer = pq.ParquetWriter(scratch, raw.schema, compression="lz4")
@@ -711,7 +739,8 @@ progress, name
             raise
     finally:
         scratch.unlink(missing_ok=True)
-    return {"graphs": build.graphs, "nodes": build.nodes, "edges": build.edges, "task": spec}
+    return {"graphs": build.graphs, "nodes": build.nodes, "edges": build.edges, "task": spec,
+            "invalid": invalid or []}
 
 
 def _check_sizes(path: Path, workers: int, chunk_size: int, limit: int | None) -> None:
