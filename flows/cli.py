@@ -105,6 +105,7 @@ def ingest(
     workers: str = typer.Option("auto", "--workers", help="SMILES: processes converting molecules: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
     limit: int = typer.Option(0, "--limit", min=0, help="SMILES: only the first N molecules (a smaller pool; 0 = all)."),
     standin: str = typer.Option("none", "--standin", help="Unlabelled SMILES pools (MOSES), benchmark mode only: fill y with a flagged label stand-in, never a measurement (logp: y = 1 if RDKit's Crippen logP >= 2.75, else 0). none (default): the pool stays unlabelled, as a real one is."),
+    id_column: Optional[str] = typer.Option(None, "--id-column", help="SMILES CSV: the column of your own compound ids (a registry number), carried to the label requests and the predictions (default: a column named ID, compound id, registry number, name, ..., if any; '' = none)."),
     invalid: str = typer.Option("skip", "--invalid", help="SMILES: a SMILES RDKit cannot parse: skip (default: left out, listed with its line and reason in <store>.invalid.csv beside the store) | refuse (stop, naming its line)."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph), with its task type."""
@@ -121,7 +122,7 @@ def ingest(
     workers = _workers(workers, shown=kind == "smiles")  # only a SMILES source fans out
     options = source_options(ds_name, str(params) if params else None, smiles_column=smiles_column,
                              label_columns=label_column, split_column=split_column, keep_columns=keep_column,
-                             task=task)
+                             task=task, id_column=id_column)
     summary = ingest_flow(kind, path, ds_name, str(out or DATA / "graphs" / f"{ds_name}.parquet"),
                           raw_root=str(raw_root), checksum_folder=folder,
                           node_attributes=features == "onehot+attributes",

@@ -14,7 +14,7 @@ from tmdlib import datasets as tds
 from tmdlib.datasets.registry import known_datasets_text
 from tmdlib.datasets.task import table_task, with_task
 from tasks.ingest import (INVALID_RULES, append_batches, batch_sources, copy_parquet_store, count_duplicates,
-                          csv_columns, read_source, source_settings, verify_checksums, write_graph_store,
+                          csv_columns, id_column_of, read_source, source_settings, verify_checksums, write_graph_store,
                           write_invalid_report, write_smiles_store)
 
 
@@ -61,7 +61,8 @@ def _names(values: list[str] | None) -> list[str] | None:
 
 def source_options(name: str, params: str | None = None, *, smiles_column: str | None = None,
                    label_columns: list[str] | None = None, split_column: str | None = None,
-                   keep_columns: list[str] | None = None, task: str | None = None) -> dict:
+                   keep_columns: list[str] | None = None, task: str | None = None,
+                   id_column: str | None = None) -> dict:
     """The reading options of one dataset: the command line's, else ``params.yaml``'s ``ingest.sources.<NAME>``,
     else the defaults (``smiles``; labels / split found by name; the task inferred).
 
@@ -86,6 +87,7 @@ def source_options(name: str, params: str | None = None, *, smiles_column: str |
         "split_column": split_column if split_column is not None else own.get("split_column"),
         "keep_columns": keep if keep is not None else own.get("keep_columns"),
         "task": task,
+        "id_column": id_column if id_column is not None else own.get("id_column"),
     }
 
 
@@ -95,7 +97,8 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
                 smiles_column: str = "smiles", label_column: str | list[str] | None = None,
                 append_dir: str | None = None, workers: int | str = "auto", limit: int | None = None,
                 split_column: str | None = None, keep_columns: list[str] | None = None,
-                task: str | None = None, standin: str | None = None, invalid: str = "skip") -> dict:
+                task: str | None = None, standin: str | None = None, invalid: str = "skip",
+                id_column: str | None = None) -> dict:
     """Verify (built-in data), read, append the batches of ``append_dir``, validate and atomically write.
 
     ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),
@@ -113,13 +116,15 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
     ``invalid`` (``ingest.invalid``): ``skip`` (default) leaves a SMILES rdkit cannot parse out of the store and
     lists it with its line and reason in ``<store>.invalid.csv`` beside it (:func:`tasks.ingest.invalid_report_path`;
     an appended batch is still refused whole); ``refuse`` stops at the first one.  A molecule store's summary
-    also counts the structures stored more than once (``duplicates``).
+    also counts the structures stored more than once (``duplicates``).  ``id_column``: the SMILES CSV's column
+    of the user's compound ids, stored as ``compound_id`` and carried to the requests and the predictions (None:
+    a column named like one, :func:`tasks.ingest.id_column_of`; ``""``: none).
     """
     if invalid not in INVALID_RULES:
         raise InputError(None, f"ingest.invalid must be one of {', '.join(INVALID_RULES)}; got {invalid!r}")
     summary = _ingest(kind, path, name, out, raw_root, checksum_folder, node_attributes, smiles_column,
                       label_column, append_dir, workers, limit, split_column, keep_columns, task, standin,
-                      [] if kind == "smiles" and invalid == "skip" else None)
+                      [] if kind == "smiles" and invalid == "skip" else None, id_column)
     skipped = summary.pop("invalid", None) or []
     summary["invalid"] = len(skipped)
     summary["invalid_report"] = write_invalid_report(out, skipped)
@@ -129,7 +134,7 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
 
 
 def _ingest(kind, path, name, out, raw_root, checksum_folder, node_attributes, smiles_column, label_column,
-            append_dir, workers, limit, split_column, keep_columns, task, standin, skipped) -> dict:
+            append_dir, workers, limit, split_column, keep_columns, task, standin, skipped, id_column) -> dict:
     if checksum_folder is not None and raw_root is not None:
         verify_checksums(raw_root, checksum_folder)
     info = tds.DATASETS.get(name) if checksum_folder is not None else None
@@ -149,7 +154,10 @@ def _ingest(kind, path, name, out, raw_root, checksum_folder, node_attributes, s
     options = {}
     if kind == "smiles":
         found, split, keep = csv_columns(path, labels, split_column, keep_columns)
+        ident = None if info is not None else id_column_of(path, id_column, (*found, split, *keep, smiles_column))
         options = {"label_column": list(found) or None, "split_column": split, "keep_columns": keep}
+        if ident:
+            options["id_column"] = ident
     batches = batch_sources(append_dir)
     if kind == "smiles" and not batches:  # streamed into the store, a row group per chunk
         summary = write_smiles_store(path, out, name, smiles_column, standin=standin, workers=workers, limit=limit,

@@ -31,7 +31,12 @@ def _print_progress(name: str, total: int | None, unit: str = "molecules"):
 
 
 #: Per-dataset source settings in params.yaml (``ingest.sources.<NAME>``) and their types.
-SOURCE_KEYS = {"smiles_column": str, "label_columns": list, "split_column": str, "keep_columns": list, "task": str}
+SOURCE_KEYS = {"smiles_column": str, "label_columns": list, "split_column": str, "keep_columns": list, "task": str,
+               "id_column": str}
+#: Headers (compared as :func:`tmdlib.datasets.labsheet.header_key` writes them) taken as the user's compound id
+#: when no ``id_column`` is named.
+DEFAULT_ID_COLUMNS = ("compound id", "compound_id", "id", "registry number", "registry id", "molecule chembl id",
+                      "compound", "name")
 
 
 def source_settings(params_path: str | None, name: str) -> dict:
@@ -65,6 +70,9 @@ def source_settings(params_path: str | None, name: str) -> dict:
     for key, value in raw.items():
         if key not in SOURCE_KEYS:
             raise InputError(path, f"{where}: unknown key {key!r}; known: {', '.join(SOURCE_KEYS)}")
+        if value is None and key == "id_column":
+            out[key] = ""  # no id column, none looked for
+            continue
         if value is None and key == "split_column":
             out[key] = ""  # no split column, none looked for
             continue
@@ -76,6 +84,24 @@ def source_settings(params_path: str | None, name: str) -> dict:
             raise InputError(path, f"{where}.{key} must be a non-empty string; got {value!r}")
         out[key] = value
     return out
+
+
+def id_column_of(path: str, id_column: str | None, taken=()) -> str | None:
+    """The compound-id column a SMILES CSV is read with: ``id_column`` ("" = none), else the first header that
+    names an id (:data:`DEFAULT_ID_COLUMNS`, any case) and is no other column's."""
+    from tmdlib.datasets.labsheet import header_key
+    from tmdlib.datasets.smiles import csv_header
+
+    if id_column is not None:
+        return id_column or None
+    header = csv_header(path)
+    taken = {header_key(t) for t in taken if t}
+    keys = {header_key(h): h for h in header}
+    for name in DEFAULT_ID_COLUMNS:
+        h = keys.get(header_key(name))
+        if h is not None and header_key(h) not in taken:
+            return h
+    return None
 
 
 def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column: str | None,
@@ -113,7 +139,7 @@ def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column
 def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
                 smiles_column: str = "smiles", label_column=None, standin: str | None = None,
                 workers: int | str = "auto", limit: int | None = None, *, split_column: str | None = None,
-                keep_columns=(), task=None, skipped: list | None = None):
+                keep_columns=(), task=None, skipped: list | None = None, id_column: str | None = None):
     """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``) with its task.
 
     ``label_column`` is one column or a list (SMILES); ``task`` is auto / a type / an existing dataset's
@@ -131,7 +157,7 @@ def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
                                    split_column=split_column or None, keep_columns=keep_columns or (), task=task,
                                    standin=standin, workers=resolve_workers(workers), limit=limit,
                                    progress=_print_progress(name, _smiles_total(name, limit)), name=name,
-                                   skipped=skipped)
+                                   skipped=skipped, id_column=id_column)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
@@ -147,7 +173,8 @@ def _smiles_total(name: str, limit: int | None) -> int | None:
 def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smiles", label_column=None,
                        standin: str | None = None, workers: int | str = "auto", limit: int | None = None, *,
                        split_column: str | None = None, keep_columns=(), task=None,
-                       task_source: str | None = None, skip_invalid: bool = False) -> dict:
+                       task_source: str | None = None, skip_invalid: bool = False,
+                       id_column: str | None = None) -> dict:
     """Convert a SMILES CSV straight into the graph store ``out`` (atomically), one row group per chunk as the
     molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not grow with the
     pool); return the same summary as :func:`write_graph_store`."""
@@ -157,7 +184,7 @@ def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smi
                                          task=task, task_source=task_source, standin=standin,
                                          workers=resolve_workers(workers),
                                          limit=limit, progress=_print_progress(name, _smiles_total(name, limit)),
-                                         name=name, skip_invalid=skip_invalid)
+                                         name=name, skip_invalid=skip_invalid, id_column=id_column)
     return {**_streamed_summary(out, stats), "invalid": stats["invalid"]}
 
 

@@ -40,7 +40,14 @@ def build_requests(store_path: str, selection: dict, labelled: set | None = None
         full = with_audit(full, gids, pos_of, selection["audit_ids"], source)
     keep = ~np.isin(full.column("graph_id").to_numpy(), np.array(sorted(labelled or ()), dtype=np.int64))
     requests = full.filter(pa.array(keep))
-    return requests.set_column(3, "rank", pa.array(np.arange(1, requests.num_rows + 1), pa.int64()))
+    requests = requests.set_column(3, "rank", pa.array(np.arange(1, requests.num_rows + 1), pa.int64()))
+    from tmdlib.datasets.smiles import ID_COLUMN
+
+    if ID_COLUMN in cols:  # the user's own compound ids travel with the requests
+        of = dict(zip(gids.tolist(), pq.read_table(store_path, columns=[ID_COLUMN]).column(ID_COLUMN).to_pylist()))
+        requests = requests.append_column(ID_COLUMN, pa.array([of[g] for g in requests.column("graph_id").to_pylist()],
+                                                              pa.string()))
+    return requests
 
 
 def with_audit(requests: pa.Table, gids, pos_of: dict, audit_ids, source) -> pa.Table:
@@ -241,11 +248,20 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
     names = table.column_names
     request_sources = pool = canonical = None
     key = next((k for k in ("graph_id", "source_id", "smiles") if k in names), None)
-    if key == "source_id":
+    if key == "source_id":  # the requests' source ids, and the user's compound ids of the whole pool
+        from tmdlib.datasets.smiles import ID_COLUMN
+
         req = pq.read_table(requests_path, columns=["graph_id", "source_id"])
+        pairs = zip(req.column("graph_id").to_pylist(), req.column("source_id").to_pylist())
+        if ID_COLUMN in pq.read_schema(store_path).names:
+            t = pq.read_table(store_path, columns=["graph_id", ID_COLUMN])
+            pairs = [*pairs, *((g, c) for g, c in zip(t.column("graph_id").to_pylist(), t.column(ID_COLUMN)
+                                                      .to_pylist()) if c)]
         request_sources = {}
-        for g, s in zip(req.column("graph_id").to_pylist(), req.column("source_id").to_pylist()):
-            request_sources.setdefault(str(s).strip(), []).append(int(g))
+        for g, s in pairs:
+            hits = request_sources.setdefault(str(s).strip(), [])
+            if int(g) not in hits:
+                hits.append(int(g))
     elif key == "smiles" and "smiles" in pq.read_schema(store_path).names:
         from tmdlib.datasets.smiles import canonical_smiles
 

@@ -81,3 +81,34 @@ def test_a_comment_column_and_nanomolar_values(pool):
     _, meta, text = _import(pool, "dil", {"source": str(SHEETS / "dilution_ic50.csv")})
     assert meta["task"]["type"] == "regression" and "concentrations, not classes" in text
     assert json.loads((pool["tmp"] / "dil" / "labels.json").read_text())["task"]["type"] == "regression"
+
+
+def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
+    """A pool with the user's own ids (a `Compound ID` column, found by its name) stores them; the requests carry
+    them; the lab answers by them, with a `Comment` column; the predictions' reader finds them."""
+    from flows.ingest import ingest_flow
+    from flows.labels import label_requests_flow
+    from flows.select import select_flow
+    from tasks.predict import compound_ids
+
+    with open(tmp_path / "pool.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["Compound ID", "smiles"])
+        w.writerows([f"REG-{1000 + i}", r["smiles"]] for i, r in enumerate(ROWS[:30]))
+    store = str(tmp_path / "POOL.parquet")
+    ingest_flow("smiles", str(tmp_path / "pool.csv"), "POOL", store, workers=1)
+    assert compound_ids(store)[:2] == ["REG-1000", "REG-1001"]
+    select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.3)
+    label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
+    req = pq.read_table(tmp_path / "labels" / "label_requests.parquet").to_pylist()
+    assert all(r["compound_id"] == f"REG-{1000 + r['graph_id']}" for r in req)
+    answer = tmp_path / "answers.csv"
+    with open(answer, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter=";")
+        w.writerow(["compound id", "pKi", "Comment"])
+        w.writerows([r["compound_id"], f"{9 - math.log10(float(ROWS[r['graph_id']]['exp_mean [nM]'])):.2f}", "ok"]
+                    for r in req)
+    p = {"tmp": tmp_path, "store": store, "requests": str(tmp_path / "labels" / "label_requests.parquet")}
+    res, meta, text = _import(p, "ids", {"source": str(answer)})
+    assert meta["key"] == "source_id" and meta["sheet"]["columns"]["key"] == "compound id"
+    assert res["labelled"] == len(req) and not meta["missing"]

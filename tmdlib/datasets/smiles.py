@@ -291,13 +291,16 @@ def default_csv_columns(path: str | os.PathLike, header: list[str] | None = None
 #: Accepted values of a split column (lower-cased) and what they are stored as.
 SPLIT_VALUES = {"train": "train", "test": "test", "valid": "valid", "validation": "valid"}
 #: Columns of a molecule store that a kept source column may not replace.
-_RESERVED = ("graph_id", "num_nodes", "x", "x_id", "edge_src", "edge_dst", "y", "smiles", "atom_features", "split")
+_RESERVED = ("graph_id", "num_nodes", "x", "x_id", "edge_src", "edge_dst", "y", "smiles", "atom_features", "split",
+             "compound_id")
+#: The store's column of the user's own compound ids (a registry number, a name), when the source has one.
+ID_COLUMN = "compound_id"
 
 
-def _rows(path: Path, cols: tuple[int, tuple[int, ...], int | None, tuple[int, ...]], width: int
-          ) -> Iterator[tuple[int, str, tuple, str | None, tuple]]:
-    """Yield ``(line, smiles, label_texts, split_text, kept_texts)`` for every data row of the CSV, streaming."""
-    i_s, i_l, i_split, i_keep = cols
+def _rows(path: Path, cols: tuple, width: int) -> Iterator[tuple[int, str, tuple, str | None, tuple, str | None]]:
+    """Yield ``(line, smiles, label_texts, split_text, kept_texts, id_text)`` for every data row of the CSV,
+    streaming."""
+    i_s, i_l, i_split, i_keep, i_id = cols
     with _open_text(path) as fh:
         reader = csv.reader(fh)
         try:
@@ -310,7 +313,8 @@ def _rows(path: Path, cols: tuple[int, tuple[int, ...], int | None, tuple[int, .
                 if len(row) != width:
                     raise InputError(path, f"{len(row)} fields, header has {width}", line=line)
                 yield (line, row[i_s].strip(), tuple(row[i] for i in i_l),
-                       None if i_split is None else row[i_split], tuple(row[i] for i in i_keep))
+                       None if i_split is None else row[i_split], tuple(row[i] for i in i_keep),
+                       None if i_id is None else row[i_id].strip())
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(path, f"cannot read file: {exc}") from None
 
@@ -334,10 +338,10 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
     process boundaries).  Each SMILES is parsed once.  ``labels`` and ``keep`` name the label and kept columns
     (for messages); ``skip_invalid``: a SMILES rdkit cannot parse is left out and listed in ``skipped``
     (``(line, smiles, reason)``) instead of stopping."""
-    codes, bonds, sizes, values, lines, splits, kept, smiles, skipped = [], [], [], [], [], [], [], [], []
+    codes, bonds, sizes, values, lines, splits, kept, smiles, skipped, ids = [], [], [], [], [], [], [], [], [], []
     offset = 0
     with _quiet_rdkit():
-        for line, smi, labs, split, keeps in rows:
+        for line, smi, labs, split, keeps, ident in rows:
             mol = _parse(smi)
             if mol is None:
                 reason = f"invalid SMILES {smi!r} (rdkit cannot parse it, or it has no atoms)"
@@ -369,6 +373,7 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
             kept.append(row)
             lines.append(line)
             smiles.append(smi)
+            ids.append(ident or None)
             atom_codes, mol_bonds = mol_graph(mol)
             codes.append(atom_codes)
             bonds.append(mol_bonds + offset)
@@ -376,10 +381,10 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
             offset += atom_codes.shape[0]
     n = len(sizes)
     if not n:
-        return "ok", None, None, np.zeros(0, np.int64), None, None, None, None, None, skipped
+        return "ok", None, None, np.zeros(0, np.int64), None, None, None, None, None, None, skipped
     return ("ok", np.concatenate(codes), np.concatenate(bonds), np.asarray(sizes, dtype=np.int64),
             np.asarray(values, dtype=np.float64).reshape(n, -1), np.asarray(lines, dtype=np.int64), splits,
-            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles, skipped)
+            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles, ids, skipped)
 
 
 def _chunks(rows: Iterator, size: int) -> Iterator[list]:
@@ -404,7 +409,7 @@ class _Columns:
     """The resolved columns of a SMILES CSV (positions and names as written in the header)."""
 
     def __init__(self, path: Path, smiles_column: str, label_column, split_column, keep_columns,
-                 standin: str | None):
+                 standin: str | None, id_column: str | None = None):
         labels, keep = _names(label_column), _names(keep_columns)
         if standin is not None and labels:
             raise InputError(path, "a stand-in label is only for unlabelled pools: give standin or label_column")
@@ -415,6 +420,7 @@ class _Columns:
         i_l = tuple(column_index(header, c, path) for c in labels)
         i_split = column_index(header, split_column, path) if split_column is not None else None
         i_keep = tuple(column_index(header, c, path) for c in keep)
+        i_id = column_index(header, id_column, path) if id_column else None
         for what, idx in (("label", i_l), ("kept", i_keep)):
             if len(set(idx)) != len(idx):
                 raise InputError(path, f"a {what} column is named twice: {', '.join(header[i] for i in idx)}",
@@ -425,7 +431,8 @@ class _Columns:
             raise InputError(path, f"kept column {clash[0]!r} would replace the graph store's own column of that "
                                    "name", line=1)
         self.split = header[i_split] if i_split is not None else None
-        self.positions = (i_s, i_l, i_split, i_keep)
+        self.ident = header[i_id] if i_id is not None else None
+        self.positions = (i_s, i_l, i_split, i_keep, i_id)
         self.width = len(header)
         self.standin = standin
 
@@ -504,7 +511,7 @@ class _Assembly:
 
     def raw(self, part: tuple) -> pa.Table:
         """The raw table of one converted chunk."""
-        codes, bonds, sizes, values, lines, splits, kept, smiles = part
+        codes, bonds, sizes, values, lines, splits, kept, smiles, compound = part
         node_ptr = np.concatenate([[0], np.cumsum(sizes)])
         rows, index = distinct_atom_rows(codes)
         ids = np.empty(rows.shape[0], dtype=np.int32)
@@ -525,6 +532,8 @@ class _Assembly:
         }
         if self.cols.split is not None:
             columns["split"] = pa.array(splits, pa.string())
+        if self.cols.ident is not None:
+            columns[ID_COLUMN] = pa.array(compound, pa.string())
         for k, name in enumerate(self.cols.keep):
             columns[name] = pa.array(kept[:, k], type=pa.float64(), mask=np.isnan(kept[:, k]))
         self.y.append(values)
@@ -554,10 +563,13 @@ class _Assembly:
             fields[5] = pa.field("y", pa.list_(pa.float64()), nullable=True)
         if cols.split is not None:
             fields.append(pa.field("split", pa.string(), nullable=True))
+        if cols.ident is not None:
+            fields.append(pa.field(ID_COLUMN, pa.string(), nullable=True))
         fields += [pa.field(name, pa.float64(), nullable=True) for name in cols.keep]
         meta = {META_SCHEMA_VERSION: SCHEMA_VERSION, META_SOURCE: "smiles", META_NAME: self.name,
                 META_FEATURES: FEATURE_DESCRIPTION,
-                META_LABEL_RULE: _label_rule(spec, cols.labels, cols.standin, cols.split, cols.keep)}
+                META_LABEL_RULE: _label_rule(spec, cols.labels, cols.standin, cols.split, cols.keep)
+                + (f"; compound ids = column {cols.ident!r} as text" if cols.ident else "")}
         if self.compact:
             meta[META_FEATURE_TABLE] = encode_feature_table(self.features)
         schema = pa.schema(fields, metadata={k.encode(): str(v).encode() for k, v in meta.items()})
@@ -588,7 +600,7 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
                     keep_columns: str | Sequence[str] = (), task: str | TaskSpec | None = None,
                     standin: str | None = None, workers: int = 1, chunk_size: int = 20_000, limit: int | None = None,
                     progress: Callable[[int, float], None] | None = None, name: str | None = None,
-                    skipped: list | None = None) -> pa.Table:
+                    skipped: list | None = None, id_column: str | None = None) -> pa.Table:
     """Read a CSV (header line; ``.gz`` allowed) of SMILES into a graph table, streaming.
 
     Parameters
@@ -628,6 +640,9 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
         Given, a SMILES rdkit cannot parse (or with no atoms) is left out of the table instead of stopping the
         read, and appended here as ``(line, smiles, reason)``; the other molecules keep their order (graph ids
         0..G-1 over the molecules kept).
+    id_column : str, optional
+        Column holding the user's own compound id (a registry number, a name), stored as text in the column
+        ``compound_id`` (:data:`ID_COLUMN`): the label requests and the predictions carry it.
 
     Returns
     -------
@@ -652,7 +667,7 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     """
     path = Path(path)
     _check_sizes(path, workers, chunk_size, limit)
-    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin)
+    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin, id_column)
     build = _Assembly(path, cols, name or path.stem.split(".")[0])
     raws = [build.raw(part) for part in _converted(path, cols, workers, chunk_size, limit, progress, skipped)]
     build.finish(task)
@@ -669,7 +684,7 @@ def write_smiles_parquet(path: str | os.PathLike, out: str | os.PathLike, smiles
                          task_source: str | None = None, standin: str | None = None, workers: int = 1,
                          chunk_size: int = 20_000, limit: int | None = None,
                          progress: Callable[[int, float], None] | None = None, name: str | None = None,
-                         skip_invalid: bool = False) -> dict:
+                         skip_invalid: bool = False, id_column: str | None = None) -> dict:
     """Convert a CSV of SMILES into a graph-store Parquet file, one row group per chunk, as it is read.
 
     The table is the one :func:`read_smiles_csv` returns (same arguments), but no more than one chunk of it is
@@ -684,7 +699,7 @@ def write_smiles_parquet(path: str | os.PathLike, out: str | os.PathLike, smiles
     Parameters
     ----------
     path, smiles_column, label_column, split_column, keep_columns, task, standin, workers, chunk_size, limit, \
-progress, name
+progress, name, id_column
         As for :func:`read_smiles_csv`.
     out : str or os.PathLike
         The Parquet file to write (replaced).  An error while reading the CSV or deciding the task leaves it as
@@ -710,7 +725,7 @@ progress, name
 
     path, out = Path(path), Path(out)
     _check_sizes(path, workers, chunk_size, limit)
-    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin)
+    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin, id_column)
     build = _Assembly(path, cols, name or path.stem.split(".")[0])
     scratch = out.with_name(f".{out.name}.{os.getpid()}.pass1")
     invalid: list | None = [] if skip_invalid else None
