@@ -338,13 +338,13 @@ app.add_typer(labels_app, name="labels")
 @labels_app.command("import")
 def labels_import(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    source: Optional[str] = typer.Argument(None, help="The lab's answers: CSV or SD file keyed by graph_id, source_id or smiles (docs/pipeline.md#labels) -- or 'benchmark-standin' (the dataset's own labels, flagged); default: labels.source of --params."),
+    source: Optional[str] = typer.Argument(None, help="The lab's answers: CSV (comma, semicolon or tab), .xlsx or SD file keyed by graph_id, source_id, your compound ids or SMILES, headers in any case; a ChEMBL activity export as it is (docs/pipeline.md#labels) -- or 'benchmark-standin' (the dataset's own labels, flagged); default: labels.source of --params."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
     requests: Optional[Path] = typer.Option(None, "--requests", help="Label requests (default data/labels/<DATASET>/label_requests.parquet)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/labels/<DATASET>)."),
     labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv): its labels are reused."),
     task: Optional[str] = typer.Option(None, "--task", help="A pool stored without labels: auto (from the lab's values) or a type (default base.task of --params, else auto)."),
-    params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: labels.source (a file or {DATASET: file}), labels.replicates / censored / max_spread, base.task."),
+    params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: labels.source (a file or {DATASET: file}), labels.replicates / censored / max_spread, labels.columns / transform / units / sheet, base.task."),
 ) -> None:
     """Validate a label file against the requests; writes labels.csv (ledger + new labels) + labels.json, nothing on error."""
     from tmdlib.errors import InputError

@@ -162,7 +162,9 @@ def _value_columns(table: pa.Table, keys: dict, targets: Sequence[str], columns,
         return [col]
     from .labels import KEY_COLUMNS
 
-    rest = [c for c in names if c not in taken and header_key(c) not in {header_key(k) for k in KEY_COLUMNS}]
+    never = {header_key(k) for k in (*KEY_COLUMNS, "compound_id", *SMILES_NAMES, *ID_NAMES, *RELATION_NAMES,
+                                     *UNITS_NAMES)}  # ids may be numbers (registry numbers): never the value
+    rest = [c for c in names if c not in taken and header_key(c) not in never]
     numeric = [c for c in rest if _numeric(table.column(c).to_pylist())]
     if len(numeric) == 1:
         return numeric

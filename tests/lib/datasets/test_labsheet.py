@@ -102,3 +102,12 @@ def test_integer_concentrations_are_never_classes():
     assert decide_task(np.array([1.0, 3, 10, 10]), ("y",)).type == "regression"  # a dilution series
     classes = decide_task(np.array([1.0, 2, 3, 2]), ("y",))
     assert classes.type == "multiclass" and "3 distinct integers" in task_reason([1.0, 2, 3, 2], classes)
+
+
+def test_the_requests_sent_back_with_a_value_column():
+    """The lab fills in the requests file: graph_id is the key; tau, rank, purpose and numeric compound ids are
+    never the value."""
+    t, info = _norm(pa.table({"graph_id": ["3"], "source_id": ["CCO"], "tau": ["4"], "rank": ["1"],
+                              "purpose": ["coreset"], "compound_id": ["100234"], "pKd": ["6.5"]}))
+    assert t.column_names == ["graph_id", "value"] and info["columns"]["value"] == "pKd"
+    assert set(info["ignored"]) == {"source_id", "tau", "rank", "purpose", "compound_id"}
