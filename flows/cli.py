@@ -105,6 +105,8 @@ def ingest(
     workers: str = typer.Option("auto", "--workers", help="SMILES: processes converting molecules: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
     limit: int = typer.Option(0, "--limit", min=0, help="SMILES: only the first N molecules (a smaller pool; 0 = all)."),
     standin: str = typer.Option("none", "--standin", help="Unlabelled SMILES pools (MOSES), benchmark mode only: fill y with a flagged label stand-in, never a measurement (logp: y = 1 if RDKit's Crippen logP >= 2.75, else 0). none (default): the pool stays unlabelled, as a real one is."),
+    id_column: Optional[str] = typer.Option(None, "--id-column", help="SMILES CSV: the column of your own compound ids (a registry number), carried to the label requests and the predictions (default: a column named ID, compound id, registry number, name, ..., if any; '' = none)."),
+    invalid: str = typer.Option("skip", "--invalid", help="SMILES: a SMILES RDKit cannot parse: skip (default: left out, listed with its line and reason in <store>.invalid.csv beside the store) | refuse (stop, naming its line)."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph), with its task type."""
     from flows.ingest import ingest_flow, resolve_source, source_options
@@ -114,20 +116,28 @@ def ingest(
     from tmdlib.datasets.smiles import STANDIN_RULES
 
     _choice("--standin", standin, ("none", *STANDIN_RULES))
+    _choice("--invalid", invalid, ("skip", "refuse"))
     kind, path, ds_name, folder = resolve_source(
         dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
     workers = _workers(workers, shown=kind == "smiles")  # only a SMILES source fans out
     options = source_options(ds_name, str(params) if params else None, smiles_column=smiles_column,
                              label_columns=label_column, split_column=split_column, keep_columns=keep_column,
-                             task=task)
+                             task=task, id_column=id_column)
     summary = ingest_flow(kind, path, ds_name, str(out or DATA / "graphs" / f"{ds_name}.parquet"),
                           raw_root=str(raw_root), checksum_folder=folder,
                           node_attributes=features == "onehot+attributes",
                           append_dir=str(append_dir) if append_dir else None,
-                          workers=workers, limit=limit or None, standin=standin, **options)
+                          workers=workers, limit=limit or None, standin=standin, invalid=invalid, **options)
     batches = f" ({len(summary['batches'])} appended batches)" if summary["batches"] else ""
     typer.echo(f"{ds_name}: {summary['graphs']} graphs{batches}, {summary['mean_nodes']:.2f} nodes and "
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}; task: {summary['task']}")
+    if summary.get("invalid"):
+        typer.echo(f"  {summary['invalid']} SMILES RDKit cannot parse were skipped (ingest.invalid: skip): each "
+                   f"with its line and reason in {summary['invalid_report']}")
+    dup = summary.get("duplicates")
+    if dup and dup["structures"]:
+        typer.echo(f"  {dup['structures']} structures stored more than once ({dup['graphs']} extra graphs, compared "
+                   f"on {dup['compared']}): an answer keyed by SMILES labels every copy")
 
 
 @app.command()
@@ -335,13 +345,13 @@ app.add_typer(labels_app, name="labels")
 @labels_app.command("import")
 def labels_import(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    source: Optional[str] = typer.Argument(None, help="The lab's answers: CSV or SD file keyed by graph_id, source_id or smiles (docs/pipeline.md#labels) -- or 'benchmark-standin' (the dataset's own labels, flagged); default: labels.source of --params."),
+    source: Optional[str] = typer.Argument(None, help="The lab's answers: CSV (comma, semicolon or tab), .xlsx or SD file keyed by graph_id, source_id, your compound ids or SMILES, headers in any case; a ChEMBL activity export as it is (docs/pipeline.md#labels) -- or 'benchmark-standin' (the dataset's own labels, flagged); default: labels.source of --params."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
     requests: Optional[Path] = typer.Option(None, "--requests", help="Label requests (default data/labels/<DATASET>/label_requests.parquet)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/labels/<DATASET>)."),
     labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv): its labels are reused."),
     task: Optional[str] = typer.Option(None, "--task", help="A pool stored without labels: auto (from the lab's values) or a type (default base.task of --params, else auto)."),
-    params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: labels.source (a file or {DATASET: file}), labels.replicates / censored / max_spread, base.task."),
+    params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: labels.source (a file or {DATASET: file}), labels.replicates / censored / max_spread, labels.columns / transform / units / sheet, base.task."),
 ) -> None:
     """Validate a label file against the requests; writes labels.csv (ledger + new labels) + labels.json, nothing on error."""
     from tmdlib.errors import InputError

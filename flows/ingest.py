@@ -13,8 +13,9 @@ from tmdlib import InputError
 from tmdlib import datasets as tds
 from tmdlib.datasets.registry import known_datasets_text
 from tmdlib.datasets.task import table_task, with_task
-from tasks.ingest import (append_batches, batch_sources, copy_parquet_store, csv_columns, read_source,
-                          source_settings, verify_checksums, write_graph_store, write_smiles_store)
+from tasks.ingest import (INVALID_RULES, append_batches, batch_sources, copy_parquet_store, count_duplicates,
+                          csv_columns, id_column_of, read_source, source_settings, verify_checksums, write_graph_store,
+                          write_invalid_report, write_smiles_store)
 
 
 def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smiles_csv: str | None,
@@ -60,7 +61,8 @@ def _names(values: list[str] | None) -> list[str] | None:
 
 def source_options(name: str, params: str | None = None, *, smiles_column: str | None = None,
                    label_columns: list[str] | None = None, split_column: str | None = None,
-                   keep_columns: list[str] | None = None, task: str | None = None) -> dict:
+                   keep_columns: list[str] | None = None, task: str | None = None,
+                   id_column: str | None = None) -> dict:
     """The reading options of one dataset: the command line's, else ``params.yaml``'s ``ingest.sources.<NAME>``,
     else the defaults (``smiles``; labels / split found by name; the task inferred).
 
@@ -85,6 +87,7 @@ def source_options(name: str, params: str | None = None, *, smiles_column: str |
         "split_column": split_column if split_column is not None else own.get("split_column"),
         "keep_columns": keep if keep is not None else own.get("keep_columns"),
         "task": task,
+        "id_column": id_column if id_column is not None else own.get("id_column"),
     }
 
 
@@ -94,7 +97,8 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
                 smiles_column: str = "smiles", label_column: str | list[str] | None = None,
                 append_dir: str | None = None, workers: int | str = "auto", limit: int | None = None,
                 split_column: str | None = None, keep_columns: list[str] | None = None,
-                task: str | None = None, standin: str | None = None) -> dict:
+                task: str | None = None, standin: str | None = None, invalid: str = "skip",
+                id_column: str | None = None) -> dict:
     """Verify (built-in data), read, append the batches of ``append_dir``, validate and atomically write.
 
     ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),
@@ -108,7 +112,29 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
     dataset brings its own (and its label / split / kept columns) unless another is asked for.  A user's CSV
     without named label columns (``label_column`` None) uses its ``y`` or ``label`` column if it has one, and
     its ``split`` column when ``split_column`` is None (``""``: none).
+
+    ``invalid`` (``ingest.invalid``): ``skip`` (default) leaves a SMILES rdkit cannot parse out of the store and
+    lists it with its line and reason in ``<store>.invalid.csv`` beside it (:func:`tasks.ingest.invalid_report_path`;
+    an appended batch is still refused whole); ``refuse`` stops at the first one.  A molecule store's summary
+    also counts the structures stored more than once (``duplicates``).  ``id_column``: the SMILES CSV's column
+    of the user's compound ids, stored as ``compound_id`` and carried to the requests and the predictions (None:
+    a column named like one, :func:`tasks.ingest.id_column_of`; ``""``: none).
     """
+    if invalid not in INVALID_RULES:
+        raise InputError(None, f"ingest.invalid must be one of {', '.join(INVALID_RULES)}; got {invalid!r}")
+    summary = _ingest(kind, path, name, out, raw_root, checksum_folder, node_attributes, smiles_column,
+                      label_column, append_dir, workers, limit, split_column, keep_columns, task, standin,
+                      [] if kind == "smiles" and invalid == "skip" else None, id_column)
+    skipped = summary.pop("invalid", None) or []
+    summary["invalid"] = len(skipped)
+    summary["invalid_report"] = write_invalid_report(out, skipped)
+    if kind == "smiles":
+        summary["duplicates"] = count_duplicates(out)
+    return summary
+
+
+def _ingest(kind, path, name, out, raw_root, checksum_folder, node_attributes, smiles_column, label_column,
+            append_dir, workers, limit, split_column, keep_columns, task, standin, skipped, id_column) -> dict:
     if checksum_folder is not None and raw_root is not None:
         verify_checksums(raw_root, checksum_folder)
     info = tds.DATASETS.get(name) if checksum_folder is not None else None
@@ -128,15 +154,21 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
     options = {}
     if kind == "smiles":
         found, split, keep = csv_columns(path, labels, split_column, keep_columns)
+        ident = None if info is not None else id_column_of(path, id_column, (*found, split, *keep, smiles_column))
         options = {"label_column": list(found) or None, "split_column": split, "keep_columns": keep}
+        if ident:
+            options["id_column"] = ident
     batches = batch_sources(append_dir)
     if kind == "smiles" and not batches:  # streamed into the store, a row group per chunk
         summary = write_smiles_store(path, out, name, smiles_column, standin=standin, workers=workers, limit=limit,
-                                     task=task, task_source="builtin" if builtin_task else None, **options)
+                                     task=task, task_source="builtin" if builtin_task else None,
+                                     skip_invalid=skipped is not None, **options)
         return {**summary, "batches": []}
     if kind == "parquet" and not batches and not builtin_task:  # validated and copied a slice at a time
         summary = copy_parquet_store(path, out, name, task=task)
         return {**summary, "batches": []}
+    if skipped is not None:
+        options["skipped"] = skipped
     table = read_source(kind, path, name, node_attributes, smiles_column, standin=standin, workers=workers,
                         limit=limit, task=task, **options)
     if builtin_task:  # the registry's task, not one the user asked for
@@ -145,4 +177,4 @@ def ingest_flow(kind: str, path: str, name: str, out: str, raw_root: str | None 
         table = append_batches(table, batches, node_attributes, smiles_column, labels,
                                split_column=split_column, keep_columns=keep_columns)
     summary = write_graph_store(table, out)
-    return {**summary, "batches": [b[0] for b in batches]}
+    return {**summary, "batches": [b[0] for b in batches], "invalid": skipped}

@@ -77,6 +77,7 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
     if not source:
         raise InputError(params, f"no label source for {name}: set labels.source (a file, or {{{name}: file}})")
     task = task or rules["task"]
+    sheet = rules["sheet"]
     rules = {"replicates": replicates or rules["replicates"], "censored": censored or rules["censored"],
              "max_spread": rules["max_spread"] if max_spread is None else float(max_spread)}
     store = open_store(graphs)
@@ -111,13 +112,14 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
 
         spec0 = store_spec if store_spec.decided else (
             TaskSpec.from_dict(ledger_meta["task"]) if ledger_meta.get("task") else store_spec)
-        new, answers = read_answer_file(source, graphs, requests, known, spec0.targets)
+        new, answers = read_answer_file(source, graphs, requests, known, spec0.targets, sheet)
         sha = io.sha256_file(source)
         meta = {"source": "import", "benchmark_mode": False, "file": str(source), "sha256": sha}
     ids, Y, spec, report, added = resolve_import(new, history, ledger_meta, store_spec, requested, source=str(source),
                                                  sha256=sha, override=task, purposes=purposes, **rules)
     keep = ~np.isnan(Y).all(axis=1) if len(ids) else np.zeros(0, dtype=bool)
-    meta = {**meta, **report, "key": answers["key"], "answer_rows": answers["rows"], STORE_HASH_KEY: store_hash}
+    meta = {**meta, **report, "key": answers["key"], "answer_rows": answers["rows"], STORE_HASH_KEY: store_hash,
+            **{k: answers[k] for k in ("sheet", "copies") if k in answers}}
     write_labels(out_dir, ids[keep], Y[keep], meta, spec, measurements=added)
     return {**meta, "labelled": int(keep.sum()), "new": int(len(requested)), "from_ledger": len(
         set(history.column("graph_id").to_pylist())), "task": spec.type, "task_spec": spec}
@@ -131,6 +133,20 @@ def import_summary(dataset: str, res: dict, target) -> list[str]:
                                                                             "fixed by an earlier import")
     out = [f"{dataset}: {res['labelled']} labels ({spec.describe() if spec else res['task']}, {how}) -> "
            f"{Path(target) / 'labels.csv'}{flag}"]
+    sheet = res.get("sheet")
+    if sheet:
+        used = ", ".join(f"{role} {col!r}" for role, col in sheet["columns"].items())
+        out.append(f"  read as a {sheet['form']}: {used}")
+        if sheet["ignored"]:
+            out.append(f"  ignored columns: {', '.join(sheet['ignored'])}")
+        out.append(f"  value rule: {sheet['rule']}")
+        out.extend(f"  warning: {w}" for w in sheet["warnings"])
+    why = res.get("task_reason")
+    if why:
+        out.append(f"  task: {why}")
+    if res.get("copies"):
+        c = res["copies"]
+        out.append(f"  {c['answers']} answers for structures stored more than once: {c['rule']} ({c['graphs']} graphs)")
     if res.get("missing"):
         out.append(f"  {res['missing']} of {res['requested']} requested graphs have no answer yet: they stay "
                    "requested (train uses what came back)")

@@ -31,7 +31,12 @@ def _print_progress(name: str, total: int | None, unit: str = "molecules"):
 
 
 #: Per-dataset source settings in params.yaml (``ingest.sources.<NAME>``) and their types.
-SOURCE_KEYS = {"smiles_column": str, "label_columns": list, "split_column": str, "keep_columns": list, "task": str}
+SOURCE_KEYS = {"smiles_column": str, "label_columns": list, "split_column": str, "keep_columns": list, "task": str,
+               "id_column": str}
+#: Headers (compared as :func:`tmdlib.datasets.labsheet.header_key` writes them) taken as the user's compound id
+#: when no ``id_column`` is named.
+DEFAULT_ID_COLUMNS = ("compound id", "compound_id", "id", "registry number", "registry id", "molecule chembl id",
+                      "compound", "name")
 
 
 def source_settings(params_path: str | None, name: str) -> dict:
@@ -65,6 +70,9 @@ def source_settings(params_path: str | None, name: str) -> dict:
     for key, value in raw.items():
         if key not in SOURCE_KEYS:
             raise InputError(path, f"{where}: unknown key {key!r}; known: {', '.join(SOURCE_KEYS)}")
+        if value is None and key == "id_column":
+            out[key] = ""  # no id column, none looked for
+            continue
         if value is None and key == "split_column":
             out[key] = ""  # no split column, none looked for
             continue
@@ -76,6 +84,24 @@ def source_settings(params_path: str | None, name: str) -> dict:
             raise InputError(path, f"{where}.{key} must be a non-empty string; got {value!r}")
         out[key] = value
     return out
+
+
+def id_column_of(path: str, id_column: str | None, taken=()) -> str | None:
+    """The compound-id column a SMILES CSV is read with: ``id_column`` ("" = none), else the first header that
+    names an id (:data:`DEFAULT_ID_COLUMNS`, any case) and is no other column's."""
+    from tmdlib.datasets.labsheet import header_key
+    from tmdlib.datasets.smiles import csv_header
+
+    if id_column is not None:
+        return id_column or None
+    header = csv_header(path)
+    taken = {header_key(t) for t in taken if t}
+    keys = {header_key(h): h for h in header}
+    for name in DEFAULT_ID_COLUMNS:
+        h = keys.get(header_key(name))
+        if h is not None and header_key(h) not in taken:
+            return h
+    return None
 
 
 def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column: str | None,
@@ -113,12 +139,13 @@ def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column
 def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
                 smiles_column: str = "smiles", label_column=None, standin: str | None = None,
                 workers: int | str = "auto", limit: int | None = None, *, split_column: str | None = None,
-                keep_columns=(), task=None):
+                keep_columns=(), task=None, skipped: list | None = None, id_column: str | None = None):
     """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``) with its task.
 
     ``label_column`` is one column or a list (SMILES); ``task`` is auto / a type / an existing dataset's
     :class:`~tmdlib.datasets.task.TaskSpec`; ``workers``: processes converting a SMILES source, auto (the cores
-    this process may use, :func:`tasks.cpus.resolve_workers`) or a number.
+    this process may use, :func:`tasks.cpus.resolve_workers`) or a number; ``skipped`` (a list, SMILES only):
+    a SMILES rdkit cannot parse is left out and appended to it (``(line, smiles, reason)``) instead of stopping.
     """
     if kind == "tu":
         return tds.read_tu(path, name=name, node_attributes=node_attributes,
@@ -129,7 +156,8 @@ def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
         return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column or None,
                                    split_column=split_column or None, keep_columns=keep_columns or (), task=task,
                                    standin=standin, workers=resolve_workers(workers), limit=limit,
-                                   progress=_print_progress(name, _smiles_total(name, limit)), name=name)
+                                   progress=_print_progress(name, _smiles_total(name, limit)), name=name,
+                                   skipped=skipped, id_column=id_column)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
@@ -145,7 +173,8 @@ def _smiles_total(name: str, limit: int | None) -> int | None:
 def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smiles", label_column=None,
                        standin: str | None = None, workers: int | str = "auto", limit: int | None = None, *,
                        split_column: str | None = None, keep_columns=(), task=None,
-                       task_source: str | None = None) -> dict:
+                       task_source: str | None = None, skip_invalid: bool = False,
+                       id_column: str | None = None) -> dict:
     """Convert a SMILES CSV straight into the graph store ``out`` (atomically), one row group per chunk as the
     molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not grow with the
     pool); return the same summary as :func:`write_graph_store`."""
@@ -155,8 +184,63 @@ def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smi
                                          task=task, task_source=task_source, standin=standin,
                                          workers=resolve_workers(workers),
                                          limit=limit, progress=_print_progress(name, _smiles_total(name, limit)),
-                                         name=name)
-    return _streamed_summary(out, stats)
+                                         name=name, skip_invalid=skip_invalid, id_column=id_column)
+    return {**_streamed_summary(out, stats), "invalid": stats["invalid"]}
+
+
+#: What ``ingest.invalid`` may say of a SMILES rdkit cannot parse.
+INVALID_RULES = ("skip", "refuse")
+
+
+def invalid_report_path(out: str | Path) -> Path:
+    """The report of the SMILES an ingest skipped, beside the store: ``data/graphs/<DS>.invalid.csv``."""
+    p = Path(out)
+    return p.with_name(p.name.removesuffix(".parquet") + ".invalid.csv")
+
+
+@task(name="write-invalid-report", persist_result=False)
+def write_invalid_report(out: str, invalid: list) -> str | None:
+    """``line,smiles,reason`` of every SMILES left out, beside the store (atomically); an earlier report is
+    removed when this ingest skipped none, so the report always describes the store beside it."""
+    import csv
+    import io as _io
+
+    path = invalid_report_path(out)
+    if not invalid:
+        path.unlink(missing_ok=True)
+        return None
+    buf = _io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["line", "smiles", "reason"])
+    w.writerows(sorted(invalid))
+    io.write_text(path, buf.getvalue())
+    return str(path)
+
+
+#: Pools up to this size have their duplicate structures counted on RDKit's canonical SMILES (about 0.2 ms a
+#: molecule on one core, measured: 10 s at this size); larger ones on the SMILES as written.
+CANONICAL_DUPLICATES_LIMIT = 50_000
+
+
+def count_duplicates(store: str) -> dict | None:
+    """Structures stored more than once in a molecule store (None: no ``smiles`` column): ``structures`` (how many
+    structures have copies), ``graphs`` (the graphs beyond each structure's first), ``compared`` (on what)."""
+    import pyarrow.parquet as pq
+
+    if "smiles" not in pq.read_schema(store).names:
+        return None
+    smiles = pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist()
+    if len(smiles) <= CANONICAL_DUPLICATES_LIMIT:
+        from tmdlib.datasets.smiles import canonical_smiles
+
+        keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
+    else:
+        keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
+    from collections import Counter
+
+    counts = Counter(keys)
+    copies = [c for c in counts.values() if c > 1]
+    return {"structures": len(copies), "graphs": int(sum(copies) - len(copies)), "compared": compared}
 
 
 def _streamed_summary(out: str, stats: dict) -> dict:

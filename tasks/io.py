@@ -30,8 +30,8 @@ from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported fo
 from tmdlib.errors import InputError
 
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
-           "remove_stale_temps", "read_text_csv", "read_json", "read_selection", "read_labels", "read_nodes",
-           "positions", "dataset_name", "node_subsets_for"]
+           "remove_stale_temps", "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
+           "read_nodes", "positions", "dataset_name", "node_subsets_for"]
 
 
 @contextlib.contextmanager
@@ -186,12 +186,14 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what: str = "file"):
+def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what: str = "file",
+                  delimiter: str = ","):
     """Read a small user CSV with every cell as text, for validation that reports file lines.
 
     Blank lines are kept as rows (so row ``r`` is always file line ``r + 2``, the header being line
     1); a missing file, an unreadable CSV, a repeated column name or a missing required column is
-    one :class:`~tmdlib.errors.InputError` naming the file.
+    one :class:`~tmdlib.errors.InputError` naming the file.  ``delimiter``: ``,`` (default), ``;`` or a tab
+    (:func:`sniff_delimiter`).
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -203,7 +205,7 @@ def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what:
         raise InputError(path, f"{what} not found")
     try:
         names = pacsv.read_csv(p, read_options=pacsv.ReadOptions(skip_rows_after_names=0),
-                               parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+                               parse_options=pacsv.ParseOptions(ignore_empty_lines=False, delimiter=delimiter),
                                convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
     except pa.ArrowInvalid as err:
         if "Duplicate column" in str(err) or "duplicate" in str(err).lower():
@@ -216,20 +218,40 @@ def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what:
     if missing:
         raise InputError(path, f"missing column(s) {missing}; found {names}", line=1)
     try:
-        return pacsv.read_csv(p, parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+        return pacsv.read_csv(p, parse_options=pacsv.ParseOptions(ignore_empty_lines=False, delimiter=delimiter),
                               convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
                                                                    strings_can_be_null=False))
     except pa.ArrowInvalid as err:
-        raise InputError(path, f"not a readable CSV: {err}", line=_ragged_line(p, len(names))) from None
+        raise InputError(path, f"not a readable CSV: {err}", line=_ragged_line(p, len(names), delimiter)) from None
 
 
-def _ragged_line(path: Path, width: int) -> int | None:
+def sniff_delimiter(path: str | os.PathLike) -> str:
+    """The field delimiter of a CSV, from its header line: the most frequent of ``,``, ``;`` and a tab outside
+    quotes (``,`` when none is there: one column)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            head = fh.readline()
+    except OSError:
+        return ","
+    outside, quoted = [], False
+    for ch in head:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted:
+            outside.append(ch)
+    text = "".join(outside)
+    counts = {d: text.count(d) for d in (",", ";", "\t")}
+    best = max(counts, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] else ","
+
+
+def _ragged_line(path: Path, width: int, delimiter: str = ",") -> int | None:
     """The first line of a CSV whose field count is not ``width`` (what Arrow's error does not say), or None."""
     import csv
 
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            for line, row in enumerate(csv.reader(fh), start=1):
+            for line, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
                 if row and len(row) != width:
                     return line
     except (OSError, csv.Error):

@@ -115,6 +115,7 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
     (graph models) share the chunks.  The table is the same for any ``workers``."""
     n = len(store.graph_ids)
     smiles = store.smiles()
+    ids = compound_ids(store.path)
     labelled = np.fromiter(labelled_ids, np.int64, len(labelled_ids))  # once, not per chunk
     parts = []
     for a, outputs in zip(range(0, n, CHUNK), _chunk_outputs(model, store, smiles, int(workers), model_file)):
@@ -124,12 +125,25 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
         head = {"graph_id": pa.array(gid, pa.int64())}
         if smiles is not None:
             head["smiles"] = pa.array([smiles[int(p)] for p in pos], pa.string())
+        if ids is not None:  # the user's own compound ids, as ingested
+            head["compound_id"] = pa.array([ids[int(p)] for p in pos], pa.string())
         head.update({k: pa.array(v) for k, v in cols.items()})
         head["labelled"] = pa.array(np.isin(gid, labelled))
         parts.append(pa.table(head))
         if progress:
             progress(min(n, a + CHUNK), n)
     return pa.concat_tables(parts)
+
+
+def compound_ids(store_path: str) -> list | None:
+    """The user's compound ids of a store, in store order (:data:`tmdlib.datasets.smiles.ID_COLUMN`), or None."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.smiles import ID_COLUMN
+
+    if ID_COLUMN not in pq.read_schema(store_path).names:
+        return None
+    return pq.read_table(store_path, columns=[ID_COLUMN]).column(ID_COLUMN).to_pylist()
 
 
 def smiles_outputs(model, smiles: list) -> np.ndarray:

@@ -81,3 +81,29 @@ def test_moses_as_typed_is_an_unlabelled_pool_and_the_standin_is_asked_for(tmp_p
     assert pq.read_table(plain, columns=same).equals(pq.read_table(standin, columns=same))  # the same graphs
     res = run_cli("ingest", "MUTAG", "--standin", "logp", "--out", str(tmp_path / "m.parquet"))
     assert res.returncode != 0 and "stand-in" in res.stderr and not (tmp_path / "m.parquet").exists()
+
+
+def test_a_pool_with_a_few_bad_smiles_still_ingests(tmp_path):
+    """Issue 61: the unparseable SMILES are skipped and listed beside the store (line, SMILES, reason), the
+    structures stored twice counted; --invalid refuse keeps the stop; a clean ingest removes the old report."""
+    import csv
+
+    from helpers import RAW
+
+    rows = [r["smiles"] for r in csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newline=""))][:10]
+    pool = tmp_path / "POOL.csv"
+    pool.write_text("smiles\n" + "\n".join(rows[:4] + ["C1CC", rows[4], "not a smiles", *rows[5:], rows[0]]) + "\n")
+    out = tmp_path / "POOL.parquet"
+    res = run_cli("ingest", "--smiles-csv", str(pool), "--name", "POOL", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "POOL: 11 graphs" in res.stdout and "2 SMILES RDKit cannot parse were skipped" in res.stdout
+    assert "1 structures stored more than once (1 extra graphs" in res.stdout
+    report = list(csv.DictReader(open(tmp_path / "POOL.invalid.csv")))
+    assert [(r["line"], r["smiles"]) for r in report] == [("6", "C1CC"), ("8", "not a smiles")]
+    assert all("rdkit cannot parse" in r["reason"] for r in report)
+    res = run_cli("ingest", "--smiles-csv", str(pool), "--name", "POOL", "--out", str(tmp_path / "R.parquet"),
+                  "--invalid", "refuse")
+    assert res.returncode == 2 and "POOL.csv:6: invalid SMILES 'C1CC'" in res.stderr
+    pool.write_text("smiles\n" + "\n".join(rows) + "\n")
+    res = run_cli("ingest", "--smiles-csv", str(pool), "--name", "POOL", "--out", str(out))
+    assert res.returncode == 0 and "skipped" not in res.stdout and not (tmp_path / "POOL.invalid.csv").exists()

@@ -380,7 +380,9 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
     Keys (the first of :data:`KEY_COLUMNS` the table has): ``graph_id`` (an id of the pool), ``source_id`` (the
     request's, ``request_sources``), or ``smiles`` -- matched on the canonical form (``canonical``, e.g. RDKit's,
     applied to the pool's SMILES ``pool_smiles`` and to the lab's), however the lab wrote the molecule.  A key that
-    matches no molecule, or two, is an error naming its line: a typo never drops or mislabels a molecule silently.
+    matches no molecule (or a ``source_id`` that matches two) is an error naming its line: a typo never drops or
+    mislabels a molecule silently.  A SMILES matching several molecules of the pool (one structure stored twice) is
+    the answer of every copy (``info["copies"]``).
     Values (:func:`parse_value`): a number, a qualified number (``<``, ``>``, ``<=``, ``>=``, ``~``: kept in the
     ``qualifier`` column) or a missing-value note (NaN, kept in ``note``).  A row whose cells are all blank is
     skipped (an empty line); several rows of one molecule are replicates (all kept).
@@ -414,7 +416,8 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
     measurements : pyarrow.Table
         :data:`MEASUREMENT_SCHEMA`, in file order.
     info : dict
-        ``key`` (the key column used), ``rows`` (answer rows read), ``blank`` (rows skipped).
+        ``key`` (the key column used), ``rows`` (answer rows read), ``blank`` (rows skipped), ``copies`` (when a
+        SMILES answered several copies of one structure: ``answers``, ``graphs``, ``rule``).
 
     Raises
     ------
@@ -447,6 +450,7 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
     problems: list[tuple[int, str]] = []
     rows = {"graph_id": [], "target": [], "value": [], "qualifier": [], "note": [], "line": []}
     blank = 0
+    copies: list[int] = []
     for r in range(n):
         ln = int(lines[r])
         if all(v is None or str(v).strip() == "" for col in others for v in (col[r],)):
@@ -454,7 +458,7 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
             continue
         raw = keys[r]
         text = "" if raw is None else str(raw).strip()
-        gid, why = None, None
+        gid, why, hits = None, None, []
         if not text:
             why = f"empty {key}"
         elif key == "graph_id":
@@ -473,8 +477,10 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
                 hits = [] if c is None else by_smiles.get(c, [])
                 what = f"SMILES {text!r}" + (" (RDKit cannot parse it)" if c is None else "")
                 where = "of the pool"
-            if len(hits) == 1:
+            if len(hits) == 1 or (hits and key == "smiles"):
                 gid = hits[0]
+                if len(hits) > 1:  # one structure stored several times: the answer is every copy's
+                    copies.append(len(hits))
             elif not hits:
                 why = f"{what} matches no molecule {where}"
             else:
@@ -488,17 +494,22 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
         if why is not None:
             problems.append((ln, why))
             continue
-        for c, (_, v, q, note) in zip(cols, parsed):
-            target = targets[0] if len(cols) == 1 else c
-            rows["graph_id"].append(gid)
-            rows["target"].append(target)
-            rows["value"].append(v)
-            rows["qualifier"].append(q)
-            rows["note"].append(note)
-            rows["line"].append(ln)
+        for g in (hits if key == "smiles" and len(hits) > 1 else [gid]):
+            for c, (_, v, q, note) in zip(cols, parsed):
+                target = targets[0] if len(cols) == 1 else c
+                rows["graph_id"].append(g)
+                rows["target"].append(target)
+                rows["value"].append(v)
+                rows["qualifier"].append(q)
+                rows["note"].append(note)
+                rows["line"].append(ln)
     if problems:
         _raise(path, problems, limit, "in the answer file")
-    return pa.table(rows, schema=MEASUREMENT_SCHEMA), {"key": key, "rows": n - blank, "blank": blank}
+    info = {"key": key, "rows": n - blank, "blank": blank}
+    if copies:
+        info["copies"] = {"answers": len(copies), "graphs": int(sum(copies)),
+                          "rule": "a SMILES-keyed answer applies to every copy of its structure in the pool"}
+    return pa.table(rows, schema=MEASUREMENT_SCHEMA), info
 
 
 def _raise(path, problems: list, limit: int, where: str) -> None:

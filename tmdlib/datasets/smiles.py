@@ -291,13 +291,16 @@ def default_csv_columns(path: str | os.PathLike, header: list[str] | None = None
 #: Accepted values of a split column (lower-cased) and what they are stored as.
 SPLIT_VALUES = {"train": "train", "test": "test", "valid": "valid", "validation": "valid"}
 #: Columns of a molecule store that a kept source column may not replace.
-_RESERVED = ("graph_id", "num_nodes", "x", "x_id", "edge_src", "edge_dst", "y", "smiles", "atom_features", "split")
+_RESERVED = ("graph_id", "num_nodes", "x", "x_id", "edge_src", "edge_dst", "y", "smiles", "atom_features", "split",
+             "compound_id")
+#: The store's column of the user's own compound ids (a registry number, a name), when the source has one.
+ID_COLUMN = "compound_id"
 
 
-def _rows(path: Path, cols: tuple[int, tuple[int, ...], int | None, tuple[int, ...]], width: int
-          ) -> Iterator[tuple[int, str, tuple, str | None, tuple]]:
-    """Yield ``(line, smiles, label_texts, split_text, kept_texts)`` for every data row of the CSV, streaming."""
-    i_s, i_l, i_split, i_keep = cols
+def _rows(path: Path, cols: tuple, width: int) -> Iterator[tuple[int, str, tuple, str | None, tuple, str | None]]:
+    """Yield ``(line, smiles, label_texts, split_text, kept_texts, id_text)`` for every data row of the CSV,
+    streaming."""
+    i_s, i_l, i_split, i_keep, i_id = cols
     with _open_text(path) as fh:
         reader = csv.reader(fh)
         try:
@@ -310,7 +313,8 @@ def _rows(path: Path, cols: tuple[int, tuple[int, ...], int | None, tuple[int, .
                 if len(row) != width:
                     raise InputError(path, f"{len(row)} fields, header has {width}", line=line)
                 yield (line, row[i_s].strip(), tuple(row[i] for i in i_l),
-                       None if i_split is None else row[i_split], tuple(row[i] for i in i_keep))
+                       None if i_split is None else row[i_split], tuple(row[i] for i in i_keep),
+                       None if i_id is None else row[i_id].strip())
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(path, f"cannot read file: {exc}") from None
 
@@ -327,18 +331,24 @@ def _number(text: str | None) -> float | str:
     return f"{text!r} is infinite" if math.isinf(value) else value
 
 
-def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | None, keep: tuple[str, ...] = ()):
+def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | None, keep: tuple[str, ...] = (),
+                   skip_invalid: bool = False):
     """Graphs of one chunk of rows: ``("ok", codes, bonds, sizes, labels (n, T), lines, splits, kept (n, K),
-    smiles)`` with chunk-local atom ids, or ``("error", line, message)`` (plain data, so that it crosses
+    smiles, skipped)`` with chunk-local atom ids, or ``("error", line, message)`` (plain data, so that it crosses
     process boundaries).  Each SMILES is parsed once.  ``labels`` and ``keep`` name the label and kept columns
-    (for messages)."""
-    codes, bonds, sizes, values, lines, splits, kept, smiles = [], [], [], [], [], [], [], []
+    (for messages); ``skip_invalid``: a SMILES rdkit cannot parse is left out and listed in ``skipped``
+    (``(line, smiles, reason)``) instead of stopping."""
+    codes, bonds, sizes, values, lines, splits, kept, smiles, skipped, ids = [], [], [], [], [], [], [], [], [], []
     offset = 0
     with _quiet_rdkit():
-        for line, smi, labs, split, keeps in rows:
+        for line, smi, labs, split, keeps, ident in rows:
             mol = _parse(smi)
             if mol is None:
-                return "error", line, f"invalid SMILES {smi!r} (rdkit cannot parse it, or it has no atoms)"
+                reason = f"invalid SMILES {smi!r} (rdkit cannot parse it, or it has no atoms)"
+                if skip_invalid:
+                    skipped.append((int(line), smi, "rdkit cannot parse it, or it has no atoms"))
+                    continue
+                return "error", line, reason
             if labels:
                 row = []
                 for name, text in zip(labels, labs):
@@ -363,15 +373,18 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
             kept.append(row)
             lines.append(line)
             smiles.append(smi)
+            ids.append(ident or None)
             atom_codes, mol_bonds = mol_graph(mol)
             codes.append(atom_codes)
             bonds.append(mol_bonds + offset)
             sizes.append(atom_codes.shape[0])
             offset += atom_codes.shape[0]
     n = len(sizes)
+    if not n:
+        return "ok", None, None, np.zeros(0, np.int64), None, None, None, None, None, None, skipped
     return ("ok", np.concatenate(codes), np.concatenate(bonds), np.asarray(sizes, dtype=np.int64),
             np.asarray(values, dtype=np.float64).reshape(n, -1), np.asarray(lines, dtype=np.int64), splits,
-            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles)
+            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles, ids, skipped)
 
 
 def _chunks(rows: Iterator, size: int) -> Iterator[list]:
@@ -396,7 +409,7 @@ class _Columns:
     """The resolved columns of a SMILES CSV (positions and names as written in the header)."""
 
     def __init__(self, path: Path, smiles_column: str, label_column, split_column, keep_columns,
-                 standin: str | None):
+                 standin: str | None, id_column: str | None = None):
         labels, keep = _names(label_column), _names(keep_columns)
         if standin is not None and labels:
             raise InputError(path, "a stand-in label is only for unlabelled pools: give standin or label_column")
@@ -407,6 +420,7 @@ class _Columns:
         i_l = tuple(column_index(header, c, path) for c in labels)
         i_split = column_index(header, split_column, path) if split_column is not None else None
         i_keep = tuple(column_index(header, c, path) for c in keep)
+        i_id = column_index(header, id_column, path) if id_column else None
         for what, idx in (("label", i_l), ("kept", i_keep)):
             if len(set(idx)) != len(idx):
                 raise InputError(path, f"a {what} column is named twice: {', '.join(header[i] for i in idx)}",
@@ -417,15 +431,17 @@ class _Columns:
             raise InputError(path, f"kept column {clash[0]!r} would replace the graph store's own column of that "
                                    "name", line=1)
         self.split = header[i_split] if i_split is not None else None
-        self.positions = (i_s, i_l, i_split, i_keep)
+        self.ident = header[i_id] if i_id is not None else None
+        self.positions = (i_s, i_l, i_split, i_keep, i_id)
         self.width = len(header)
         self.standin = standin
 
 
 def _converted(path: Path, cols: _Columns, workers: int, chunk_size: int, limit: int | None,
-               progress: Callable[[int, float], None] | None) -> Iterator[tuple]:
-    """The converted chunks of a CSV in row order (:func:`_convert_chunk`'s ``"ok"`` tuples); an error row
-    raises :class:`InputError` with its line."""
+               progress: Callable[[int, float], None] | None, skipped: list | None = None) -> Iterator[tuple]:
+    """The converted chunks of a CSV in row order (:func:`_convert_chunk`'s ``"ok"`` tuples, without the skipped
+    rows); an error row raises :class:`InputError` with its line.  ``skipped`` (a list): SMILES rdkit cannot parse
+    are left out and appended to it as ``(line, smiles, reason)``; None: they stop the read."""
     start, done, read = time.perf_counter(), 0, 0
 
     def rows():
@@ -440,25 +456,34 @@ def _converted(path: Path, cols: _Columns, workers: int, chunk_size: int, limit:
         nonlocal done
         if result[0] == "error":
             raise InputError(path, result[2], line=result[1])
-        done += len(result[3])
+        done += len(result[3]) + len(result[-1])
+        if skipped is not None:
+            skipped.extend(result[-1])
         if progress is not None:
             progress(done, time.perf_counter() - start)
-        return result[1:]
+        return result[1:-1] if len(result[3]) else None
 
+    skip = skipped is not None
     chunks = _chunks(rows(), chunk_size)
     if workers == 1:
         for chunk in chunks:
-            yield checked(_convert_chunk(chunk, cols.labels, cols.standin, cols.keep))
+            part = checked(_convert_chunk(chunk, cols.labels, cols.standin, cols.keep, skip))
+            if part is not None:
+                yield part
         return
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
         pending = []
         try:
             for chunk in chunks:  # at most 2 chunks per worker in flight: memory stays bounded
-                pending.append(pool.submit(_convert_chunk, chunk, cols.labels, cols.standin, cols.keep))
+                pending.append(pool.submit(_convert_chunk, chunk, cols.labels, cols.standin, cols.keep, skip))
                 while len(pending) > 2 * workers or (pending and pending[0].done()):
-                    yield checked(pending.pop(0).result())
+                    part = checked(pending.pop(0).result())
+                    if part is not None:
+                        yield part
             while pending:
-                yield checked(pending.pop(0).result())
+                part = checked(pending.pop(0).result())
+                if part is not None:
+                    yield part
         finally:
             for fut in pending:
                 fut.cancel()
@@ -486,7 +511,7 @@ class _Assembly:
 
     def raw(self, part: tuple) -> pa.Table:
         """The raw table of one converted chunk."""
-        codes, bonds, sizes, values, lines, splits, kept, smiles = part
+        codes, bonds, sizes, values, lines, splits, kept, smiles, compound = part
         node_ptr = np.concatenate([[0], np.cumsum(sizes)])
         rows, index = distinct_atom_rows(codes)
         ids = np.empty(rows.shape[0], dtype=np.int32)
@@ -507,6 +532,8 @@ class _Assembly:
         }
         if self.cols.split is not None:
             columns["split"] = pa.array(splits, pa.string())
+        if self.cols.ident is not None:
+            columns[ID_COLUMN] = pa.array(compound, pa.string())
         for k, name in enumerate(self.cols.keep):
             columns[name] = pa.array(kept[:, k], type=pa.float64(), mask=np.isnan(kept[:, k]))
         self.y.append(values)
@@ -536,10 +563,13 @@ class _Assembly:
             fields[5] = pa.field("y", pa.list_(pa.float64()), nullable=True)
         if cols.split is not None:
             fields.append(pa.field("split", pa.string(), nullable=True))
+        if cols.ident is not None:
+            fields.append(pa.field(ID_COLUMN, pa.string(), nullable=True))
         fields += [pa.field(name, pa.float64(), nullable=True) for name in cols.keep]
         meta = {META_SCHEMA_VERSION: SCHEMA_VERSION, META_SOURCE: "smiles", META_NAME: self.name,
                 META_FEATURES: FEATURE_DESCRIPTION,
-                META_LABEL_RULE: _label_rule(spec, cols.labels, cols.standin, cols.split, cols.keep)}
+                META_LABEL_RULE: _label_rule(spec, cols.labels, cols.standin, cols.split, cols.keep)
+                + (f"; compound ids = column {cols.ident!r} as text" if cols.ident else "")}
         if self.compact:
             meta[META_FEATURE_TABLE] = encode_feature_table(self.features)
         schema = pa.schema(fields, metadata={k.encode(): str(v).encode() for k, v in meta.items()})
@@ -569,7 +599,8 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
                     label_column: str | Sequence[str] | None = None, *, split_column: str | None = None,
                     keep_columns: str | Sequence[str] = (), task: str | TaskSpec | None = None,
                     standin: str | None = None, workers: int = 1, chunk_size: int = 20_000, limit: int | None = None,
-                    progress: Callable[[int, float], None] | None = None, name: str | None = None) -> pa.Table:
+                    progress: Callable[[int, float], None] | None = None, name: str | None = None,
+                    skipped: list | None = None, id_column: str | None = None) -> pa.Table:
     """Read a CSV (header line; ``.gz`` allowed) of SMILES into a graph table, streaming.
 
     Parameters
@@ -605,6 +636,13 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
         Called as ``progress(rows_done, seconds)`` after every chunk.
     name : str, optional
         The dataset's name in the table's metadata (default: the file name's stem).
+    skipped : list, optional
+        Given, a SMILES rdkit cannot parse (or with no atoms) is left out of the table instead of stopping the
+        read, and appended here as ``(line, smiles, reason)``; the other molecules keep their order (graph ids
+        0..G-1 over the molecules kept).
+    id_column : str, optional
+        Column holding the user's own compound id (a registry number, a name), stored as text in the column
+        ``compound_id`` (:data:`ID_COLUMN`): the label requests and the predictions carry it.
 
     Returns
     -------
@@ -629,9 +667,9 @@ def read_smiles_csv(path: str | os.PathLike, smiles_column: str = "smiles",
     """
     path = Path(path)
     _check_sizes(path, workers, chunk_size, limit)
-    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin)
+    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin, id_column)
     build = _Assembly(path, cols, name or path.stem.split(".")[0])
-    raws = [build.raw(part) for part in _converted(path, cols, workers, chunk_size, limit, progress)]
+    raws = [build.raw(part) for part in _converted(path, cols, workers, chunk_size, limit, progress, skipped)]
     build.finish(task)
     finals, start = [], 0
     for raw in raws:
@@ -645,7 +683,8 @@ def write_smiles_parquet(path: str | os.PathLike, out: str | os.PathLike, smiles
                          keep_columns: str | Sequence[str] = (), task: str | TaskSpec | None = None,
                          task_source: str | None = None, standin: str | None = None, workers: int = 1,
                          chunk_size: int = 20_000, limit: int | None = None,
-                         progress: Callable[[int, float], None] | None = None, name: str | None = None) -> dict:
+                         progress: Callable[[int, float], None] | None = None, name: str | None = None,
+                         skip_invalid: bool = False, id_column: str | None = None) -> dict:
     """Convert a CSV of SMILES into a graph-store Parquet file, one row group per chunk, as it is read.
 
     The table is the one :func:`read_smiles_csv` returns (same arguments), but no more than one chunk of it is
@@ -660,19 +699,22 @@ def write_smiles_parquet(path: str | os.PathLike, out: str | os.PathLike, smiles
     Parameters
     ----------
     path, smiles_column, label_column, split_column, keep_columns, task, standin, workers, chunk_size, limit, \
-progress, name
+progress, name, id_column
         As for :func:`read_smiles_csv`.
     out : str or os.PathLike
         The Parquet file to write (replaced).  An error while reading the CSV or deciding the task leaves it as
         it was; one while writing it removes it.  The scratch file is always removed.
     task_source : str, optional
         Recorded as the task spec's ``source`` (e.g. ``"builtin"``: the registry's task, not the user's).
+    skip_invalid : bool
+        A SMILES rdkit cannot parse is left out (listed in the result's ``invalid``) instead of stopping.
 
     Returns
     -------
     dict
-        ``graphs``, ``nodes``, ``edges`` (undirected) counts and ``task`` (the
-        :class:`~tmdlib.datasets.task.TaskSpec`).
+        ``graphs``, ``nodes``, ``edges`` (undirected) counts, ``task`` (the
+        :class:`~tmdlib.datasets.task.TaskSpec`) and ``invalid`` (``(line, smiles, reason)`` of every SMILES left
+        out).
 
     Raises
     ------
@@ -683,13 +725,14 @@ progress, name
 
     path, out = Path(path), Path(out)
     _check_sizes(path, workers, chunk_size, limit)
-    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin)
+    cols = _Columns(path, smiles_column, label_column, split_column, keep_columns, standin, id_column)
     build = _Assembly(path, cols, name or path.stem.split(".")[0])
     scratch = out.with_name(f".{out.name}.{os.getpid()}.pass1")
+    invalid: list | None = [] if skip_invalid else None
     try:
         writer = None
         try:
-            for part in _converted(path, cols, workers, chunk_size, limit, progress):
+            for part in _converted(path, cols, workers, chunk_size, limit, progress, invalid):
                 raw = build.raw(part)
                 if writer is None:
                     writer = pq.ParquetWriter(scratch, raw.schema, compression="lz4")
@@ -711,7 +754,8 @@ progress, name
             raise
     finally:
         scratch.unlink(missing_ok=True)
-    return {"graphs": build.graphs, "nodes": build.nodes, "edges": build.edges, "task": spec}
+    return {"graphs": build.graphs, "nodes": build.nodes, "edges": build.edges, "task": spec,
+            "invalid": invalid or []}
 
 
 def _check_sizes(path: Path, workers: int, chunk_size: int, limit: int | None) -> None:

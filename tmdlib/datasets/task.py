@@ -13,7 +13,8 @@ regression    T real values, any of them missing           T values        MSE /
 
 A label matrix :math:`Y \in (\mathbb R \cup \{\mathrm{NaN}\})^{G \times T}` (NaN = not measured) is
 classified by :func:`infer_task`: integers in {0, 1} are binary (one column) or multi-task (several); a small
-set of integers (at most :data:`MAX_CLASSES`) in one column is multi-class; anything else is regression.  A user
+set of integers (at most :data:`MAX_CLASSES`) in one column is multi-class -- unless they read as concentrations (a
+dilution series, a range wider than :data:`MAX_CLASSES`); anything else is regression.  A user
 can force the type (``tmdsub ingest --task``); :func:`validate_labels` then checks every value against it.
 
 The spec travels in the graph store's schema metadata under :data:`META_TASK` (JSON), so every later stage
@@ -30,7 +31,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["TASK_TYPES", "TaskSpec", "infer_task", "validate_labels", "META_TASK", "MAX_CLASSES",
+__all__ = ["TASK_TYPES", "TaskSpec", "infer_task", "task_reason", "validate_labels", "META_TASK", "MAX_CLASSES",
            "task_of_metadata", "BINARY", "label_matrix", "task_and_labels", "label_array", "table_labels",
            "table_task", "with_task", "source_labels", "store_task", "UNLABELLED", "decide_task"]
 
@@ -208,6 +209,34 @@ def label_matrix(y) -> np.ndarray:
     return a.reshape(-1, 1) if a.ndim == 1 else a
 
 
+def _concentrations(finite: np.ndarray) -> str | None:
+    """Why integer values are concentrations (a dilution series, a wide range), not class labels; None: classes."""
+    u = np.unique(finite)
+    if u.size >= 2 and u.max() - u.min() >= MAX_CLASSES:
+        return f"integers from {_fmt(u.min())} to {_fmt(u.max())}, wider than {MAX_CLASSES} classes"
+    if u.size >= 3 and u.min() > 0 and np.all(u[1:] / u[:-1] >= 2) and u.max() / u.min() >= 10:
+        return f"a dilution series ({', '.join(_fmt(x) for x in u[:6])}{', ...' if u.size > 6 else ''})"
+    return None
+
+
+def task_reason(y, spec: "TaskSpec") -> str:
+    """One line saying why the labels ``y`` gave the task ``spec`` (the import prints it)."""
+    Y = label_matrix(y)
+    finite = Y[np.isfinite(Y)]
+    if spec.source == "user":
+        return f"{spec.type}, as set (base.task / --task)"
+    n = int(finite.size)
+    if spec.type in ("binary", "multitask"):
+        return f"{spec.type}: every one of the {n} values is 0 or 1"
+    if spec.type == "multiclass":
+        return f"multiclass: {n} values, {spec.num_classes} distinct integers (at most {MAX_CLASSES} classes)"
+    if finite.size and np.all(_is_int(finite)):
+        why = _concentrations(finite) if np.unique(finite).size <= MAX_CLASSES else None
+        return (f"regression: {n} integer values, " + (f"{why}: concentrations, not classes" if why else
+                f"more than {MAX_CLASSES} distinct"))
+    return f"regression: {n} values, not all integers"
+
+
 def _is_int(v: np.ndarray) -> np.ndarray:
     return np.isfinite(v) & (v == np.round(v))
 
@@ -219,7 +248,9 @@ def infer_task(y, targets=None, override: str | None = None, path: str | os.Path
 
     * every value an integer in {0, 1}: **binary** (one column) or **multitask** (several);
     * one column of integers with at most :data:`MAX_CLASSES` distinct values: **multiclass** (two values other
-      than 0 / 1, e.g. -1 / 1, are two classes);
+      than 0 / 1, e.g. -1 / 1, are two classes) -- unless they read as concentrations (:func:`_concentrations`:
+      spread wider than :data:`MAX_CLASSES`, or a dilution series: each value at least twice the one before,
+      spanning a factor 10 or more);
     * anything else: **regression**;
     * no value at all (an unlabelled pool): undecided, :data:`UNLABELLED` (the type a placeholder: binary, or
       multi-task for several columns), decided by the first label import (:func:`decide_task`).
@@ -255,7 +286,8 @@ def infer_task(y, targets=None, override: str | None = None, path: str | os.Path
             return TaskSpec("binary" if T == 1 else "multitask", names, source=UNLABELLED)
         if np.all(_is_int(finite)) and np.all((finite == 0) | (finite == 1)):
             kind = "binary" if T == 1 else "multitask"
-        elif T == 1 and np.all(_is_int(finite)) and 2 <= np.unique(finite).size <= MAX_CLASSES:
+        elif T == 1 and np.all(_is_int(finite)) and 2 <= np.unique(finite).size <= MAX_CLASSES \
+                and _concentrations(finite) is None:
             kind = "multiclass"
         else:
             kind = "regression"

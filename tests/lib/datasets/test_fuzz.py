@@ -3,7 +3,8 @@ ingestion path, and the security rules (no pickle, no credentials in params, no 
 one-line errors, loopback servers and run tags: pipeline/test_fuzz_cli.py.
 
 Every ingestion path -- TU folder, SMILES CSV (also with several label columns, a forced task type, split and kept
-columns), Parquet graph store, label import (both the ``labels import`` validator and the training stage's
+columns), Parquet graph store, a lab's answer sheet (any headers, delimiters, relations, units, transforms), label
+import (both the ``labels import`` validator and the training stage's
 ``labels.csv`` reader, also against each task type: multi-class classes, one column per target of a multi-task or
 multi-target regression), selection JSON, pair lists -- either loads correctly or raises one
 :class:`tmdlib.InputError` naming the file (and the line where there is one); the chemists' pickers
@@ -439,6 +440,44 @@ def test_fuzz_label_files(header, rows, eol):
         res = _loads_or_input_error(read_labels, str(path))
         if res is not None:
             assert all(v in (0.0, 1.0) for v in res[0].values())
+
+
+_sheet_header = st.sampled_from(["SMILES", "Smiles", "canonical_smiles", "ID", "graph_id", "pIC50", "Comment",
+                                  "Standard Value", "Standard Units", "pChEMBL Value", "Standard Relation", "units",
+                                  "relation", "value", ""])
+_sheet_cell = st.one_of(_cell, st.sampled_from(["'='", "'>'", "<", "nM", "uM", "%", "M", "10000", "0", "-3",
+                                                "n.d.", "C", "CC(=O)O"]))
+
+
+@FUZZ
+@given(header=st.lists(_sheet_header, max_size=5, unique=True), rows=st.lists(st.lists(_sheet_cell, max_size=5),
+       max_size=5), delimiter=st.sampled_from([",", ";", "\t"]),
+       transform=st.sampled_from(["none", "log10", "p"]), units=st.sampled_from([None, "nM"]))
+def test_fuzz_lab_sheets(header, rows, delimiter, transform, units):
+    """A lab's sheet as it comes (any headers, delimiters, relations, units, a ChEMBL export's columns): read,
+    normalised (tmdlib.datasets.labsheet) and read as answers, it loads or raises one InputError."""
+    from tasks.labels import read_answer_sheet
+    from tmdlib.datasets.labels import read_answers
+    from tmdlib.datasets.labsheet import normalize_answers
+    from tmdlib.datasets.smiles import canonical_smiles
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "lab.csv"
+        path.write_bytes((delimiter.join(header) + "\n" + "".join(delimiter.join(r) + "\n" for r in rows))
+                         .encode("utf-8", "surrogatepass"))
+        got = _loads_or_input_error(read_answer_sheet, str(path))
+        if got is None:
+            return
+        table, lines, _ = got
+        norm = _loads_or_input_error(normalize_answers, table, ("y",), transform=transform, units=units,
+                                     path=str(path), line_numbers=lines)
+        if norm is None:
+            return
+        out = _loads_or_input_error(read_answers, norm[0], np.arange(3), ("y",), request_sources={"C": [0]},
+                                    pool_smiles=([0, 1, 2], ["C", "CC(=O)O", "CCO"]), canonical=canonical_smiles,
+                                    path=str(path), line_numbers=lines)
+        if out is not None:
+            assert set(out[0].column("graph_id").to_pylist()) <= {0, 1, 2}
 
 
 _task_cell = st.one_of(_cell, st.sampled_from(["2", "0.5", "-1", "5", "10", "train", "test", "VALID", " "]))

@@ -66,10 +66,13 @@ def test_a_key_that_matches_nothing_or_two_molecules_is_named_with_its_line():
     msg = str(err.value)
     assert "line 3: SMILES 'CCCCCCCCCCCCCCCCCCCCCCCCCl' matches no molecule of the pool" in msg
     assert "line 4: SMILES 'not-a-smiles' (RDKit cannot parse it) matches no molecule" in msg
-    twice = SMILES[:3] + [SMILES[1]]  # a pool holding one molecule twice
-    with pytest.raises(InputError, match=r"lab.csv:2: SMILES .* matches 2 molecules of the pool \(graph ids 1, 3\)"):
-        read_answers(_answers([(SMILES[1], 1.0)]), np.arange(4), ("y",), pool_smiles=(list(range(4)), twice),
-                     canonical=canonical_smiles, path="lab.csv")
+    twice = SMILES[:3] + [SMILES[1]]  # a pool holding one molecule twice: the answer is both copies'
+    m, info = read_answers(_answers([(SMILES[1], 1.0), (SMILES[0], 2.0)]), np.arange(4), ("y",),
+                           pool_smiles=(list(range(4)), twice), canonical=canonical_smiles, path="lab.csv")
+    assert m.column("graph_id").to_pylist() == [1, 3, 0] and m.column("line").to_pylist() == [2, 2, 3]
+    assert info["copies"]["answers"] == 1 and info["copies"]["graphs"] == 2 and "every copy" in info["copies"]["rule"]
+    with pytest.raises(InputError, match=r"lab.csv:2: source_id 'X1' matches 2 molecules of the requests"):
+        _read(_answers([("X1", 2.0)], ("source_id", "label")), request_sources={"X1": [1, 3]})
     with pytest.raises(InputError, match=r"lab.csv:3: graph_id 99 is no graph of the pool"):
         _read(_answers([(1, 2.0), (99, 1.0)], ("graph_id", "label")))
     with pytest.raises(InputError, match=r"lab.csv:2: source_id 'X9' matches no molecule of the requests"):

@@ -125,3 +125,20 @@ def test_a_failed_conversion_leaves_the_old_store_and_no_scratch(tmp_path, probl
     if line is not None:
         assert err.value.line == line
     assert [p.name for p in folder.iterdir()] == ["pool.parquet"] and out.read_bytes() == b"an older store"
+
+
+def test_unparseable_smiles_are_skipped_and_listed_when_asked(tmp_path):
+    """`skipped` / `skip_invalid`: a pool with a few SMILES rdkit cannot parse still gives a store of the others
+    (ids 0..G-1 in file order), each skipped one listed with its line; without it the first one stops the read."""
+    good = ODD[:6]
+    path = tmp_path / "pool.csv"
+    path.write_text("smiles\n" + "\n".join([good[0], "C1CC", *good[1:4], "C(", "[Xx]", *good[4:]]) + "\n")
+    skipped = []
+    table = read_smiles_csv(path, skipped=skipped, chunk_size=3)
+    assert table.column("smiles").to_pylist() == good and table.column("graph_id").to_pylist() == list(range(6))
+    assert [(line, smi) for line, smi, _ in skipped] == [(3, "C1CC"), (7, "C("), (8, "[Xx]")]
+    stats = write_smiles_parquet(path, tmp_path / "pool.parquet", skip_invalid=True, chunk_size=3)
+    assert stats["graphs"] == 6 and [i[0] for i in stats["invalid"]] == [3, 7, 8]
+    assert pq.read_table(tmp_path / "pool.parquet").column("smiles").to_pylist() == good
+    with pytest.raises(InputError, match="pool.csv:3: invalid SMILES 'C1CC'"):
+        read_smiles_csv(path)

@@ -23,16 +23,16 @@ def test_source_options_precedence(tmp_path):
     from flows.ingest import source_options
 
     params = _params(tmp_path, {"KI": {"label_columns": "pKi", "split_column": None, "smiles_column": "SMILES",
-                                       "keep_columns": ["cliff"], "task": "regression"}})
+                                       "keep_columns": ["cliff"], "task": "regression", "id_column": "Registry"}})
     got = source_options("KI", params, task="auto")
     assert got == {"smiles_column": "SMILES", "label_column": ["pKi"], "split_column": "", "keep_columns": ["cliff"],
-                   "task": "regression"}
+                   "task": "regression", "id_column": "Registry"}
     # the command line wins for columns; a dataset's own task wins over --task (base.task, every dataset's default)
     got = source_options("KI", params, label_columns=["a,b", "c"], split_column="set", task="binary")
     assert (got["label_column"], got["split_column"], got["task"]) == (["a", "b", "c"], "set", "regression")
     assert source_options("OTHER", params, task="multitask") == {
         "smiles_column": "smiles", "label_column": None, "split_column": None, "keep_columns": None,
-        "task": "multitask"}
+        "task": "multitask", "id_column": None}
     assert source_options("OTHER", None)["task"] == "auto"
 
 

@@ -1,0 +1,114 @@
+"""Lab sheets as they come, through the real flows (issue 61): a ChEMBL activity export imported with nothing set
+but labels.source, a sheet with an upper-case key and a comment column, concentrations in nM with and without
+labels.transform.  The pool: the first 48 molecules of MoleculeACE's CHEMBL2835_Ki, stored without labels."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helpers import DATA, RAW
+from tasks.io import read_labels_meta
+
+SHEETS = DATA / "labsheets"
+ROWS = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newline="")))[:48]
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    from flows.ingest import ingest_flow
+    from flows.labels import label_requests_flow
+    from flows.select import select_flow
+
+    tmp = tmp_path_factory.mktemp("sheets")
+    with open(tmp / "pool.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["smiles"])
+        w.writerows([r["smiles"]] for r in ROWS)
+    store = str(tmp / "POOL.parquet")
+    ingest_flow("smiles", str(tmp / "pool.csv"), "POOL", store, workers=1)
+    select_flow(store, str(tmp / "sel.json"), method="random", fraction=0.3)
+    label_requests_flow(store, str(tmp / "sel.json"), str(tmp / "labels"))
+    return {"tmp": tmp, "store": store, "requests": str(tmp / "labels" / "label_requests.parquet")}
+
+
+def _import(p, out: str, labels: dict):
+    from flows.labels import import_summary, labels_import_flow
+
+    params = p["tmp"] / f"{out}.yaml"
+    params.write_text(yaml.safe_dump({"labels": labels}))
+    res = labels_import_flow(p["store"], p["requests"], None, str(p["tmp"] / out), str(p["tmp"] / f"{out}.ledger"),
+                             params=str(params))
+    return res, read_labels_meta(str(p["tmp"] / out / "labels.csv")), "\n".join(
+        import_summary("POOL", res, p["tmp"] / out))
+
+
+def _labels(p, out: str) -> dict:
+    t = pq.read_table(p["store"], columns=["graph_id", "smiles"]).to_pylist()
+    of = {r["graph_id"]: r["smiles"] for r in t}
+    with open(p["tmp"] / out / "labels.csv") as fh:
+        return {of[int(r["graph_id"])]: float(r["y"]) for r in csv.DictReader(fh)}
+
+
+def test_a_chembl_export_with_nothing_set_but_the_source(pool):
+    res, meta, text = _import(pool, "chembl", {"source": str(SHEETS / "chembl_activities.csv")})
+    assert meta["task"]["type"] == "regression" and "not all integers" in meta["task_reason"]
+    sheet = meta["sheet"]
+    assert sheet["chembl"] and sheet["form"] == "CSV (semicolons)" and sheet["columns"]["key"] == "Smiles"
+    assert "read as a CSV (semicolons)" in text and "value rule: ChEMBL activity export" in text
+    assert "ignored columns: Molecule ChEMBL ID" in text and "task: regression: " in text
+    got = _labels(pool, "chembl")
+    assert got[ROWS[0]["smiles"]] == pytest.approx(9.15)  # the pChEMBL value
+    assert got[ROWS[8]["smiles"]] == pytest.approx(9 - math.log10(float(ROWS[8]["exp_mean [nM]"])))  # from uM
+    assert ROWS[9]["smiles"] not in got and meta["censored"]["dropped"] == 1  # > 10000 nM: p < 5, a bound
+    assert len(got) == 9 and res["labelled"] == 9  # 8 pChEMBL values, 1 in uM; the % and the empty row missing
+
+
+def test_a_comment_column_and_nanomolar_values(pool):
+    _, meta, text = _import(pool, "extra", {"source": str(SHEETS / "extra_columns.csv")})
+    assert meta["sheet"]["columns"] == {"key": "SMILES", "value": "pKi"} and "ignored columns: Comment" in text
+    assert len(_labels(pool, "extra")) == 12
+    # nM without a transform: imported as written, with the warning; with labels.transform: p, as pKi
+    _, meta, text = _import(pool, "nM", {"source": str(SHEETS / "ki_nM.tsv")})
+    assert "warning: the values span" in text and _labels(pool, "nM")[ROWS[2]["smiles"]] == 610
+    _, meta, text = _import(pool, "p", {"source": str(SHEETS / "ki_nM.tsv"), "transform": "p"})
+    assert "warning" not in text and _labels(pool, "p")[ROWS[2]["smiles"]] == pytest.approx(9 - math.log10(610))
+    # a dilution series of integer nM: regression, saying why
+    _, meta, text = _import(pool, "dil", {"source": str(SHEETS / "dilution_ic50.csv")})
+    assert meta["task"]["type"] == "regression" and "concentrations, not classes" in text
+    assert json.loads((pool["tmp"] / "dil" / "labels.json").read_text())["task"]["type"] == "regression"
+
+
+def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
+    """A pool with the user's own ids (a `Compound ID` column, found by its name) stores them; the requests carry
+    them; the lab answers by them, with a `Comment` column; the predictions' reader finds them."""
+    from flows.ingest import ingest_flow
+    from flows.labels import label_requests_flow
+    from flows.select import select_flow
+    from tasks.predict import compound_ids
+
+    with open(tmp_path / "pool.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["Compound ID", "smiles"])
+        w.writerows([f"REG-{1000 + i}", r["smiles"]] for i, r in enumerate(ROWS[:30]))
+    store = str(tmp_path / "POOL.parquet")
+    ingest_flow("smiles", str(tmp_path / "pool.csv"), "POOL", store, workers=1)
+    assert compound_ids(store)[:2] == ["REG-1000", "REG-1001"]
+    select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.3)
+    label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
+    req = pq.read_table(tmp_path / "labels" / "label_requests.parquet").to_pylist()
+    assert all(r["compound_id"] == f"REG-{1000 + r['graph_id']}" for r in req)
+    answer = tmp_path / "answers.csv"
+    with open(answer, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter=";")
+        w.writerow(["compound id", "pKi", "Comment"])
+        w.writerows([r["compound_id"], f"{9 - math.log10(float(ROWS[r['graph_id']]['exp_mean [nM]'])):.2f}", "ok"]
+                    for r in req)
+    p = {"tmp": tmp_path, "store": store, "requests": str(tmp_path / "labels" / "label_requests.parquet")}
+    res, meta, text = _import(p, "ids", {"source": str(answer)})
+    assert meta["key"] == "source_id" and meta["sheet"]["columns"]["key"] == "compound id"
+    assert res["labelled"] == len(req) and not meta["missing"]
