@@ -83,12 +83,17 @@ def _ratios() -> dict:
             for lab in ("tmd", "tmd-mix")}
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
     import pool_benchmark as B
 
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", nargs="*")
+    a = ap.parse_args(argv)
     rat = _ratios()
     rows = []
-    for name in B.all_sets():
+    for name in a.sets or B.all_sets():
         if not (B.CACHE / f"{name}.npz").is_file():
             continue
         r = diagnose(name)
