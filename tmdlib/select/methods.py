@@ -9,6 +9,11 @@ name            what it picks                                                   
                 (τ_j = 1: a uniform sample needs no reweighting)
 ``feature``     k-medoids on the distance of mean node features (paper B.3)       graphs
 ``wl``          k-medoids on the WL-subtree-kernel distance (paper B.3)           graphs
+``tmd-mix``     half a uniform draw, half k-medoids on TMD with the draw kept     the TMD matrix
+                (:mod:`tmdlib.select.rounds`; τ = TMD cluster sizes)
+``tmd-rounds``  the pool setting: round one its ``first`` picker, later rounds    the TMD matrix, and from
+                steered by a difficulty per member from the labels so far         round two a difficulty
+                (``next_batch``), a uniform ``control`` share kept apart          (**reads labels**)
 ``maxmin``      RDKit's MaxMin diversity picker on ECFP4 (Tanimoto)               SMILES
 ``leader``      RDKit's sphere exclusion (LeaderPicker), threshold searched to k  SMILES
 ``butina``      centroids of the k largest Butina clusters on Tanimoto            SMILES
@@ -26,6 +31,8 @@ weights.
 The chemistry methods call RDKit through :mod:`tmdlib.chem` (imported only when such a method runs).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -180,8 +187,6 @@ def _control(problem: Problem) -> tuple[Problem, np.ndarray]:
     rng = np.random.default_rng([int(problem.seed), 0xC0A7, int(problem.k)])
     arm = np.sort(rng.choice(np.flatnonzero(free), size=min(m, int(free.sum())), replace=False)).astype(np.int64)
     fixed[arm] = True
-    from dataclasses import replace
-
     return replace(problem, fixed=fixed), arm
 
 
