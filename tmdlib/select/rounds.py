@@ -133,6 +133,12 @@ def _mask(spec, n: int) -> np.ndarray:
     return m
 
 
+def _who(D: np.ndarray, candidates, fixed) -> tuple[np.ndarray, np.ndarray]:
+    """``(candidates, fixed)`` as boolean masks over the ``n`` members of ``D`` (default: everyone, no one)."""
+    n = D.shape[0]
+    return (np.ones(n, dtype=bool) if candidates is None else _mask(candidates, n)), _mask(fixed, n)
+
+
 def union_epsilon(D: np.ndarray, labelled, members=None) -> float:
     r"""The exact certificate of a labelled set: :math:`\frac1{|P|}\sum_{i \in P} \min_{j \in S} D_{ij}`.
 
@@ -212,9 +218,7 @@ def mixed_medoids(D: np.ndarray, k: int, share: float = 0.5, seed: int = 0, *, c
     -------
     ndarray of int64, shape (k,), sorted
     """
-    n = D.shape[0]
-    cand = np.ones(n, dtype=bool) if candidates is None else _mask(candidates, n)
-    fix = _mask(fixed, n)
+    cand, fix = _who(D, candidates, fixed)
     new = int(k) - int(fix.sum())
     if new < 0 or (cand & ~fix).sum() < new:
         raise ValueError(f"cannot pick {k} with {int(fix.sum())} fixed among {int((cand | fix).sum())} candidates")
@@ -241,9 +245,7 @@ def trimmed_medoids(D: np.ndarray, k: int, trim: float = 0.1, seed: int = 0, *, 
     -------
     ndarray of int64, shape (k,), sorted
     """
-    n = D.shape[0]
-    cand = np.ones(n, dtype=bool) if candidates is None else _mask(candidates, n)
-    fix = _mask(fixed, n)
+    cand, fix = _who(D, candidates, fixed)
     iso = isolation(D, neighbours)
     free = np.flatnonzero(cand & ~fix)
     drop = int(np.floor(float(trim) * free.size))
