@@ -31,6 +31,7 @@ from tasks.train import (answered_selection, check_loss_option, collapse_warning
                          train_record, train_summary, write_model)
 from tmdlib import InputError
 from tmdlib.models import Inputs
+from tmdlib.select.rounds import default_weighting
 
 
 def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None, task=None,
@@ -79,13 +80,14 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                weights: str = "pascal", torch_threads: int = 1, experiment: str = "tmdsub",
                log_mlflow: bool = True, lipschitz_budget=None, lipschitz_mode=None,
                lipschitz_target: float | str | None = None, loss: str = "auto", huber_delta: float = 1.0,
-               model: str | None = None, recipe: str = "paper-b2", weighting: str = "tau") -> dict:
+               model: str | None = None, recipe: str = "paper-b2", weighting: str = "auto") -> dict:
     """Train the model ``model`` (:mod:`tmdlib.models`: a registered name or ``package.module:factory``) on the
     coreset graphs, optionally on their node-subsampled subgraphs; returns ``train.json``'s content.
 
     GIN options (``recipe``, ``epochs``, ``lr`` ...; ``lipschitz_budget`` / ``lipschitz_mode`` /
     ``lipschitz_target`` for the certified GIN: the target sets c = target / the selection's ε) are ignored by the
-    other models.  ``weighting``: ``tau`` (the coreset's cluster sizes, Corollary 3.3) or ``none`` (unit weights).
+    other models.  ``weighting``: ``tau`` (the coreset's cluster sizes, Corollary 3.3), ``none`` (unit weights) or
+    ``auto`` (:func:`tmdlib.select.rounds.default_weighting`: none in production, tau in benchmark mode).
     """
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
@@ -96,10 +98,11 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     if model in (None, "", "auto", "gin", "certified-gin"):  # so are the GIN's options, whatever auto picks later
         resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
                        recipe=recipe_for("gin", recipe))
-    if weighting not in ("tau", "none"):
-        raise InputError(None, f"--weighting must be tau or none, got {weighting!r}")
+    if weighting not in ("auto", "tau", "none"):
+        raise InputError(None, f"--weighting must be auto, tau or none, got {weighting!r}")
     store = open_store(graphs)
     sel = read_selection(selection)
+    weighting = default_weighting(weighting, sel.get("mode") == "production")
     check_same_store(selection, sel, graphs, store.content_hash, "selection")  # before any label is read
     task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
     spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target, store, task, bool(nodes)))
@@ -228,7 +231,7 @@ def train_command(
     huber_delta: float = typer.Option(1.0, "--huber-delta", help="Huber's delta in standard deviations of the target (the loss's Lipschitz constant M)."),
     model: str = typer.Option("auto", "--model", help="A registered model (gin, certified-gin, rf, svm, gbm, chemprop; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, rf for molecule classification, else certified-gin when a Lipschitz budget/target is set, else gin."),
     recipe: str = typer.Option("auto", "--recipe", help="GIN training recipe: auto (measured: default for the GIN, paper-b2 for the certified GIN) | paper-b2 (Adam lr 0.01, batch 16 TU / 64 OGB) | default (lr 0.001, batch 64)."),
-    weighting: str = typer.Option("tau", "--weighting", help="tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the tau-weighted coreset loss)."),
+    weighting: str = typer.Option("auto", "--weighting", help="auto (none on a pool without labels, measured on the pool benchmark; tau in benchmark mode) | tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the tau-weighted coreset loss)."),
 ) -> None:
     """Train a model on the selected graphs (tau-weighted loss of the dataset's task; --model picks it)."""
     try:

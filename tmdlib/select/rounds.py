@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = ["union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
            "isolation", "knn_difficulty", "default_method", "DEFAULT_FIRST",
-           "check_control", "forest_difficulty", "DIFFICULTIES", "DEFAULT_DIFFICULTY"]
+           "check_control", "forest_difficulty", "DIFFICULTIES", "DEFAULT_DIFFICULTY", "default_weighting"]
 
 #: The later-round strategies of :func:`next_batch`.
 NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "random")
@@ -93,6 +93,14 @@ def forest_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndar
     if classes:
         return np.stack([t.predict_proba(X)[:, -1] for t in f.estimators_]).std(axis=0)
     return np.stack([t.predict(X) for t in f.estimators_]).std(axis=0)
+
+
+def default_weighting(weighting: str, production: bool) -> str:
+    """``train.weighting: auto`` resolved: unit weights on a pool without labels (the pool benchmark: τ-weighting
+    never helped the SVM and cost the forest, docs/pool-benchmark.md), the paper's τ in benchmark mode."""
+    if weighting != "auto":
+        return weighting
+    return "none" if production else "tau"
 
 
 def knn_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, neighbours: int = 5) -> np.ndarray:
