@@ -100,7 +100,7 @@ def main(argv=None) -> int:
                    help="walk the sets largest first (a second process beside one walking smallest first)")
     c = sub.add_parser("control", help="the Random control's verdict in round two, per set (control.csv)")
     c.add_argument("--sets", nargs="*")
-    c.add_argument("--strategy", default=None, help="default: tmd-rounds' default (first>next/knn)")
+    c.add_argument("--strategy", default=None, help="default: tmd-rounds' default (first>next/difficulty)")
     c.add_argument("--share", type=float, default=0.2)
     c.add_argument("--trials", type=int, default=3)
     sub.add_parser("summary")
@@ -141,9 +141,9 @@ def main(argv=None) -> int:
         import csv
 
         from tmdlib.experiment import pool as P
-        from tmdlib.select.rounds import DEFAULT_FIRST, DEFAULT_NEXT
+        from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_FIRST, DEFAULT_NEXT
 
-        strategy = a.strategy or f"{DEFAULT_FIRST}>{DEFAULT_NEXT}/knn"
+        strategy = a.strategy or f"{DEFAULT_FIRST}>{DEFAULT_NEXT}/{DEFAULT_DIFFICULTY}"
         out = RESULTS / "control.csv"
         done = set()
         if out.is_file():

@@ -45,7 +45,7 @@ NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "rando
 #: The default first round of ``tmd-rounds`` and its later-round strategy (chosen on the pool benchmark:
 #: docs/pool-benchmark.md).
 DEFAULT_FIRST = "tmd-mix"
-DEFAULT_NEXT = "unc-cover"
+DEFAULT_NEXT = "tmd-unc"
 #: Difficulty estimates from the labels so far: ``forest`` (:func:`forest_difficulty`), ``knn``
 #: (:func:`knn_difficulty`); the default chosen on the pool benchmark.
 DIFFICULTIES = ("forest", "knn")
