@@ -77,7 +77,8 @@ def _ratios() -> dict:
     from tmdlib.experiment.pool import read_rows
     from tmdlib.reporting.pool import collect, set_ratios
 
-    rows = [r for f in sorted((ROOT / "reports" / "results" / "pool").glob("*.csv")) for r in read_rows(f)]
+    rows = [r for f in sorted((ROOT / "reports" / "results" / "pool").glob("*.csv")) if f.name != "control.csv"
+            for r in read_rows(f)]
     ratios = set_ratios(collect(rows))
     return {lab: {d: v[0] for d, v in ratios.get(("svm", lab, "oneshot", 0.1), {}).items()}
             for lab in ("tmd", "tmd-mix")}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["collect", "set_ratios", "summary_table", "labels_saved", "write_summary"]
+__all__ = ["collect", "set_ratios", "summary_table", "labels_saved", "write_summary", "control_lines"]
 
 
 def _error(row: dict) -> float:
@@ -127,12 +127,52 @@ def _per_set(cells: dict, dataset: str, models) -> list[str]:
     return lines
 
 
+def control_lines(control_rows: list[dict], cells: dict) -> list[str]:
+    r"""How often the Random control's verdict is right, and what the control costs.
+
+    A verdict is **right** when it names the side the benchmark measured on the whole rest of the pool: ``strategy
+    better`` on a set where the strategy's mean error in rounds at 10 % is below Random's, ``Random better`` where it
+    is above; ``undecided`` is counted apart.  The **cost**: the error of the round's model with the control arm in it,
+    over the same strategy's without (same set, model and trial), at 10 %.
+    """
+    if not control_rows:
+        return []
+    ratios = set_ratios(cells)
+    right = wrong = undecided = 0
+    costs = []
+    for r in control_rows:
+        key = (r["model"], r["strategy"], "rounds", 0.1)
+        truth = ratios.get(key, {}).get(r["dataset"])
+        if truth is None:
+            continue
+        if r["verdict"] == "undecided":
+            undecided += 1
+        elif (r["verdict"] == "strategy better") == (truth[0] < 1.0):
+            right += 1
+        else:
+            wrong += 1
+        same = cells.get((r["dataset"], r["model"], r["strategy"], "rounds", 0.1))
+        if same:
+            err = float(r["value"]) if r["metric"] == "rmse" else 1.0 - float(r["value"])
+            costs.append(err / float(np.mean(same)))
+    n = right + wrong + undecided
+    if not n:
+        return []
+    share = float(control_rows[0]["share"])
+    return [f"## The Random control (select.control: {share:g}) replayed in round two (5 % → 10 %)", "",
+            f"{n} verdicts ({len({r['dataset'] for r in control_rows})} sets, strategy "
+            f"`{control_rows[0]['strategy']}`): **{right} right, {wrong} wrong, {undecided} undecided** "
+            f"(right: the side the whole rest of the pool measured; 90 % paired-bootstrap intervals on the audit "
+            f"sample). What the control costs: the round's model with the control arm in it has "
+            f"{float(np.mean(costs)):.3f}× the error of the strategy's without it (mean over {len(costs)} runs).", ""]
+
+
 def write_summary(results_dir, out: str | None = None) -> str:
     """Read every ``<set>.csv`` under ``results_dir`` and write ``summary.md`` beside them; returns its path."""
     from ..experiment.pool import read_rows
 
     d = Path(results_dir)
-    rows = [r for f in sorted(d.glob("*.csv")) for r in read_rows(f)]
+    rows = [r for f in sorted(d.glob("*.csv")) if f.name != "control.csv" for r in read_rows(f)]
     cells = collect(rows)
     models = [m for m in ("svm", "rf") if any(k[1] == m for k in cells)]
     sets = sorted({k[0] for k in cells})
@@ -149,6 +189,11 @@ def write_summary(results_dir, out: str | None = None) -> str:
                 lines += [f"## {model}, {'one shot' if mode == 'oneshot' else 'in rounds (5 % → 10 % → 20 %)'}", "",
                           "Each cell: mean ratio to Random over the sets · sets won (ratio < 1) / sets · sets lost "
                           "by more than one Random sd · worst set.", ""] + tab + [""]
+    if (d / "control.csv").is_file():
+        import csv
+
+        with open(d / "control.csv", newline="", encoding="utf-8") as fh:
+            lines += control_lines(list(csv.DictReader(fh)), cells)
     lines += ["## Per set (ratio to Random; ✗ = worse than Random's mean + 1 sd)", ""]
     for s in sets:
         lines += [f"### {s}", ""] + _per_set(cells, s, models)
