@@ -97,6 +97,52 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+#: Modules left out of the package graph: ``tmdlib/__init__.py`` re-exports the public API of every package.
+PACKAGE_GRAPH_SKIPS = frozenset({"tmdlib"})
+
+
+def _package(mod: str) -> str:
+    """The package of tmdlib a module belongs to: ``tmdlib.select.scalable.pairs`` -> ``tmdlib.select``
+    (a top-level module such as ``tmdlib.metrics`` is its own)."""
+    return ".".join(mod.split(".")[:2])
+
+
+def test_no_package_loop_inside_tmdlib():
+    """No loop between tmdlib's packages (``datasets``, ``guarantees``, ``select``, ...), imports inside functions
+    counted: a package that reaches back into one that imports it has its layers the wrong way round, even when a
+    lazy import keeps Python from noticing (``datasets.task`` once asked ``guarantees.losses`` for the losses of a
+    task type, and ``guarantees.bounds`` asked ``select.coreset`` for the medoid objective)."""
+    g = _graph()
+    edges: dict[str, dict[str, list]] = {}
+    for m, ts in g.items():
+        if not m.startswith("tmdlib.") or m in PACKAGE_GRAPH_SKIPS:
+            continue
+        for t in ts:
+            a, b = _package(m), _package(t)
+            if t.startswith("tmdlib.") and t not in PACKAGE_GRAPH_SKIPS and a != b:
+                edges.setdefault(a, {}).setdefault(b, []).append(f"{m} -> {t}")
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    loops = []
+
+    def visit(p):
+        state[p] = 1
+        stack.append(p)
+        for q in sorted(edges.get(p, ())):
+            if state.get(q) == 1:
+                loop = stack[stack.index(q):] + [q]
+                loops.append(" -> ".join(loop) + ": " + "; ".join(edges[a][b][0] for a, b in zip(loop, loop[1:])))
+            elif q not in state:
+                visit(q)
+        stack.pop()
+        state[p] = 2
+
+    for p in sorted(edges):
+        if p not in state:
+            visit(p)
+    assert not loops, "package loops inside tmdlib:\n" + "\n".join(loops)
+
+
 def test_the_model_registry_imports_no_model_package():
     """tmdlib.models (the interface and the registry) never names tmdlib.torch or tmdlib.chem: the models there
     import the registry, the registry finds them by their entry points (no package loop models <-> torch / chem)."""
