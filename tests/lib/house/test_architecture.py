@@ -218,3 +218,36 @@ def test_sources_compile_without_warnings():
         for p in files:
             compile(p.read_text(encoding="utf-8"), str(p), "exec")
     assert not [f"{w.filename}:{w.lineno}: {w.message}" for w in caught]
+
+
+#: The longest a module of tmdlib, tasks or flows may be, in lines ...
+MAX_FILE_LINES = 900
+#: ... but for these, at most this long, until their owners split them.
+LONG_FILES = {"tmdlib/datasets/smiles.py": 910}
+#: The longest a Prefect flow function may be (``def`` to its last line): a flow wires tasks, the logic is below it.
+MAX_FLOW_LINES = 80
+
+
+def test_no_module_is_too_long():
+    sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+             for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    over = {f: n for f, n in sizes.items() if n > LONG_FILES.get(f, MAX_FILE_LINES)}
+    assert not over, f"modules over {MAX_FILE_LINES} lines (split them by concern): {over}"
+
+
+def _is_flow(node) -> bool:
+    return any(ast.unparse(d.func if isinstance(d, ast.Call) else d).split(".")[-1] == "flow"
+               for d in node.decorator_list)
+
+
+def test_flows_only_wire():
+    """Every ``@flow`` function is at most :data:`MAX_FLOW_LINES` long: option checks, records and reports are
+    functions of tasks/ or tmdlib."""
+    long = {}
+    for path in sorted((ROOT / "flows").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_flow(node):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FLOW_LINES:
+                    long[f"{path.relative_to(ROOT).as_posix()}:{node.name}"] = n
+    assert not long, f"flow functions over {MAX_FLOW_LINES} lines: {long}"
