@@ -15,16 +15,16 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.evaluate import (log_evaluation, log_production, measure_model_task, measure_task, metrics_document,
-                            parse_fractions, plot_bound_vs_gap, production_task, tmd_setting, write_metrics)
+from tasks.evaluate import (evaluate_production, evaluation_positions, log_evaluation, measure_model_task, measure_task,
+                            metrics_document, parse_fractions, plot_bound_vs_gap, tmd_setting, write_metrics)
 from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store
-from tasks.io import dataset_name, node_subsets_for, positions, read_json, read_nodes, read_selection
+from tasks.io import dataset_name, node_subsets_for, read_json, read_nodes, read_selection
 from tasks.labels import task_of
 from tasks.train import load_model, set_torch_threads
 from tmdlib import InputError
 from tmdlib.metrics import headline
 from tmdlib.reporting.verdict import verdict_lines
-from tmdlib.torch.measure import bound_weights, matrix_checks, plan_sample
+from tmdlib.torch.measure import matrix_checks
 
 
 @flow(name="evaluate", log_prints=True)
@@ -72,33 +72,11 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         raise InputError(train_info, f"the model was trained for a {head.task.describe()} task, the labels are "
                                      f"{trained_for.describe()}")
     if not store.labelled:  # production: an unlabelled pool, the lab's labels are all there is
-        metrics = production_task(fitted, store, sel, info, name, confidence, seed)
-        metrics.update({"depth": depth, "weights": weights, "device": device,
-                        "seconds": round(time.perf_counter() - t0, 2)})
-        plot_bound_vs_gap([], plot_out, f"{name} ({head.task.type}): production mode: no observed gap without the "
-                          "pool's labels", metrics["bound"] if metrics["bound"].get("c_epsilon") is not None else None)
-        write_metrics(metrics_out, metrics)
-        for line in verdict_lines(metrics)[:2]:
-            print(line)
-        if log_mlflow:
-            metrics["mlflow"] = log_production(metrics, info, graphs, selection, model, train_info, metrics_out,
-                                               plot_out, name, experiment)
-        return metrics
-    train_pos = positions(sel["train_ids"], ds.graph_ids, selection, "train_ids")
-    test_pos = positions(sel["test_ids"], ds.graph_ids, selection, "test_ids")
-    in_train = {int(p): k for k, p in enumerate(train_pos)}
-    subset = np.asarray([in_train[int(p)] for p in positions(sel["medoids"], ds.graph_ids, selection, "medoids")],
-                        dtype=np.int64)
-    n_train = int(len(train_pos))
-    tau, tau_source = bound_weights(sel["tau"], n_train, sel.get("certificate_tau"))
-    plan = plan_sample(n_train, subset, len(test_pos), sample, seed)
-    if plan is not None:
-        train_pos, subset = train_pos[plan["keep"]], plan["subset"]
-        test_pos = test_pos if plan["test_pick"] is None else test_pos[plan["test_pick"]]
-    if ds.y is None or (not head.task.allows_missing and np.isnan(ds.y[train_pos]).any()):
-        raise InputError(graphs, "the bound evaluation is a benchmark measurement: it needs the dataset's label "
-                                 "of every training graph, and some are missing")
-    test_pos = test_pos[~np.isnan(ds.y[test_pos].reshape(len(test_pos), -1)).all(axis=1)]
+        return evaluate_production(fitted, store, sel, info, name, confidence, seed,
+                                   {"depth": depth, "weights": weights, "device": device}, t0, plot_out, metrics_out,
+                                   log_mlflow, graphs, selection, model, train_info, experiment)
+    train_pos, test_pos, subset, n_train, tau, tau_source, plan = evaluation_positions(
+        sel, ds, selection, graphs, head.task, sample, seed)
     matrix = matrix_path(matrix) if plan is None else None  # None: scalable engine or sampled pool
     if matrix:
         check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=trust_matrix)

@@ -18,58 +18,19 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store
+from tasks.graphs import check_same_store, open_store
 from tasks.io import (dataset_name, node_subsets_for, positions, read_labels, read_labels_meta, read_nodes,
-                      read_selection, sha256_file)
+                      read_selection)
 from tasks.labels import task_of
-from tasks.registry import log_gin_model, model_description
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
-                            selection_dataset, set_run_tag)
-from tasks.train import (answered_selection, check_loss_option, collapse_warning, fit_task, gin_options,
-                         log_smiles_model_task, parse_target, resolve_config,
-                         resolve_model_option, save_model, selection_labels, set_torch_threads, target_budget,
-                         train_record, train_summary, write_model)
+                            selection_dataset)
+from tasks.train import (answered_selection, certified_setting, check_train_options, collapse_warning, fit_task,
+                         gin_options, log_trained_model, model_for, partial_answers_line, recipe_for,  # noqa: F401
+                         resolve_config, save_model, selection_labels, set_torch_threads, target_budget, train_info,
+                         train_model_spec, train_params, train_record, train_summary, write_model)
 from tmdlib import InputError
 from tmdlib.models import Inputs
 from tmdlib.select.rounds import default_weighting
-
-
-def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None, task=None,
-              graphs_only: bool = False) -> str:
-    """The model to train: ``model`` when given; ``auto`` (with the store and the task) is the measured default
-    (:func:`tmdlib.models.default_model`: ``svm`` for molecule regression, ``rf`` for molecule classification); otherwise, and for ``None``, the certified
-    GIN when a Lipschitz budget or target is set, else the GIN (the behaviour before ``train.model`` existed);
-    ``graphs_only`` (node subsampling trains on subgraphs) keeps ``auto`` on the GIN."""
-    if model not in (None, "", "auto"):
-        return str(model)
-    certified = parse_target(lipschitz_target) is not None or str(lipschitz_budget).strip().lower() not in (
-        "", "0", "0.0", "none", "null", "off")
-    if model == "auto" and store is not None and task is not None and not graphs_only:
-        from tmdlib.models import default_model
-
-        return default_model(store.has_smiles, task, certified)
-    return "certified-gin" if certified else "gin"
-
-
-def recipe_for(model: str, recipe: str) -> str:
-    """The GIN's training recipe: ``recipe``, or for ``auto`` the measured one — ``default`` (Adam lr 0.001, batch 64)
-    for the GIN (benchmarks/gin_recipe.py: better on 3 of 4 MoleculeACE sets, R² 0.51 against 0.08 on CHEMBL204_Ki,
-    and on MUTAG and PROTEINS), ``paper-b2`` (lr 0.01, batch 16) for the certified GIN (the certified sweep's
-    setting, reports/certified/summary.md)."""
-    if recipe != "auto":
-        return recipe
-    return "paper-b2" if model == "certified-gin" else "default"
-
-
-def certified_setting(spec, lipschitz_budget, lipschitz_mode, target) -> tuple:
-    """``(budget, mode)`` of the GIN: none for other models; the user's budget (mode as given, ``ball`` by
-    default) or, when neither a budget nor a target is given, the certified GIN's registered default."""
-    if spec.name != "certified-gin":
-        return None, None
-    given = str(lipschitz_budget).strip().lower() not in ("", "0", "0.0", "none", "null", "off")
-    if given or target is not None:
-        return (lipschitz_budget if given else spec.defaults.get("lipschitz_budget")), lipschitz_mode
-    return spec.defaults.get("lipschitz_budget"), lipschitz_mode or spec.defaults.get("lipschitz_mode")
 
 
 @flow(name="train", log_prints=True)
@@ -91,26 +52,14 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     """
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
-    target = parse_target(lipschitz_target)  # every parameter is checked before any file is read
-    check_loss_option(loss, huber_delta)
-    if model != "auto":  # a named model is checked before any file is read
-        resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target))
-    if model in (None, "", "auto", "gin", "certified-gin"):  # so are the GIN's options, whatever auto picks later
-        resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
-                       recipe=recipe_for("gin", recipe))
-    if weighting not in ("auto", "tau", "none"):
-        raise InputError(None, f"--weighting must be auto, tau or none, got {weighting!r}")
+    target = check_train_options(name, model, lipschitz_budget, lipschitz_target, loss, huber_delta, weighting, recipe,
+                                 epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias)
     store = open_store(graphs)
     sel = read_selection(selection)
     weighting = default_weighting(weighting, sel.get("mode") == "production")
     check_same_store(selection, sel, graphs, store.content_hash, "selection")  # before any label is read
     task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
-    spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target, store, task, bool(nodes)))
-    if nodes and spec.inputs != "graphs":  # node subsampling trains on subgraphs: a graph model
-        fallback = model_for(None, lipschitz_budget, lipschitz_target)
-        print(f"node subsampling trains graph models: model {spec.name!r} reads molecules, {fallback} is trained on "
-              "the subgraphs", flush=True)
-        spec = resolve_model_option(fallback)
+    spec = train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes)
     graph_model = spec.name in ("gin", "certified-gin")
     budget, mode = certified_setting(spec, lipschitz_budget, lipschitz_mode, target)
     recipe = recipe_for(spec.name, recipe)
@@ -123,10 +72,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     check_same_store(labels_meta or str(Path(labels).with_suffix(".json")), label_meta, graphs, store_hash, "label set")
     med_ids, sel_tau, epsilon, partial = answered_selection(sel, label_map, ds, layers + 1, weights, labels)
     if partial:
-        print(f"partial answers: {partial['answered_medoids']} of {partial['requested_medoids']} selected graphs have "
-              f"a label; {partial['graphs_moved']} graphs reassigned to their nearest answered medoid, epsilon "
-              f"{partial['epsilon_mean_before']:.4g} -> {partial['epsilon_mean_after']:.4g}; the others stay "
-              "requested", flush=True)
+        print(partial_answers_line(partial), flush=True)
     if target is not None and graph_model:  # the budget that makes c·ε = target for this selection's ε
         cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
                              target_budget(target, epsilon, selection, layers, eta, weights,
@@ -137,14 +83,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
     source = label_meta.get("source", "unknown")
     tau = sel_tau if weighting == "tau" else np.ones(len(med_ids))
-    params = {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights, "task": task.type,
-              "train.model": spec.name, "train.weighting": weighting, "train.recipe": recipe if graph_model else None,
-              "train.loss": loss, "train.huber_delta": huber_delta, "selection.method": sel.get("method"),
-              "selection.fraction": sel.get("fraction"), "selection.k": len(med_ids), "node_subsampling": bool(nodes),
-              "labels_source": source, "torch_threads": torch_threads,
-              "labels_missing": label_meta.get("missing"), "labels_answered": label_meta.get("answered"),
-              "certified": cfg.get("lipschitz_budget") is not None, "train.lipschitz_budget": cfg.get("lipschitz_budget"),
-              "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball"), "train.lipschitz_target": target or 0.0}
+    params = train_params(cfg, name, weights, task, spec, weighting, recipe, graph_model, loss, huber_delta, sel,
+                          len(med_ids), nodes, source, torch_threads, label_meta, target)
     inputs = [p for p in (graphs, selection, labels, nodes) if p]
     # the run exists before training (the loss is logged as it goes) and before train.json names it
     with open_run("train", params, inputs, experiment, enabled=log_mlflow, run_name=stage,
@@ -162,29 +102,11 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         if live:
             live.flush()
         record, metrics = train_record(fitted, cfg, sel, tau, weights, target, node_eps)
-        info = {"dataset": name, "graphs": graphs, "selection": selection, "labels": labels, "labels_source": source,
-                "labels_meta": label_meta, "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
-                "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
-                "tau_sum": float(np.sum(sel_tau)), "weighting": weighting, "epsilon": epsilon, "partial": partial,
-                **({"medoids_trained": med_ids, "tau_trained": sel_tau} if partial else {}),
-                "node_subsampling": bool(nodes), "nodes": nodes, "torch_threads": int(torch_threads),
-                STORE_HASH_KEY: store_hash, **record}
+        info = train_info(name, graphs, selection, labels, source, label_meta, label_map, sel, med_ids, sel_tau,
+                          weighting, epsilon, partial, nodes, torch_threads, store_hash, record)
         info["model_state"] = save_model(fitted, model_out)  # model.pt first: the MLflow model version names its sha256
         if run:
-            set_run_tag(run["run_id"], "device", info["device"])
-            sha = sha256_file(model_out)
-            tags = {"dataset": name, "stage": stage, "train_run_id": run["run_id"], "model_sha256": sha,
-                    "labels_source": source, "task": task.type, "certified": info["certified"], "model": spec.name}
-            if store.has_smiles and not nodes:  # molecules: a pyfunc that takes SMILES, for any model
-                info["mlflow"] = {**run, "model": log_smiles_model_task(
-                    run["run_id"], fitted, model_out, info, name, f"{spec.name} for a {task.describe()} task, trained "
-                    f"by {stage} (run {run['run_id']}) on {len(med_ids)} coreset molecules; input: a DataFrame with "
-                    f"a smiles column; same weights as {model_out} (sha256 {sha})", tags, store.smiles(pos[:3]))}
-            elif graph_model:
-                info["mlflow"] = {**run, "model": log_gin_model(
-                    run["run_id"], fitted.model, fitted.result.data, name,
-                    model_description(info, stage, run["run_id"], model_out, sha, ds.num_features),
-                    register=not nodes, head=fitted.head, tags=tags)}
+            log_trained_model(run, fitted, info, name, stage, task, spec, model_out, store, pos, nodes, graph_model)
         info = write_model(None, model_out, info_out, info)  # model.pt is written above
         print(train_summary(name, task, info, fitted))
         warning = collapse_warning(info, cfg.get("lr"))

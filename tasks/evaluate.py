@@ -192,6 +192,34 @@ def plot_bound_vs_gap(rows: list[dict], out: str, title: str, main: dict | None 
     return str(Path(out))
 
 
+def evaluation_positions(sel: dict, ds, selection: str, graphs: str, task, sample: int, seed: int) -> tuple:
+    """Where the bound evaluation looks, in pool positions: ``(train_pos, test_pos, subset, n_train, tau,
+    tau_source, plan)`` -- the training and test graphs (``sample > 0``: a seeded sample of each,
+    :func:`tmdlib.torch.measure.plan_sample`; test graphs without any label dropped), the coreset as positions
+    into the training graphs, the weights the bound is stated with (:func:`tmdlib.torch.measure.bound_weights`).
+
+    Raises :class:`~tmdlib.errors.InputError` where a training graph's label is missing and ``task`` does not
+    allow it (benchmark mode needs the dataset's label of every training graph)."""
+    from tmdlib.torch.measure import bound_weights, plan_sample
+
+    train_pos = io.positions(sel["train_ids"], ds.graph_ids, selection, "train_ids")
+    test_pos = io.positions(sel["test_ids"], ds.graph_ids, selection, "test_ids")
+    in_train = {int(p): k for k, p in enumerate(train_pos)}
+    subset = np.asarray([in_train[int(p)] for p in io.positions(sel["medoids"], ds.graph_ids, selection, "medoids")],
+                        dtype=np.int64)
+    n_train = int(len(train_pos))
+    tau, tau_source = bound_weights(sel["tau"], n_train, sel.get("certificate_tau"))
+    plan = plan_sample(n_train, subset, len(test_pos), sample, seed)
+    if plan is not None:
+        train_pos, subset = train_pos[plan["keep"]], plan["subset"]
+        test_pos = test_pos if plan["test_pick"] is None else test_pos[plan["test_pick"]]
+    if ds.y is None or (not task.allows_missing and np.isnan(ds.y[train_pos]).any()):
+        raise InputError(graphs, "the bound evaluation is a benchmark measurement: it needs the dataset's label "
+                                 "of every training graph, and some are missing")
+    test_pos = test_pos[~np.isnan(ds.y[test_pos].reshape(len(test_pos), -1)).all(axis=1)]
+    return train_pos, test_pos, subset, n_train, tau, tau_source, plan
+
+
 @task(name="write-metrics", persist_result=False)
 def write_metrics(path: str, metrics: dict) -> str:
     """Atomic JSON write of ``metrics.json``."""
@@ -290,6 +318,30 @@ def _control_arms(model, store, sel: dict, info: dict, label_map: dict, audit, t
     return compare_arms(lambda: spec.build({}), lambda g: _inputs(model, store, positions(g, ids, labels_csv, "arm")),
                         lambda g: selection_labels(label_map, g, task, labels_csv), base, control, strategy, audit,
                         task, confidence=confidence, seed=seed)
+
+
+def evaluate_production(fitted, store, sel: dict, info: dict, name: str, confidence: float, seed: int, extra: dict,
+                        t0: float, plot_out: str, metrics_out: str, log_mlflow: bool, graphs: str, selection: str,
+                        model: str, train_info: str, experiment: str) -> dict:
+    """Production mode of the evaluate stage (an unlabelled pool, the lab's labels are all there is):
+    :func:`production_task` with ``extra`` (depth, weights, device) and the seconds since ``t0`` added, the plot (no
+    observed gap without the pool's labels), ``metrics.json``, the verdict's first lines, the MLflow run; returns the
+    metrics."""
+    import time
+
+    from tmdlib.reporting.verdict import verdict_lines
+
+    metrics = production_task(fitted, store, sel, info, name, confidence, seed)
+    metrics.update({**extra, "seconds": round(time.perf_counter() - t0, 2)})
+    plot_bound_vs_gap([], plot_out, f"{name} ({fitted.head.task.type}): production mode: no observed gap without the "
+                      "pool's labels", metrics["bound"] if metrics["bound"].get("c_epsilon") is not None else None)
+    write_metrics(metrics_out, metrics)
+    for line in verdict_lines(metrics)[:2]:
+        print(line)
+    if log_mlflow:
+        metrics["mlflow"] = log_production(metrics, info, graphs, selection, model, train_info, metrics_out,
+                                           plot_out, name, experiment)
+    return metrics
 
 
 def log_production(metrics: dict, info: dict, graphs: str, selection: str, model: str, train_info: str,

@@ -353,6 +353,135 @@ def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, datase
         return log_smiles_model(run_id, model_out, str(cfg), dataset, description, tags=tags, example=example)
 
 
+def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None, task=None,
+              graphs_only: bool = False) -> str:
+    """The model to train: ``model`` when given; ``auto`` (with the store and the task) is the measured default
+    (:func:`tmdlib.models.default_model`: ``svm`` for molecule regression, ``rf`` for molecule classification); otherwise, and for ``None``, the certified
+    GIN when a Lipschitz budget or target is set, else the GIN (the behaviour before ``train.model`` existed);
+    ``graphs_only`` (node subsampling trains on subgraphs) keeps ``auto`` on the GIN."""
+    if model not in (None, "", "auto"):
+        return str(model)
+    certified = parse_target(lipschitz_target) is not None or str(lipschitz_budget).strip().lower() not in (
+        "", "0", "0.0", "none", "null", "off")
+    if model == "auto" and store is not None and task is not None and not graphs_only:
+        from tmdlib.models import default_model
+
+        return default_model(store.has_smiles, task, certified)
+    return "certified-gin" if certified else "gin"
+
+
+def recipe_for(model: str, recipe: str) -> str:
+    """The GIN's training recipe: ``recipe``, or for ``auto`` the measured one — ``default`` (Adam lr 0.001, batch 64)
+    for the GIN (benchmarks/gin_recipe.py: better on 3 of 4 MoleculeACE sets, R² 0.51 against 0.08 on CHEMBL204_Ki,
+    and on MUTAG and PROTEINS), ``paper-b2`` (lr 0.01, batch 16) for the certified GIN (the certified sweep's
+    setting, reports/certified/summary.md)."""
+    if recipe != "auto":
+        return recipe
+    return "paper-b2" if model == "certified-gin" else "default"
+
+
+def certified_setting(spec, lipschitz_budget, lipschitz_mode, target) -> tuple:
+    """``(budget, mode)`` of the GIN: none for other models; the user's budget (mode as given, ``ball`` by
+    default) or, when neither a budget nor a target is given, the certified GIN's registered default."""
+    if spec.name != "certified-gin":
+        return None, None
+    given = str(lipschitz_budget).strip().lower() not in ("", "0", "0.0", "none", "null", "off")
+    if given or target is not None:
+        return (lipschitz_budget if given else spec.defaults.get("lipschitz_budget")), lipschitz_mode
+    return spec.defaults.get("lipschitz_budget"), lipschitz_mode or spec.defaults.get("lipschitz_mode")
+
+
+def check_train_options(name: str, model, lipschitz_budget, lipschitz_target, loss: str, huber_delta: float,
+                        weighting: str, recipe: str, epochs: int, hidden, layers: int, batch_size, lr, seed: int,
+                        device: str, pool: str, eta: float, bias: bool) -> float | None:
+    """Every option of the train stage checked before any file is read (the model when named, the GIN's options
+    whatever ``auto`` picks later, the loss, the weighting); returns the Lipschitz target (:func:`parse_target`)."""
+    target = parse_target(lipschitz_target)
+    check_loss_option(loss, huber_delta)
+    if model != "auto":  # a named model is checked before any file is read
+        resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target))
+    if model in (None, "", "auto", "gin", "certified-gin"):  # so are the GIN's options, whatever auto picks later
+        resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
+                       recipe=recipe_for("gin", recipe))
+    if weighting not in ("auto", "tau", "none"):
+        raise InputError(None, f"--weighting must be auto, tau or none, got {weighting!r}")
+    return target
+
+
+def train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes):
+    """The model's :class:`~tmdlib.models.registry.ModelSpec` for this store and task (:func:`model_for`); node
+    subsampling trains on subgraphs, so a model that reads molecules gives way to the graph model (said once)."""
+    spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target, store, task, bool(nodes)))
+    if nodes and spec.inputs != "graphs":  # node subsampling trains on subgraphs: a graph model
+        fallback = model_for(None, lipschitz_budget, lipschitz_target)
+        print(f"node subsampling trains graph models: model {spec.name!r} reads molecules, {fallback} is trained on "
+              "the subgraphs", flush=True)
+        spec = resolve_model_option(fallback)
+    return spec
+
+
+def partial_answers_line(partial: dict) -> str:
+    """The line that says how much of a selection the lab answered (:func:`answered_selection`'s ``partial``)."""
+    return (f"partial answers: {partial['answered_medoids']} of {partial['requested_medoids']} selected graphs have "
+            f"a label; {partial['graphs_moved']} graphs reassigned to their nearest answered medoid, epsilon "
+            f"{partial['epsilon_mean_before']:.4g} -> {partial['epsilon_mean_after']:.4g}; the others stay "
+            "requested")
+
+
+def train_params(cfg: dict, name: str, weights, task, spec, weighting: str, recipe: str, graph_model: bool, loss: str,
+                 huber_delta: float, sel: dict, k: int, nodes, source: str, torch_threads: int, label_meta: dict,
+                 target) -> dict:
+    """The train run's MLflow parameters."""
+    return {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights, "task": task.type,
+            "train.model": spec.name, "train.weighting": weighting, "train.recipe": recipe if graph_model else None,
+            "train.loss": loss, "train.huber_delta": huber_delta, "selection.method": sel.get("method"),
+            "selection.fraction": sel.get("fraction"), "selection.k": k, "node_subsampling": bool(nodes),
+            "labels_source": source, "torch_threads": torch_threads,
+            "labels_missing": label_meta.get("missing"), "labels_answered": label_meta.get("answered"),
+            "certified": cfg.get("lipschitz_budget") is not None, "train.lipschitz_budget": cfg.get("lipschitz_budget"),
+            "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball"), "train.lipschitz_target": target or 0.0}
+
+
+def train_info(name: str, graphs: str, selection: str, labels: str, source: str, label_meta: dict, label_map: dict,
+               sel: dict, med_ids, sel_tau, weighting: str, epsilon, partial, nodes, torch_threads: int,
+               store_hash: str, record: dict) -> dict:
+    """``train.json``'s content before the model file is saved (:func:`train_record` gives ``record``)."""
+    from .graphs import STORE_HASH_KEY
+
+    return {"dataset": name, "graphs": graphs, "selection": selection, "labels": labels, "labels_source": source,
+            "labels_meta": label_meta, "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
+            "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
+            "tau_sum": float(np.sum(sel_tau)), "weighting": weighting, "epsilon": epsilon, "partial": partial,
+            **({"medoids_trained": med_ids, "tau_trained": sel_tau} if partial else {}),
+            "node_subsampling": bool(nodes), "nodes": nodes, "torch_threads": int(torch_threads),
+            STORE_HASH_KEY: store_hash, **record}
+
+
+def log_trained_model(run: dict, fitted, info: dict, name: str, stage: str, task, spec, model_out: str, store, pos,
+                      nodes, graph_model: bool) -> None:
+    """The trained model to the MLflow run (``model.pt`` saved first: the version names its sha256): for molecules a
+    pyfunc that takes SMILES, for any model; else the GIN (registered unless trained on node subsets).  Sets
+    ``info["mlflow"]`` when a model was logged."""
+    from .registry import log_gin_model, model_description
+    from .tracking import set_run_tag
+
+    set_run_tag(run["run_id"], "device", info["device"])
+    sha = io.sha256_file(model_out)
+    tags = {"dataset": name, "stage": stage, "train_run_id": run["run_id"], "model_sha256": sha,
+            "labels_source": info["labels_source"], "task": task.type, "certified": info["certified"],
+            "model": spec.name}
+    if store.has_smiles and not nodes:  # molecules: a pyfunc that takes SMILES, for any model
+        info["mlflow"] = {**run, "model": log_smiles_model_task(
+            run["run_id"], fitted, model_out, info, name, f"{spec.name} for a {task.describe()} task, trained "
+            f"by {stage} (run {run['run_id']}) on {info['labels_used']} coreset molecules; input: a DataFrame with "
+            f"a smiles column; same weights as {model_out} (sha256 {sha})", tags, store.smiles(pos[:3]))}
+    elif graph_model:
+        info["mlflow"] = {**run, "model": log_gin_model(
+            run["run_id"], fitted.model, fitted.result.data, name,
+            model_description(info, stage, run["run_id"], model_out, sha, store.dataset.num_features),
+            register=not nodes, head=fitted.head, tags=tags)}
+
+
 @task(name="write-model", persist_result=False, cache_policy=NO_CACHE)
 def write_model(model, model_out: str, info_out: str, info: dict) -> dict:
     """Write ``model.pt`` (unless ``model`` is None: already written) and ``train.json`` atomically (the JSON

@@ -38,10 +38,12 @@ import numpy as np
 from ..errors import InputError
 from .fingerprints import ecfp4_counts
 
-__all__ = ["TASKS", "featurize", "fit_forest", "predict", "predict_proba"]
+__all__ = ["TASKS", "REGRESSES", "featurize", "fit_forest", "predict", "predict_proba"]
 
 #: Accepted values of ``task``.
 TASKS = ("regression", "classification")
+#: Whether each of :data:`TASKS` fits real-valued targets (a regressor) rather than classes (a classifier).
+REGRESSES = {"regression": True, "classification": False}
 
 
 def featurize(smiles_or_counts) -> np.ndarray:
@@ -89,7 +91,7 @@ def _targets(y, n: int, task: str) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
         raise InputError(None, f"y must have shape ({n},) (one target per molecule), got {y.shape}")
-    if task == "regression" or y.dtype.kind == "f":
+    if REGRESSES[task] or y.dtype.kind == "f":
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
@@ -154,7 +156,7 @@ def fit_forest(smiles_or_counts, y, sample_weight=None, task: str = "regression"
     X, y = X[keep] if dropped else X, y[keep]
     if task == "classification" and np.unique(y).size < 2:
         raise InputError(None, "classification needs at least two classes among the targets")
-    cls = RandomForestRegressor if task == "regression" else RandomForestClassifier
+    cls = RandomForestRegressor if REGRESSES[task] else RandomForestClassifier
     model = cls(n_estimators=int(n_estimators), max_features=max_features, min_samples_leaf=min_samples_leaf,
                 bootstrap=bootstrap, n_jobs=n_jobs, random_state=int(seed), **params)
     model.fit(X, y, sample_weight=w)

@@ -36,7 +36,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from ..errors import InputError
 from .estimator import estimator_spec
-from .forest import check_weights
+from .forest import REGRESSES, TASKS, check_weights
 
 __all__ = ["minmax_kernel", "TanimotoSVR", "TanimotoSVC", "ECFPForest", "ECFPBoosting", "SVM", "RF", "GBM"]
 
@@ -765,11 +765,11 @@ class ECFPBoosting(BaseEstimator):
         """Fit on features ``X`` (n, d) and targets ``y`` (n,), rows weighted by ``sample_weight``."""
         from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
-        if self.task not in ("regression", "classification"):
+        if self.task not in TASKS:
             raise InputError(None, f"task must be regression or classification, got {self.task!r}")
         X = _features(X)
-        X, y, w, dropped = _rows(X, y, sample_weight, regression=self.task == "regression")
-        cls = HistGradientBoostingRegressor if self.task == "regression" else HistGradientBoostingClassifier
+        X, y, w, dropped = _rows(X, y, sample_weight, regression=REGRESSES[self.task])
+        cls = HistGradientBoostingRegressor if REGRESSES[self.task] else HistGradientBoostingClassifier
         if self.task == "classification":
             _classes(y)
         model = cls(learning_rate=float(self.learning_rate), max_iter=int(self.max_iter),

@@ -31,12 +31,16 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["TASK_TYPES", "TaskSpec", "infer_task", "task_reason", "validate_labels", "META_TASK", "MAX_CLASSES",
+__all__ = ["TASK_TYPES", "LOSSES", "TaskSpec", "infer_task", "task_reason", "validate_labels", "META_TASK", "MAX_CLASSES",
            "task_of_metadata", "BINARY", "label_matrix", "task_and_labels", "label_array", "table_labels",
            "table_task", "with_task", "source_labels", "store_task", "UNLABELLED", "decide_task"]
 
 #: The task types, in the order of the table above.
 TASK_TYPES = ("binary", "multiclass", "multitask", "regression")
+#: Loss names by task type (the first is the default; :attr:`TaskSpec.losses`); what each loss computes -- its
+#: Lipschitz constant M, the trivial predictor's loss -- is :mod:`tmdlib.guarantees.losses`, which reads this table.
+LOSSES = {"binary": ("bce",), "multitask": ("bce",), "multiclass": ("ce",),
+          "regression": ("huber", "l1", "mse")}
 #: Schema-metadata key of the task spec (JSON of :meth:`TaskSpec.to_dict`).
 META_TASK = "tmdlib.task"
 #: At most this many distinct integer values in one label column read as classes (more: regression).
@@ -117,6 +121,11 @@ class TaskSpec:
         return self.type == "regression"
 
     @property
+    def is_binary(self) -> bool:
+        """One label of two classes (the paper's own experiments' setting; outputs: one logit)."""
+        return self.type == "binary"
+
+    @property
     def single_label(self) -> bool:
         """One label per graph and one prediction (a class): binary and multi-class."""
         return self.type in ("binary", "multiclass")
@@ -141,9 +150,7 @@ class TaskSpec:
 
     @property
     def losses(self) -> tuple[str, ...]:
-        """The losses that fit the task, the default first (:data:`tmdlib.guarantees.losses.LOSSES`)."""
-        from ..guarantees.losses import LOSSES
-
+        """The losses that fit the task, the default first (:data:`LOSSES`)."""
         return LOSSES[self.type]
 
     @property

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import re
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -456,19 +458,24 @@ def read_tu(folder: str | os.PathLike, name: str | None = None, node_attributes:
     return build_graph_table(feats.pop("x", None), node_ptr, src, dst, y, extra, tu_fields(), meta, **feats)
 
 
+#: The task types TU graph labels (one class per graph) can take, with the fewest and most classes each holds.
+TU_CLASS_COUNTS = {"binary": (0, 2), "multiclass": (2, math.inf)}
+
+
 def _tu_task(path: Path, y_raw: np.ndarray, label_map: dict[int, int], task: str | None) -> TaskSpec:
     """The task of TU graph labels: binary for at most two classes (their ranks 0/1, the existing mapping),
     multi-class beyond (classes = the raw labels, ``y`` = their rank = the class index)."""
     classes = sorted(label_map)
     kind = task if task not in (None, "", "auto") else ("binary" if len(classes) <= 2 else "multiclass")
-    if kind not in ("binary", "multiclass"):
+    if kind not in TU_CLASS_COUNTS:
         raise InputError(path, f"TU graph labels are classes: the task is binary or multiclass, not {kind!r}")
-    if kind == "binary" and len(classes) > 2:
+    fewest, most = TU_CLASS_COUNTS[kind]
+    if len(classes) > most:
         third = int(np.flatnonzero(y_raw == classes[2])[0])
-        raise InputError(path, f"{len(classes)} classes ({', '.join(map(str, classes[:10]))}) do not fit a binary "
+        raise InputError(path, f"{len(classes)} classes ({', '.join(map(str, classes[:10]))}) do not fit a {kind} "
                                f"task: graph label {classes[2]} is a third class",
                          line=line_of_row(read_bytes(path), third))
-    if kind == "multiclass" and len(classes) < 2:
-        raise InputError(path, f"a multiclass task needs at least 2 classes; the graph labels hold {len(classes)}")
-    return TaskSpec(kind, ("y",), classes if kind == "multiclass" else (),
-                    "user" if task not in (None, "", "auto") else "inferred")
+    if len(classes) < fewest:
+        raise InputError(path, f"a {kind} task needs at least {fewest} classes; the graph labels hold {len(classes)}")
+    spec = TaskSpec(kind, ("y",), classes, "user" if task not in (None, "", "auto") else "inferred")
+    return spec if spec.class_indices else replace(spec, classes=())  # a binary task keeps its 0/1 ranks

@@ -48,7 +48,7 @@ stay in cache; a pair of two large graphs (:data:`~tmdlib.distance.kernels.WIDE_
 runs alone with the rows of its tables in parallel.  A :class:`PairEngine` whose trees repeat (molecules: a
 part of ~800 MOSES molecules has ~2,500 distinct trees one level below the root) makes the table between *all*
 its level-``(L-2)`` trees once, and each pair then builds only its root-level table from it
-(:func:`tmdlib.distance.kernels.pair_list_top`).  All paths are exact and agree to rounding.
+(:func:`tmdlib.distance.toplevel.pair_list_top`).  All paths are exact and agree to rounding.
 
 Memory: a block's tables take ``8 * (R_0 C_0 + max_l (R_{l-1} C_{l-1} + R_l C_l))``
 bytes for ``R_l x C_l`` distinct ids per level (see :func:`tmd_memory_plan`).
@@ -65,6 +65,7 @@ import numba
 import numpy as np
 
 from . import kernels as _k
+from .toplevel import pair_list_top
 from .ids import dataset_feature_ids, tree_ids
 from .limits import check_finite, check_value_range
 from ..graph import Graph, GraphDataset
@@ -168,7 +169,7 @@ class _Universe:
 
     def top_table(self) -> "_Top":
         """Tree distances between *all* level-``(L-2)`` ids of the universe (symmetric tables, level by level),
-        for :func:`~tmdlib.distance.kernels.pair_list_top`; needs ``depth >= 3``."""
+        for :func:`~tmdlib.distance.toplevel.pair_list_top`; needs ``depth >= 3``."""
         top = self.depth - 2
         every = [np.arange(lv.feat.size, dtype=np.int64) for lv in self.levels[:top + 1]]
         side = _Side(every, every)
@@ -181,7 +182,7 @@ class _Universe:
         return self._top_graphs(table, t0)
 
     def _top_graphs(self, table: np.ndarray, fdist: np.ndarray) -> "_Top":
-        """The per-graph arrays of :func:`~tmdlib.distance.kernels.pair_list_top` around the table ``T_{L-2}``:
+        """The per-graph arrays of :func:`~tmdlib.distance.toplevel.pair_list_top` around the table ``T_{L-2}``:
         each graph's nodes in root-id order, and its distinct root trees with their children (``O(N)``)."""
         ds, L = self.ds, self.depth
         ids, below, w = self.ids[L - 2], self.levels[L - 2].blank, float(self.weights[L - 2])
@@ -207,7 +208,7 @@ class _Universe:
 
 @dataclass(frozen=True)
 class _Top:
-    """Arguments of :func:`~tmdlib.distance.kernels.pair_list_top` for a universe (:meth:`_Universe.top_table`)."""
+    """Arguments of :func:`~tmdlib.distance.toplevel.pair_list_top` for a universe (:meth:`_Universe.top_table`)."""
 
     rep_ptr: np.ndarray     # (G + 1,) CSR of each graph's distinct root trees (representatives)
     root: np.ndarray        # (N,) per graph, its nodes' root ids, sorted
@@ -728,11 +729,11 @@ class PairEngine:
         return self._top is not None
 
     def _top_values(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """:func:`~tmdlib.distance.kernels.pair_list_top` of the pairs (one thread while they are little work)."""
+        """:func:`~tmdlib.distance.toplevel.pair_list_top` of the pairs (one thread while they are little work)."""
         t, ds = self._top, self.ds
         npg = ds.nodes_per_graph.astype(np.float64)
         with _k.serial_if(_k._little_work(npg[i] * npg[j])):
-            return _k.pair_list_top(ds.node_ptr, i, j, t.rep_ptr, t.root, t.rep_of, t.root_blank, t.rep_feat,
+            return pair_list_top(ds.node_ptr, i, j, t.rep_ptr, t.root, t.rep_of, t.root_blank, t.rep_feat,
                                     t.ch_ptr, t.ch, t.ch_blank, t.table, t.fdist, t.w, numba.get_num_threads())
 
 

@@ -184,7 +184,6 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     import torch
 
     from ..datasets.task import BINARY
-    from ..metrics import headline
     from ..models.head import task_head, training_labels
     from ..torch.fit import train_on
     from ..torch.measure import score_model
@@ -197,7 +196,7 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     torch.set_num_threads(int(spec.get("torch_threads", 1)))
     name, kind, method, trial = spec["dataset"], spec["kind"], spec["method"], int(spec["trial"])
     task = task or BINARY
-    metric = metric_for(name) if task.type == "binary" else headline(task.type, name)
+    metric = metric_for(name) if task.is_binary else task.headline_metric(name)
     y = np.asarray(ds.y, dtype=np.float64)
     train, test = split if split is not None else train_test_split(len(ds), TEST_FRACTION, seed=trial)
     test_data = dataset_to_pyg(ds, positions=test)
@@ -216,7 +215,7 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     rows = []
     for fraction in spec["fractions"]:
         on_epoch = restore = None
-        if task.type != "binary" and (kind != "graph" or method in CONDENSE_METHODS):
+        if not task.is_binary and (kind != "graph" or method in CONDENSE_METHODS):
             raise InputError(None, f"{name}: {kind} subsampling / condensation runs on binary tasks only; this "
                                    f"dataset is {task.describe()}")
         if kind == "graph" and method in CONDENSE_METHODS:

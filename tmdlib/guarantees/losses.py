@@ -43,12 +43,11 @@ import math
 
 import numpy as np
 
+from ..datasets.task import LOSSES  # the losses that fit each task type: the task module's table
+
 __all__ = ["LOSSES", "TRIVIAL_PREDICTOR", "default_loss", "check_loss", "loss_lipschitz", "per_graph_losses",
            "trivial_loss", "label_term_bound", "Standardizer"]
 
-#: Loss names by task type (the first is the default).
-LOSSES = {"binary": ("bce",), "multitask": ("bce",), "multiclass": ("ce",),
-          "regression": ("huber", "l1", "mse")}
 #: The trivial predictor of each task type (:func:`trivial_loss`): the constant ½ (BCE: ln 2), the uniform
 #: distribution over the classes (cross-entropy: ln C), or the labelled coreset's mean.
 TRIVIAL_PREDICTOR = {"binary": "constant", "multitask": "constant", "multiclass": "uniform", "regression": "mean"}

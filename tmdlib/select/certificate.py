@@ -22,22 +22,12 @@ from ..distance.engine import DEFAULT_MEMORY_LIMIT, tmd_matrix, tmd_pairs
 from ..graph import GraphDataset
 from .coreset import assign_to_medoids, kmedoids_coreset
 from .evidence import CoresetCertificate, certificate_from_assignment
+from .plan import (AUTO_EXACT_MAX_GRAPHS, AUTO_EXACT_MAX_NODE_PAIRS, ENGINES, matrix_node_pairs,  # noqa: F401
+                   resolve_engine, resolve_part_size)
 
 __all__ = ["CoresetCertificate", "ENGINES", "tmd_coreset", "certificate_from_matrix", "certificate_from_assignment",
            "verify_certificate",
            "resolve_engine", "matrix_node_pairs", "certify_medoids", "engine_memory_bytes"]
-
-#: ``engine`` values of :func:`tmd_coreset`.
-ENGINES = ("exact", "scalable", "auto")
-
-#: ``auto`` uses the exact engine while the full matrix is cheap: at most this many graphs ...
-AUTO_EXACT_MAX_GRAPHS = 20000
-#: ... and at most this many node pairs :math:`\sum_{i<j} |V_i||V_j|` (NCI1: 7.5e9, ~3 CPU-min;
-#: DD: 5.6e10, ~15 CPU-h since its trees hardly repeat; MOSES: 6e14).
-AUTO_EXACT_MAX_NODE_PAIRS = 2e10
-
-
-
 
 def certificate_from_matrix(D: np.ndarray, medoids, engine: str = "exact", pairs_computed: int | None = None,
                             info: dict | None = None) -> CoresetCertificate:
@@ -95,27 +85,6 @@ def verify_certificate(dataset: GraphDataset, cert: CoresetCertificate, depth: i
         raise ValueError(f"epsilon {cert.epsilon} != sum of distances {cert.distance.sum()}")
 
 
-def matrix_node_pairs(nodes_per_graph) -> float:
-    r""":math:`\sum_{i<j} |V_i||V_j|`, the size of the work of the full TMD matrix."""
-    v = np.asarray(nodes_per_graph, dtype=np.float64)
-    return float((v.sum() ** 2 - (v * v).sum()) / 2)
-
-
-def resolve_engine(engine: str, nodes_per_graph) -> str:
-    """``exact`` or ``scalable`` for ``engine`` in :data:`ENGINES` and the graphs' sizes.
-
-    ``auto`` is exact while the full matrix is cheap: at most :data:`AUTO_EXACT_MAX_GRAPHS` graphs and
-    :data:`AUTO_EXACT_MAX_NODE_PAIRS` node pairs; else scalable.
-    """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
-    if engine != "auto":
-        return engine
-    n = len(nodes_per_graph)
-    fits = n <= AUTO_EXACT_MAX_GRAPHS and matrix_node_pairs(nodes_per_graph) <= AUTO_EXACT_MAX_NODE_PAIRS
-    return "exact" if fits else "scalable"
-
-
 def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int, feature_rows: int,
                         depth: int = 4, part_size: int | str = "auto") -> int:
     r"""Peak bytes a selection engine needs beyond the graphs themselves.
@@ -131,8 +100,6 @@ def engine_memory_bytes(engine: str, nodes_per_graph, k: int, num_features: int,
     n = len(nodes_per_graph)
     if engine == "exact":
         return 8 * n * n
-    from .scalable import resolve_part_size
-
     m = min(n, resolve_part_size(part_size, n, k if 1 <= k <= n else None))  # parts raised to one medoid each
     km = max(1, int(round(k * m / max(n, 1))))
     per_graph = 4 * (8 * depth + 1) + 64 + 40  # embedding, content hash, ids / sizes / assignment / distance

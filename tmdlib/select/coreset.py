@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..guarantees.bounds import medoids_objective
+
 __all__ = [
     "CoresetResult",
     "budget_to_k",
@@ -158,12 +160,6 @@ def assign_to_medoids(D: np.ndarray, medoids) -> tuple[np.ndarray, np.ndarray, n
     pos[med] = np.arange(med.size)
     tau = np.bincount(pos, minlength=med.size).astype(np.int64)
     return med, med[pos], tau
-
-
-def medoids_objective(D: np.ndarray, medoids) -> float:
-    r""":math:`f_D(\mathcal I; X) = \frac1n \sum_i \min_{j\in\mathcal I} D_{ij}` for a validated ``D``."""
-    med = np.asarray(medoids, dtype=np.int64)
-    return float(D[:, med].min(axis=1).mean())
 
 
 @dataclass(frozen=True, eq=False)

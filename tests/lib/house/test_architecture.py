@@ -97,6 +97,52 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+#: Modules left out of the package graph: ``tmdlib/__init__.py`` re-exports the public API of every package.
+PACKAGE_GRAPH_SKIPS = frozenset({"tmdlib"})
+
+
+def _package(mod: str) -> str:
+    """The package of tmdlib a module belongs to: ``tmdlib.select.scalable.pairs`` -> ``tmdlib.select``
+    (a top-level module such as ``tmdlib.metrics`` is its own)."""
+    return ".".join(mod.split(".")[:2])
+
+
+def test_no_package_loop_inside_tmdlib():
+    """No loop between tmdlib's packages (``datasets``, ``guarantees``, ``select``, ...), imports inside functions
+    counted: a package that reaches back into one that imports it has its layers the wrong way round, even when a
+    lazy import keeps Python from noticing (``datasets.task`` once asked ``guarantees.losses`` for the losses of a
+    task type, and ``guarantees.bounds`` asked ``select.coreset`` for the medoid objective)."""
+    g = _graph()
+    edges: dict[str, dict[str, list]] = {}
+    for m, ts in g.items():
+        if not m.startswith("tmdlib.") or m in PACKAGE_GRAPH_SKIPS:
+            continue
+        for t in ts:
+            a, b = _package(m), _package(t)
+            if t.startswith("tmdlib.") and t not in PACKAGE_GRAPH_SKIPS and a != b:
+                edges.setdefault(a, {}).setdefault(b, []).append(f"{m} -> {t}")
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    loops = []
+
+    def visit(p):
+        state[p] = 1
+        stack.append(p)
+        for q in sorted(edges.get(p, ())):
+            if state.get(q) == 1:
+                loop = stack[stack.index(q):] + [q]
+                loops.append(" -> ".join(loop) + ": " + "; ".join(edges[a][b][0] for a, b in zip(loop, loop[1:])))
+            elif q not in state:
+                visit(q)
+        stack.pop()
+        state[p] = 2
+
+    for p in sorted(edges):
+        if p not in state:
+            visit(p)
+    assert not loops, "package loops inside tmdlib:\n" + "\n".join(loops)
+
+
 def test_the_model_registry_imports_no_model_package():
     """tmdlib.models (the interface and the registry) never names tmdlib.torch or tmdlib.chem: the models there
     import the registry, the registry finds them by their entry points (no package loop models <-> torch / chem)."""
@@ -172,3 +218,36 @@ def test_sources_compile_without_warnings():
         for p in files:
             compile(p.read_text(encoding="utf-8"), str(p), "exec")
     assert not [f"{w.filename}:{w.lineno}: {w.message}" for w in caught]
+
+
+#: The longest a module of tmdlib, tasks or flows may be, in lines ...
+MAX_FILE_LINES = 900
+#: ... but for these, at most this long, until their owners split them.
+LONG_FILES = {"tmdlib/datasets/smiles.py": 910}
+#: The longest a Prefect flow function may be (``def`` to its last line): a flow wires tasks, the logic is below it.
+MAX_FLOW_LINES = 80
+
+
+def test_no_module_is_too_long():
+    sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+             for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    over = {f: n for f, n in sizes.items() if n > LONG_FILES.get(f, MAX_FILE_LINES)}
+    assert not over, f"modules over {MAX_FILE_LINES} lines (split them by concern): {over}"
+
+
+def _is_flow(node) -> bool:
+    return any(ast.unparse(d.func if isinstance(d, ast.Call) else d).split(".")[-1] == "flow"
+               for d in node.decorator_list)
+
+
+def test_flows_only_wire():
+    """Every ``@flow`` function is at most :data:`MAX_FLOW_LINES` long: option checks, records and reports are
+    functions of tasks/ or tmdlib."""
+    long = {}
+    for path in sorted((ROOT / "flows").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_flow(node):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FLOW_LINES:
+                    long[f"{path.relative_to(ROOT).as_posix()}:{node.name}"] = n
+    assert not long, f"flow functions over {MAX_FLOW_LINES} lines: {long}"

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-import tmdlib.select.scalable as scalable
+import tmdlib.select.plan as plan
 from tmdlib.select.certificate import verify_certificate
 from tmdlib.select.scalable import AUTO_PAIR_WORK, auto_pair_budget, resolve_max_pairs, scalable_coreset
 
@@ -49,7 +49,7 @@ def test_pools_of_small_graphs_get_the_same_coreset_as_without_a_budget(mutag):
 
 def test_a_binding_budget_holds_the_search_back_and_the_certificate_stays_exact(mutag, monkeypatch):
     free = scalable_coreset(mutag, 12, max_pairs=0)
-    monkeypatch.setattr(scalable, "AUTO_PAIR_WORK", 4.0 * mutag.nodes_per_graph.mean() ** 2)  # ~4 pairs per graph
+    monkeypatch.setattr(plan, "AUTO_PAIR_WORK", 4.0 * mutag.nodes_per_graph.mean() ** 2)  # ~4 pairs per graph
     held = scalable_coreset(mutag, 12)  # the library's default is "auto"
     assert held.info.max_pairs == 4 * len(mutag)
     assert held.pairs_computed < free.pairs_computed

@@ -290,14 +290,16 @@ def test_count_parts_is_the_partitions_count(n, m):
 @given(st.integers(1, 3000), st.integers(1, 300))
 def test_split_work_is_the_rows_the_partition_projects(n, m):
     from tmdlib.select import scalable
+    from tmdlib.select.scalable import parts as scalable_parts
 
     seen = []
-    real = scalable._principal_projection
+    real = scalable_parts._principal_projection
     try:
-        scalable._principal_projection = lambda emb, idx, chunk: (seen.append(idx.size), real(emb, idx, chunk))[1]
+        scalable_parts._principal_projection = lambda emb, idx, chunk: (seen.append(idx.size),
+                                                                        real(emb, idx, chunk))[1]
         partition(np.random.default_rng(n).normal(size=(n, 2)), m)
     finally:
-        scalable._principal_projection = real
+        scalable_parts._principal_projection = real
     assert scalable.split_work(n, m) == sum(seen)
 
 
@@ -308,13 +310,12 @@ def test_the_partition_and_the_plan_say_how_far_they_are(tmp_path, monkeypatch):
 
     from tmdlib.datasets import read_tu
     from tmdlib.datasets.stored import StoredGraphs
-    from tmdlib.select import scalable
-    from tmdlib.select.scalable import Countdown, plan_parts
+    from tmdlib.select.scalable import Countdown, pairs, plan_parts
 
     lines = []
     parts = partition(np.random.default_rng(0).normal(size=(5000, 3)), 100, progress=lines.append)
     assert lines == []  # well under STATUS_SECONDS: quiet
-    monkeypatch.setattr(scalable, "STATUS_SECONDS", 0.0)
+    monkeypatch.setattr(pairs, "STATUS_SECONDS", 0.0)  # Countdown's module
     parts = partition(np.random.default_rng(0).normal(size=(5000, 3)), 100, progress=lines.append)
     assert len(lines) == len(parts) == 64
     assert lines[0].startswith("partition: 1/64 parts (") and "ETA" in lines[0] and "elapsed" in lines[0]

@@ -141,7 +141,7 @@ def test_tried_candidates_are_exact_pivots_that_save_pairs_not_swaps(mutag, muta
     assert np.array_equal(with_pivots.medoids, medoids_only.medoids) and with_pivots.swaps == medoids_only.swaps
     assert with_pivots.distance.sum() == pytest.approx(medoids_only.distance.sum(), rel=1e-12)
     assert len(seen) > 10 and cache.computed < cache0.computed
-    import tmdlib.select.scalable as scal  # a few pivots kept, fewer used: the same search still
+    import tmdlib.select.scalable.swaps as scal  # a few pivots kept, fewer used: the same search still
     monkeypatch.setattr(scal, "MAX_TRIED", 5)
     monkeypatch.setattr(scal, "MAX_PIVOTS", 2)
     capped, cache2 = run()
@@ -520,7 +520,7 @@ def test_part_size_chosen_from_the_pool(mutag):
 def test_pair_cache_dense_and_dict_stores_compute_the_same_pairs(mutag, mutag_D, monkeypatch):
     """A part's cache (a dense matrix) and a pool's (a dict) ask ``exact`` for the same new pairs, in the same
     order and batches, and answer every lookup alike: repeats, both orders of a pair, ``i == j``."""
-    import tmdlib.select.scalable as S
+    import tmdlib.select.scalable.pairs as S
 
     n = len(mutag)
     rng = np.random.default_rng(3)
