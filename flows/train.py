@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 from prefect import flow
 
@@ -27,10 +26,9 @@ from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log
 from tasks.train import (answered_selection, certified_setting, check_train_options, collapse_warning, fit_task,
                          gin_options, log_trained_model, model_for, partial_answers_line, recipe_for,  # noqa: F401
                          resolve_config, save_model, selection_labels, set_torch_threads, target_budget, train_info,
-                         train_model_spec, train_params, train_record, train_summary, write_model)
+                         train_model_spec, train_params, train_record, train_summary, training_weights, write_model)
 from tmdlib import InputError
 from tmdlib.models import Inputs
-from tmdlib.select.rounds import default_weighting
 
 
 @flow(name="train", log_prints=True)
@@ -56,7 +54,6 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                                  epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias)
     store = open_store(graphs)
     sel = read_selection(selection)
-    weighting = default_weighting(weighting, sel.get("mode") == "production")
     check_same_store(selection, sel, graphs, store.content_hash, "selection")  # before any label is read
     task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
     spec = train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes)
@@ -82,7 +79,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes) if nodes else (None, None)
     stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
     source = label_meta.get("source", "unknown")
-    tau = sel_tau if weighting == "tau" else np.ones(len(med_ids))
+    tau, weighting = training_weights(sel_tau, weighting, sel)
     params = train_params(cfg, name, weights, task, spec, weighting, recipe, graph_model, loss, huber_delta, sel,
                           len(med_ids), nodes, source, torch_threads, label_meta, target)
     inputs = [p for p in (graphs, selection, labels, nodes) if p]

@@ -149,7 +149,7 @@ def compound_ids(store_path: str) -> list | None:
 def smiles_outputs(model, smiles: list) -> np.ndarray:
     """A model's outputs ``(m, D)`` for valid SMILES: a molecule model reads them, a graph model their graphs
     (:func:`tmdlib.datasets.smiles.graphs_from_smiles`, the store's molecule features)."""
-    from tmdlib.datasets.smiles import graphs_from_smiles
+    from tmdlib.datasets.smiles_input import graphs_from_smiles
     from tmdlib.models import Inputs
 
     if not smiles:
@@ -162,7 +162,7 @@ def smiles_outputs(model, smiles: list) -> np.ndarray:
 def predict_smiles(model, cal, path: str) -> pa.Table:
     """Predictions for a user's SMILES file, one row per data row: a row that gives no molecule keeps its line
     and its ``reason`` (:func:`tmdlib.datasets.smiles.read_prediction_smiles`) with null predictions."""
-    from tmdlib.datasets.smiles import read_prediction_smiles
+    from tmdlib.datasets.smiles_input import read_prediction_smiles
 
     rows = read_prediction_smiles(path)
     ok = np.array([r is None for r in rows.reason], dtype=bool)

@@ -428,6 +428,17 @@ def partial_answers_line(partial: dict) -> str:
             "requested")
 
 
+def training_weights(sel_tau, weighting: str, sel: dict) -> tuple[np.ndarray, str]:
+    """``(weights, weighting)``: ``auto`` resolved for the selection's mode
+    (:func:`tmdlib.select.rounds.default_weighting`: none on a pool without labels, τ in benchmark mode), then the
+    answered medoids' τ or unit weights."""
+    from tmdlib.select.rounds import default_weighting
+
+    weighting = default_weighting(weighting, sel.get("mode") == "production")
+    tau = np.asarray(sel_tau, dtype=np.float64)
+    return (tau if weighting == "tau" else np.ones(len(tau))), weighting
+
+
 def train_params(cfg: dict, name: str, weights, task, spec, weighting: str, recipe: str, graph_model: bool, loss: str,
                  huber_delta: float, sel: dict, k: int, nodes, source: str, torch_threads: int, label_meta: dict,
                  target) -> dict:

@@ -231,7 +231,7 @@ def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.
 def first_round(case: PoolCase, strategy: str, k: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Pool positions picked by a label-free strategy, and its τ (None without clusters)."""
     from ..select import rounds
-    from ..select.coreset import assign_to_medoids, kmedoids_coreset
+    from ..select.coreset import kmedoids_coreset
 
     if strategy == "random":
         rng = np.random.default_rng([int(seed), 0x9001])

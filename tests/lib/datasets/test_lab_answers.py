@@ -166,7 +166,7 @@ def test_sdf_answers_carry_the_value_as_a_property(tmp_path):
 
 
 def test_prediction_smiles_one_reason_per_bad_row(tmp_path):
-    from tmdlib.datasets.smiles import read_prediction_smiles
+    from tmdlib.datasets.smiles_input import read_prediction_smiles
 
     big = "C" * 5000
     p = tmp_path / "new.csv"
