@@ -25,6 +25,21 @@ def _error(row: dict) -> float:
     return v if row["metric"] == "rmse" else 1.0 - v
 
 
+def epsilon_ratios(rows) -> dict:
+    r"""``{(model, label, mode, budget): mean over sets of ε / ε(tmd, one shot)}``: what a strategy's picks cost in the
+    certificate against the paper's k-medoids at the same budget (ε: the exact mean TMD to the nearest labelled)."""
+    eps = defaultdict(list)
+    for r in rows:
+        label = r["strategy"] + (" (τ)" if r["weighted"] else "")
+        eps[(r["dataset"], r["model"], label, r["mode"], round(float(r["budget"]), 6))].append(float(r["epsilon"]))
+    out = defaultdict(list)
+    for (d, m, lab, mo, b), v in eps.items():
+        ref = eps.get((d, m, "tmd", "oneshot", b))
+        if ref:
+            out[(m, lab, mo, b)].append(float(np.mean(v)) / float(np.mean(ref)))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
 def collect(rows) -> dict:
     """``{(dataset, model, strategy label, mode-budget key): [errors]}``; a strategy label adds ``(τ)`` for weighted
     rows."""
@@ -71,13 +86,15 @@ def labels_saved(cells: dict, dataset: str, model: str, label: str, mode: str, t
     return 1.0 - curve[-1][0] / target if curve[-1][0] > target else 0.0
 
 
-def summary_table(cells: dict, model: str, mode: str, budgets=(0.05, 0.1, 0.2)) -> tuple[list[str], list[dict]]:
-    """Markdown lines and records: per strategy, per budget, mean ratio, worst set, wins, losses > 1 sd."""
+def summary_table(cells: dict, model: str, mode: str, budgets=(0.05, 0.1, 0.2), eps: dict | None = None
+                  ) -> tuple[list[str], list[dict]]:
+    """Markdown lines and records: per strategy, per budget, mean ratio, worst set, wins, losses > 1 sd; with
+    ``eps`` (:func:`epsilon_ratios`) the certificate's cost against the paper's k-medoids at 10 %."""
     ratios = set_ratios(cells)
     labels = sorted({lab for (m, lab, mo, b) in ratios if m == model and mo == mode and lab != "random"})
     lines = ["| strategy | " + " | ".join(f"{int(b * 100)} %: mean ratio · wins · > 1 sd · worst" for b in budgets)
-             + " | labels saved at 10 % / 20 % (median) |",
-             "|---|" + "---|" * len(budgets) + "---|"]
+             + " | labels saved at 10 % / 20 % (median) | ε / ε(tmd) at 10 % |",
+             "|---|" + "---|" * len(budgets) + "---|---|"]
     records = []
     for lab in labels:
         cells_txt = []
@@ -100,7 +117,9 @@ def summary_table(cells: dict, model: str, mode: str, budgets=(0.05, 0.1, 0.2)) 
             s = [labels_saved(cells, d, model, lab, mode, target) for d in sets]
             s = [x for x in s if x is not None]
             saved.append(f"{100 * float(np.median(s)):.0f} %" if s else "–")
-        lines.append(f"| {lab} | " + " | ".join(cells_txt) + f" | {saved[0]} / {saved[1]} |")
+        e = (eps or {}).get((model, lab, mode, 0.1))
+        lines.append(f"| {lab} | " + " | ".join(cells_txt) + f" | {saved[0]} / {saved[1]} | "
+                     + ("–" if e is None else f"{e:.3f}") + " |")
     return lines, records
 
 
@@ -184,7 +203,7 @@ def write_summary(results_dir, out: str | None = None) -> str:
              f"{len(sets)} sets.", ""]
     for model in models:
         for mode in ("oneshot", "rounds"):
-            tab, _ = summary_table(cells, model, mode)
+            tab, _ = summary_table(cells, model, mode, eps=epsilon_ratios(rows))
             if len(tab) > 2:
                 lines += [f"## {model}, {'one shot' if mode == 'oneshot' else 'in rounds (5 % → 10 % → 20 %)'}", "",
                           "Each cell: mean ratio to Random over the sets · sets won (ratio < 1) / sets · sets lost "
