@@ -10,12 +10,13 @@ from prefect.utilities.annotations import quote
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.labels import read_ledger
-from tasks.select import round_options, select_task, subsample_nodes_task, write_json, write_parquet
+from tasks.select import (resolve_plan, round_options, select_task, subsample_nodes_task, write_json,
+                          write_parquet)
 from tmdlib.datasets.identity import content_hash
-from tmdlib.select.plan import check_engine, plan_selection
+from tmdlib.select.plan import check_engine
 from tmdlib.select import get_method
 from tmdlib.select.audit import audit_members, audit_size
-from tmdlib.select.rounds import check_control, default_method
+from tmdlib.select.rounds import check_control
 
 
 #: selection.json's lists of one entry per graph: in the file, not in the flow's result.
@@ -68,11 +69,11 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mat = load_matrix(matrix, len(store))[np.ix_(train, train)] if matrix else None
     ledger = read_ledger(labelled, store.graph_ids, source.task)
     have = ledger.column("graph_id").to_numpy()
-    method = default_method(method, production)
     pool = store.subset(train)
-    # the library decides budget, engine, part size and pair budget once; say what it chose, before the long search
-    plan = plan_selection(pool, method, k=count, fraction=fraction, engine=engine,
-                          has_matrix=bool(matrix), part_size=part_size, max_pairs=max_pairs)
+    # the library decides method (auto), budget, engine, part size and pair budget once; say what, before the search
+    method, plan = resolve_plan(pool, method, production, k=count, fraction=fraction, engine=engine,
+                                has_matrix=bool(matrix), part_size=part_size, max_pairs=max_pairs)
+    check_control(method, control)
     for line in plan.lines:
         print(line, flush=True)
     if not plan.scalable:  # the scalable engine reads the pool part by part; everything else holds it
@@ -82,9 +83,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, threads,
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
-    check_control(method, control)
-    learn = {} if get_method(method).label_free else {
-        **round_options(graphs, train, store.graph_ids[train], ledger, next_strategy, "auto", seed), "control": control}
+    learn = {} if get_method(method).label_free else {"control": control, **round_options(
+        graphs, train, store.graph_ids[train], ledger, next_strategy, "auto", seed, plan.engine == "exact")}
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,

@@ -18,17 +18,29 @@ def select_task(pool: GraphDataset, method: str, **kwargs):
     return select_graphs(pool, method, **kwargs)
 
 
+def resolve_plan(pool, method: str, production: bool, **plan_options):
+    """``(method, plan)``: ``auto`` resolved (:func:`tmdlib.select.rounds.default_method`) once the engine is known —
+    a pool the scalable engine takes keeps the paper's coreset — and the plan of the method that runs
+    (:func:`tmdlib.select.plan.plan_selection` with ``plan_options``)."""
+    from tmdlib.select.plan import plan_selection
+    from tmdlib.select.rounds import default_method
+
+    plan = plan_selection(pool, "tmd" if method == "auto" else method, **plan_options)
+    chosen = default_method(method, production, plan.engine == "scalable")
+    return chosen, (plan if chosen == plan.method else plan_selection(pool, chosen, **plan_options))
+
+
 @task(name="round-options", persist_result=False)
 def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto",
-                  difficulty: str = "auto", seed: int = 0) -> dict:
+                  difficulty: str = "auto", seed: int = 0, exact: bool = True) -> dict:
     """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
     its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: ``forest``, the spread of a random
     forest's trees, :func:`tmdlib.select.rounds.forest_difficulty`, or ``knn``, the spread of the nearest labels,
     :func:`tmdlib.select.rounds.knn_difficulty`; on ECFP4 counts, from the ledger's labels of the pool members already
     labelled: the audit sample is not in the pool).
 
-    A pool without SMILES, a multi-target ledger or fewer than 2 labelled members gives no difficulty (the method
-    then grows the coreset, saying so in the selection's info)."""
+    A pool without SMILES, a multi-target ledger, fewer than 2 labelled members or a pool on the scalable engine
+    (``exact`` False) gives no difficulty (the method then grows the coreset, saying so in the selection's info)."""
     from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_NEXT, forest_difficulty, knn_difficulty
 
     from .graphs import store_smiles
@@ -37,7 +49,7 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     label = "label" if "label" in ledger.column_names else None
     ids = ledger.column("graph_id").to_numpy()
     where = np.isin(train_ids, ids)
-    if label is None or where.sum() < 2:
+    if label is None or where.sum() < 2 or not exact:  # (the scalable engine: no matrix, the coreset grows)
         return {"strategy": strategy}
     smiles = store_smiles(graphs, train)
     if smiles is None:

@@ -52,12 +52,13 @@ DIFFICULTIES = ("forest", "knn")
 DEFAULT_DIFFICULTY = "forest"
 
 
-def default_method(method: str, production: bool) -> str:
+def default_method(method: str, production: bool, scalable: bool = False) -> str:
     """``"auto"`` resolved: ``tmd-rounds`` for a pool without labels (production: the pool setting, measured on the
-    pool benchmark), the paper's ``tmd`` coreset in benchmark mode; any other name as it is."""
+    pool benchmark) while the TMD matrix is at hand, the paper's ``tmd`` coreset in benchmark mode and for a pool the
+    scalable engine takes (no matrix: no coverage to steer by); any other name as it is."""
     if method != "auto":
         return method
-    return "tmd-rounds" if production else "tmd"
+    return "tmd-rounds" if production and not scalable else "tmd"
 
 
 def check_control(method: str, control) -> float:

@@ -137,3 +137,10 @@ def test_tmd_rounds_spends_the_control_share_uniformly(mutag, mutag_D):
         rounds.check_control("tmd", 0.2)
     with pytest.raises(InputError, match=r"share in \[0, 1\)"):
         rounds.check_control("tmd-rounds", 1.0)
+
+
+def test_auto_keeps_the_papers_coreset_where_the_scalable_engine_runs():
+    """No TMD matrix (the scalable engine: MOSES-sized pools): auto stays the paper's coreset even in production."""
+    assert rounds.default_method("auto", True, scalable=True) == "tmd"
+    assert rounds.default_method("tmd-rounds", True, scalable=True) == "tmd-rounds"
+
