@@ -13,7 +13,7 @@ from . import io
 # the ledger lives in tasks/ledger.py; its names stay importable from here
 from .ledger import (LEDGER_COLUMNS, LEDGER_MAGIC, MEASUREMENTS, RULE_DEFAULTS, _cell, _empty_history,  # noqa: F401
                      _rows, _same_measurement_key, _where, _with_origin, commit_labels, ledger_digest, ledger_task,
-                     merge_labels, read_ledger,
+                     read_ledger,
                      read_ledger_history, read_measurements, write_ledger)
 
 STANDIN = "benchmark-standin"
@@ -374,28 +374,6 @@ def resolve_import(new: pa.Table, history: pa.Table, ledger_meta: dict, store_ta
         report["missing_by_purpose"] = {p: sum(1 for g in missing if purposes.get(g) == p)
                                         for p in sorted(set(purposes.values()))}
     return ids, Y, spec, report, new
-
-
-@task(name="import-labels", persist_result=False)
-def import_labels(source: str, requested: np.ndarray, known: np.ndarray, dataset_y: np.ndarray | None,
-                  task=None) -> tuple:
-    """Validated labels ``(graph_ids, Y (m, T), meta)`` of one file alone (no ledger, default rules), in the values
-    users write (multi-class: the class values); or the flagged benchmark stand-in.  The labels flow uses
-    :func:`read_answer_file` and :func:`resolve_import` (with the ledger and the rules) instead."""
-    from tmdlib.datasets.task import BINARY
-
-    task = task or BINARY
-    if source == STANDIN:
-        m = standin_measurements(requested, known, dataset_y, task)
-        meta = {"source": STANDIN, "benchmark_mode": True}
-    else:
-        from tmdlib.datasets.labels import read_answers
-
-        m, _ = read_answers(read_label_file(source), known, task.targets, path=source)
-        meta = {"source": "import", "benchmark_mode": False, "file": str(source), "sha256": io.sha256_file(source)}
-    ids, Y, spec, report, _ = resolve_import.fn(m, _empty_history(), {}, task, requested, source=str(source),
-                                                sha256=meta.get("sha256", ""))
-    return ids, Y, {**meta, **report}
 
 
 #: Keys of an import's report that describe the import, not the labels: written to import.json, not labels.json.

@@ -310,17 +310,6 @@ def _aggregate(hist: pa.Table, task, replicates: str, censored: str, path, where
     return ids, Y, {**info, "censored": cens}
 
 
-def merge_labels(ledger: pa.Table, new_ids: np.ndarray, new_y: np.ndarray, path: str | None) -> tuple:
-    """``(graph_ids, Y (m, T))`` of the ledger's labels plus new ones (a graph in both keeps the new label: the
-    measurements behind both are aggregated before this, :func:`resolve_import`)."""
-    Y_new = _rows(new_y, len(new_ids))
-    old = {int(g): row for g, row in zip(ledger.column("graph_id").to_pylist(), _matrix(ledger))}
-    merged = {**old, **{int(g): row for g, row in zip(new_ids, Y_new)}}
-    ids = np.array(sorted(merged), dtype=np.int64)
-    T = Y_new.shape[1] if len(Y_new) else (next(iter(merged.values())).size if merged else 1)
-    return ids, np.array([merged[int(g)] for g in ids], dtype=np.float64).reshape(len(ids), T)
-
-
 def _cell(v: float) -> str:
     return "" if np.isnan(v) else repr(float(v))
 

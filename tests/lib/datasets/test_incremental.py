@@ -50,19 +50,13 @@ def test_split_is_stable_under_append():
 
 
 def test_ledger_conflict_is_one_clear_error(tmp_path):
-    from tasks.labels import merge_labels, read_ledger
+    from tasks.labels import read_ledger
     from tmdlib import InputError
 
     ledger = tmp_path / "M.csv"
     ledger.write_text("graph_id,label,source\n3,1.0,import:abc\n5,0.0,import:abc\n")
     table = read_ledger(str(ledger), np.arange(10))
     assert table.column("graph_id").to_pylist() == [3, 5]
-    ids, y = merge_labels(table, np.array([7, 5]), np.array([1.0, 0.0]), "new.csv")
-    assert ids.tolist() == [3, 5, 7] and y.ravel().tolist() == [1.0, 0.0, 1.0]
-    # a graph measured again: its measurements were aggregated by the replicate rule before (resolve_import, the
-    # conflict named in labels.json; tests/pipeline/test_lab_rounds_flows.py), so the merged label is the new one
-    ids, y = merge_labels(table, np.array([5]), np.array([1.0]), "new.csv")
-    assert ids.tolist() == [3, 5] and y.ravel().tolist() == [1.0, 1.0]
     ledger.write_text("graph_id,label,source\n3,1.0,x\n42,0.0,x\n")
     with pytest.raises(InputError, match="M.csv:3: graph_id '42' is no graph of the pool"):
         read_ledger(str(ledger), np.arange(10))
