@@ -100,6 +100,17 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     covered = np.mean([r["lower"] <= w["of"][r["smiles"]] <= r["upper"] for r in rows])
     assert 0.8 <= covered <= 0.99
     assert sum(r["labelled"] for r in w["table"]) == len(w["answered"])
+    # the applicability domain (issue 61): each row's similarity to the nearest trained molecule, in_domain by the
+    # threshold stated in predictions.json; intervals normalised by the difficulty (wider out of domain)
+    dom = w["pred"]["domain"]
+    assert dom["computed"] and 0 < dom["threshold"] < 1 and "quantile" in dom["rule"] and w["pred"]["normalised"]
+    assert all(0 <= r["nn_similarity"] <= 1 and r["in_domain"] == (r["nn_similarity"] >= dom["threshold"])
+               for r in w["table"])
+    assert dom["rows_in_domain"] + dom["rows_out_of_domain"] == N and dom["rows_out_of_domain"] > 0
+    width = {r["in_domain"]: [] for r in w["table"]}
+    for r in w["table"]:
+        width[r["in_domain"]].append(r["upper"] - r["lower"])
+    assert np.mean(width[False]) > np.mean(width[True])
     # workers share the pool's chunks (issue 55): the same table from 2 processes as from one
     import tasks.predict as tp
     from flows.predict import predict_flow
@@ -206,6 +217,21 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     assert out["prediction"][0] == pytest.approx(file[smiles[3]], rel=1e-9)
     assert out["prediction"][2] == pytest.approx(file[smiles[7]], rel=1e-9)
     assert np.isnan(out["prediction"][1]) and "parse" in out["reason"][1] and pd.isna(out["reason"][0])
+    # the predictions file's columns (issue 61): interval, similarity to the nearest trained molecule, in_domain
+    row = {r["smiles"]: r for r in w["table"]}
+    for i, s in ((0, smiles[3]), (2, smiles[7])):
+        for k in ("lower", "upper", "nn_similarity"):
+            assert out[k][i] == pytest.approx(row[s][k], rel=1e-9)
+        assert bool(out["in_domain"][i]) == row[s]["in_domain"]
+    assert np.isnan(out["lower"][1]) and pd.isna(out["in_domain"][1])
+    from flows.predict import predict_flow
+
+    with open(tmp_path / "new.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["smiles"], [smiles[3]], ["not a smiles"], [smiles[7]]])
+    predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+    file_cols = pq.read_schema(tmp_path / "pred" / "new.predictions.parquet").names
+    assert list(out.columns) == [c for c in file_cols if c != "line"]
 
 
 def test_a_model_added_in_one_file_walks_the_stages(tmp_path):
