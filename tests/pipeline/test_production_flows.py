@@ -95,6 +95,10 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     assert est["ci_low"] <= truth <= est["ci_high"]
     assert m["test"]["coreset_model"] is None and "not measurable" in m["not_measurable"]["observed_gap"]
     assert m["reference"] is None and m["bound"]["gap_observed"] is None
+    # the constant predictor (the τ-weighted mean of the coreset's labels) on the same audit sample (issue 61)
+    const = m["constant_predictor"]
+    assert const["metric"] == "rmse" and const["n_audit"] == 50 and const["worse"] is (est["value"] > const["value"])
+    assert m["bound"]["worse_than_constant"] is const["worse"] and "predicting the mean" in const["sentence"]
     # predictions: every pool molecule, with an interval whose coverage on the unlabelled ones is near 90 %
     assert len(w["table"]) == N and all(r["lower"] <= r["prediction"] <= r["upper"] for r in w["table"])
     covered = np.mean([r["lower"] <= w["of"][r["smiles"]] <= r["upper"] for r in rows])
@@ -232,6 +236,15 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
                  str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
     file_cols = pq.read_schema(tmp_path / "pred" / "new.predictions.parquet").names
     assert list(out.columns) == [c for c in file_cols if c != "line"]
+    # each evaluate stage's MLflow run has its own name (issue 61): evaluate@POOL, evaluate_nodes@POOL
+    from flows.evaluate import evaluate_flow
+
+    for nodes, stage in ((None, "evaluate@POOL"), (str(tmp_path / "nodes.parquet"), "evaluate_nodes@POOL")):
+        m = evaluate_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"),
+                          str(tmp_path / "train.json"), str(tmp_path / "m.json"), str(tmp_path / "p.png"),
+                          nodes=nodes, tmd_meta=str(tmp_path / "tmd" / "meta.json"))
+        assert m["stage"] == stage
+        assert mlflow.MlflowClient().get_run(m["mlflow"]["run_id"]).info.run_name == stage
 
 
 def test_a_model_added_in_one_file_walks_the_stages(tmp_path):
