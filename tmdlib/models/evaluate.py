@@ -112,7 +112,8 @@ def constant_outputs(task, y_train, tau, m: int) -> tuple[np.ndarray, str]:
     """The constant predictor's outputs ``(m, D)`` in task units, fitted on the training labels (as stored, NaN =
     missing) with weights ``tau``, and what it is: regression the τ-weighted mean per target; binary the logit of the
     τ-weighted positive rate; multi-class the log class frequencies (its prediction is the majority class)."""
-    Y = np.asarray(y_train, dtype=np.float64).reshape(len(y_train), -1)
+    Y = np.asarray(y_train, dtype=np.float64)
+    Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, 1))
     w = np.ones(len(Y)) if tau is None else np.asarray(tau, dtype=np.float64).ravel()
     obs = ~np.isnan(Y)
     if task.is_regression:
@@ -144,7 +145,7 @@ def compare_with_constant(est: dict, const_out, y_audit, task, what: str, *, con
     v, cv = est.get("value"), c.get("value")
     if v is None or cv is None or not (np.isfinite(v) and np.isfinite(cv)):
         return {**out, "worse": None, "sentence": f"not compared with predicting {name}: no labelled audit sample "
-                                                  "(or the metric is undefined on it)"}
+                                                  "or coreset (or the metric is undefined on the audit sample)"}
     worse = bool(v < cv) if higher_is_better(metric) else bool(v > cv)
     out["worse"] = worse
     out["sentence"] = (f"{'worse' if worse else 'better'} than predicting {name}: {metric} {v:.4g} vs {cv:.4g} for "
@@ -188,7 +189,8 @@ def production_measurement(model, X_coreset, y_coreset, tau, X_audit, y_audit, *
     audit_losses = head.losses(audit_out, y_audit) if len(X_audit) else np.zeros(0)
     est = pool_estimate(audit_out, y_audit, task.type, headline(task.type, dataset), losses=audit_losses,
                         confidence=confidence, seed=seed, num_classes=task.num_classes)
-    const_out, const_what = constant_outputs(task, y_coreset, tau, len(audit_out))
+    # no labelled coreset: nothing to fit the constant on (compare_with_constant then says it did not compare)
+    const_out, const_what = constant_outputs(task, y_coreset, tau, len(audit_out) if len(y_coreset) else 0)
     const = compare_with_constant(est, const_out, y_audit, task, const_what, confidence=confidence, seed=seed)
     scale, what = trivial_loss(task.type, head.loss, head.encode(y_coreset), tau, task.num_classes, head.delta)
     cert = model.certificate()
