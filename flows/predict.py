@@ -4,7 +4,9 @@ prediction set (classification), calibrated by split-conformal prediction on hel
 Run as ``tmdsub predict DATASET [--smiles-csv FILE]`` (:func:`flows.cli.predict`).  Wiring only: the model comes
 from the registry (:func:`tasks.train.load_model`), the calibration set is the labelled audit sample in production
 (the test split in benchmark mode, :func:`tasks.predict.calibration_set`), the intervals are
-:func:`tmdlib.models.predict.calibrate` (``crepes``).  Writes ``predictions.parquet`` / ``.csv`` / ``.json`` (the pool)
+:func:`tmdlib.models.predict.calibrate` (``crepes``), normalised by the applicability domain's difficulty on a pool with
+SMILES (:mod:`tmdlib.chem.domain`: each row's ``nn_similarity`` to the nearest trained molecule and ``in_domain``,
+the threshold stated in the ``.json``).  Writes ``predictions.parquet`` / ``.csv`` / ``.json`` (the pool)
 or ``<file stem>.predictions.*`` (a user's SMILES file) and logs a ``predict@<DATASET>`` run to MLflow.
 """
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Prediction tasks: the calibration set, the predictions table, its files (Parquet and CSV, written atomically)."""
+"""Prediction tasks: the calibration set and the applicability domain, the predictions table, its files (Parquet and
+CSV, written atomically)."""
 from __future__ import annotations
 
 from pathlib import Path
