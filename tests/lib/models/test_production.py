@@ -107,3 +107,31 @@ def test_a_model_worse_than_the_mean_is_reported_and_its_bound_never_called_info
     assert np.allclose(1 / (1 + np.exp(-p)), 0.75)
     q, w = constant_outputs(TaskSpec("multiclass", classes=(0, 1, 2)), np.array([2, 2, 0.0]), None, 2)
     assert q.shape == (2, 3) and q[0].argmax() == 2 and "majority" in w
+
+
+def test_production_measurement_of_a_model_worse_than_the_mean_calls_no_bound_informative():
+    """The issue-61 case end to end through :func:`production_measurement`: a model far off (here an SVM trained on
+    labels shifted by 3 log units) with a tiny certified c·ε: its estimate is worse than the constant's, and the
+    verdict on c·ε is 'worse than constant', not 'informative'."""
+    pytest.importorskip("rdkit")
+    import csv
+
+    from helpers import RAW
+    from tmdlib.models import Inputs, get_model
+    from tmdlib.models.evaluate import production_measurement
+    from tmdlib.reporting.verdict import verdict_lines
+
+    rows = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL204_Ki.csv", newline="")))[:160]
+    smiles, y = [r["smiles"] for r in rows], np.array([float(r["y"]) for r in rows])
+    task = TaskSpec("regression")
+    core, audit = np.arange(100), np.arange(100, 160)
+    model = get_model("svm").build().fit(Inputs(smiles=[smiles[i] for i in core]), y[core] + 3.0, task=task)
+    model.certificate = lambda: {"c": 1e-6, "certified": True, "constraint_ok": True, "valid": True}
+    m = production_measurement(model, Inputs(smiles=[smiles[i] for i in core]), y[core], np.ones(100),
+                               Inputs(smiles=[smiles[i] for i in audit]), y[audit], n_pool=160, epsilon=10.0)
+    const = m["constant_predictor"]
+    assert const["worse"] is True and m["pool_estimate"]["value"] > const["value"]
+    assert m["bound"]["worse_than_constant"] is True and m["bound"]["c_epsilon"] < m["bound"]["loss_scale"]
+    lines = verdict_lines({**m, "mode": "production"})
+    assert "worse than predicting the mean" in lines[1]
+    assert lines[2].startswith("Lemma 3.2 (coreset loss gap): Bound not informative")
