@@ -141,6 +141,7 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
                log_mlflow=False)
     report = (t / "audit" / "report.md").read_text()
     assert report.index("Pool estimate") < report.index("Verdict") and "not measurable" in report
+    assert "Constant predictor: " + const["sentence"] in report
     assert "requested graphs without an answer yet" in report
         # round 2: the ledger holds round 1; a larger budget asks only for new molecules, never the audit again
     labels_commit_flow(w["store"], str(tmp_path / "labels" / "labels.csv"), str(tmp_path / "ledger.csv"))
