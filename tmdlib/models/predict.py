@@ -120,8 +120,10 @@ def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9, sigmas=None) ->
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if (task.is_classification and not task.single_label):
         raise ValueError("prediction sets for multi-task labels are not supported (one binary task at a time)")
-    Z = np.asarray(outputs_cal, dtype=np.float64).reshape(len(outputs_cal), -1)
-    Y = np.asarray(y_cal, dtype=np.float64).reshape(len(y_cal), -1)
+    Z = np.asarray(outputs_cal, dtype=np.float64)
+    Z = Z.reshape(len(Z), -1) if Z.size else np.zeros((0, task.output_dim))
+    Y = np.asarray(y_cal, dtype=np.float64)
+    Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, task.num_targets if task.is_regression else 1))
     few = "fewer than 2 labelled calibration (audit) members: no intervals"
     if task.is_regression:
         sig = None if sigmas is None else np.asarray(sigmas, dtype=np.float64).reshape(-1)

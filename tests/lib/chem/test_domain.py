@@ -75,3 +75,15 @@ def test_conformal_coverage_holds_in_and_out_of_domain_on_a_real_pool():
     assert hit[~inside].mean() >= 0.9 - 0.1  # few molecules out of domain: a wider tolerance
     width = cols["upper"] - cols["lower"]
     assert width[~inside].mean() > width[inside].mean()
+
+
+def test_without_an_audit_sample_there_is_no_threshold_and_no_interval():
+    from tmdlib.chem.domain import calibrate_with_domain
+    from tmdlib.datasets.task import TaskSpec
+
+    smiles, _ = _series("CHEMBL204_Ki")
+    cal, domain = calibrate_with_domain(smiles[:20], [], [], [], TaskSpec("regression"))
+    cols = domain.columns(["CCO", smiles[0]])
+    assert domain.threshold is None and cols["in_domain"] is None and cols["nn_similarity"][1] == 1.0
+    p = cal.predict(np.zeros((2, 1)), sigmas=cols["sigma"])
+    assert np.isnan(p["lower"]).all() and cal.note and "fewer than 2" in cal.note
