@@ -73,7 +73,8 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                                      f"{trained_for.describe()}")
     if not store.labelled:  # production: an unlabelled pool, the lab's labels are all there is
         return evaluate_production(fitted, store, sel, info, name, confidence, seed,
-                                   {"depth": depth, "weights": weights, "device": device}, t0, plot_out, metrics_out,
+                                   {"depth": depth, "weights": weights, "device": device,
+                                    "stage": f"{'evaluate_nodes' if nodes else 'evaluate'}@{name}"}, t0, plot_out, metrics_out,
                                    log_mlflow, graphs, selection, model, train_info, experiment)
     train_pos, test_pos, subset, n_train, tau, tau_source, plan = evaluation_positions(
         sel, ds, selection, graphs, head.task, sample, seed)
@@ -143,7 +144,7 @@ def evaluate_command(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     b = m["bound"]
-    for line in verdict_lines(m)[:1 if m.get("mode") != "production" else 2]:
+    for line in verdict_lines(m)[:1 if m.get("mode") != "production" else 3]:
         typer.echo(line)
     if m.get("mode") == "production":
         loss = m["coreset_loss_weighted"]

@@ -4,7 +4,9 @@ prediction set (classification), calibrated by split-conformal prediction on hel
 Run as ``tmdsub predict DATASET [--smiles-csv FILE]`` (:func:`flows.cli.predict`).  Wiring only: the model comes
 from the registry (:func:`tasks.train.load_model`), the calibration set is the labelled audit sample in production
 (the test split in benchmark mode, :func:`tasks.predict.calibration_set`), the intervals are
-:func:`tmdlib.models.predict.calibrate` (``crepes``).  Writes ``predictions.parquet`` / ``.csv`` / ``.json`` (the pool)
+:func:`tmdlib.models.predict.calibrate` (``crepes``), normalised by the applicability domain's difficulty on a pool with
+SMILES (:mod:`tmdlib.chem.domain`: each row's ``nn_similarity`` to the nearest trained molecule and ``in_domain``,
+the threshold stated in the ``.json``).  Writes ``predictions.parquet`` / ``.csv`` / ``.json`` (the pool)
 or ``<file stem>.predictions.*`` (a user's SMILES file) and logs a ``predict@<DATASET>`` run to MLflow.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from prefect import flow
 from tasks.graphs import check_same_store, open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
 from tasks.labels import task_of
-from tasks.predict import calibration_set, predict_pool, predict_smiles, write_predictions
+from tasks.predict import calibrate_store, domain_meta, predict_pool, predict_smiles, write_predictions
 from tasks.train import load_model
 from tmdlib import InputError
 
@@ -41,24 +43,20 @@ def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_d
     name = dataset_name(graphs)
     if fitted.inputs == "graphs" or smiles_csv is None:  # the store's graphs are read: they must be the model's
         check_same_store(train_info, info, graphs, store.content_hash(), "model")
-    from tmdlib.models import Inputs
-    from tmdlib.models.predict import calibrate
-
-    pos, y_cal, what = calibration_set(store, sel, info, task)
-    X = Inputs(store.dataset if fitted.inputs == "graphs" else None,
-               store.smiles() if fitted.inputs == "molecules" else None, pos)
-    cal = calibrate(fitted.outputs(X) if len(pos) else [], y_cal, task, confidence)
+    cal, domain, what = calibrate_store(fitted, store, sel, info, task, confidence)
     if smiles_csv:
-        table, stem = predict_smiles(fitted, cal, smiles_csv), f"{Path(smiles_csv).stem}.predictions"
+        table, stem = predict_smiles(fitted, cal, smiles_csv, domain), f"{Path(smiles_csv).stem}.predictions"
     else:
         from tasks.io import read_labels
 
         labelled = set(read_labels(info["labels"], None, task)[0]) if Path(info.get("labels", "")).is_file() else set()
-        table, stem = predict_pool(fitted, store, cal, labelled, workers=workers, model_file=(model, info)), \
-            "predictions"
+        table, stem = predict_pool(fitted, store, cal, labelled, workers=workers, model_file=(model, info),
+                                   domain=domain), "predictions"
     meta = {"dataset": name, "model": fitted.name, "task": task.to_dict(), "confidence": confidence,
             "calibration": what, "n_calibration": cal.n_calibration, "intervals_note": cal.note,
-            "method": "split-conformal (crepes): absolute residuals (regression), 1 - p(true class) (classification)",
+            "method": "split-conformal (crepes): absolute residuals (regression; divided by the difficulty when "
+                      "normalised), 1 - p(true class) (classification)", "normalised": cal.normalised,
+            "domain": domain_meta(domain, table),
             "rows": table.num_rows, "input": smiles_csv or graphs, "model_sha256": sha256_file(model),
             "workers": workers,
             "seconds": round(time.perf_counter() - t0, 2)}

@@ -281,6 +281,7 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
             "n_pool": m["n_pool"], "audit_requested": int(len(audit_ids)), "audit_labelled": int(len(answered)),
             "seed": seed, "labels_for_evaluation": PRODUCTION_EVAL,
             "labels_for_training": info.get("labels_source", "unknown"), "pool_estimate": est,
+            "constant_predictor": m["constant_predictor"],
             "coreset_loss_weighted": m["coreset_loss"],
             "test": {"metric": est["metric"], "coreset_model": None, "full_model": None, "n": 0,
                      "note": m["not_measurable"]["test_metric"]},
@@ -336,7 +337,7 @@ def evaluate_production(fitted, store, sel: dict, info: dict, name: str, confide
     plot_bound_vs_gap([], plot_out, f"{name} ({fitted.head.task.type}): production mode: no observed gap without the "
                       "pool's labels", metrics["bound"] if metrics["bound"].get("c_epsilon") is not None else None)
     write_metrics(metrics_out, metrics)
-    for line in verdict_lines(metrics)[:2]:
+    for line in verdict_lines(metrics)[:3]:
         print(line)
     if log_mlflow:
         metrics["mlflow"] = log_production(metrics, info, graphs, selection, model, train_info, metrics_out,
@@ -355,13 +356,17 @@ def log_production(metrics: dict, info: dict, graphs: str, selection: str, model
               "selection.method": metrics.get("method"), "selection.k": metrics["k"],
               "confidence": est["confidence"], "audit_labelled": metrics["audit_labelled"]}
     flat = {f"pool_estimate.{k}": v for k, v in est.items() if isinstance(v, (int, float)) and v is not None}
+    const = metrics.get("constant_predictor") or {}
+    flat.update({"constant_predictor.value": const.get("value"),
+                 "worse_than_constant": None if const.get("worse") is None else float(const["worse"])})
     flat.update({"coreset_loss_weighted": metrics["coreset_loss_weighted"], "c_epsilon": b.get("c_epsilon"),
                  "loss_scale": b.get("loss_scale"), "epsilon": b.get("epsilon")})  # ε: the whole labelled set's
     control = metrics.get("control") or {}
     flat.update({f"control.{k}": control.get(k) for k in ("difference", "low", "high", "control", "strategy")
                  if isinstance(control.get(k), (int, float))})
     inputs = [graphs, selection, model, train_info]
-    run = start_run("evaluate", params, inputs, experiment, f"evaluate@{name}",
+    # the DVC stage is the run's name: evaluate@NAME, or evaluate_nodes@NAME for the node-subsampled model
+    run = start_run("evaluate", params, inputs, experiment, metrics.get("stage") or f"evaluate@{name}",
                     {"labels_for_evaluation": PRODUCTION_EVAL, "task": metrics["task"]["type"], "mode": "production"})
     out = log_run("evaluate", params, {k: v for k, v in flat.items() if v is not None}, inputs,
                   [metrics_out, plot_out], experiment=experiment, run=run)

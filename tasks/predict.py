@@ -1,4 +1,5 @@
-"""Prediction tasks: the calibration set, the predictions table, its files (Parquet and CSV, written atomically)."""
+"""Prediction tasks: the calibration set and the applicability domain, the predictions table, its files (Parquet and
+CSV, written atomically)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,35 +12,62 @@ from prefect.cache_policies import NO_CACHE
 from tmdlib import InputError
 
 from . import io
+from .train import calibration_set  # noqa: F401 - shared with the registered model
 
 #: Pool members predicted per batch (a pool of millions streams through).
 CHUNK = 16384
 
 
-def calibration_set(store, sel: dict, info: dict, task) -> tuple[np.ndarray, np.ndarray, str]:
-    """``(positions, labels as stored, what)`` of the held-out labelled members the intervals are calibrated on:
-    the labelled audit sample (production: the lab's labels), else the test split with the dataset's labels
-    (benchmark mode)."""
-    from .io import positions, read_labels
-    from .train import selection_labels
-
-    ids = store.graph_ids
-    if not store.labelled:
-        label_map, _ = read_labels(info["labels"], None, task)
-        audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map]
-        y = selection_labels(label_map, audit, task, info["labels"]) if audit else np.zeros(0)
-        return positions(np.asarray(audit, dtype=np.int64), ids, info["labels"], "audit"), y, \
-            f"{len(audit)} labelled audit graphs (production)"
-    test = positions(np.asarray(sel["test_ids"], dtype=np.int64), ids, "selection.json", "test_ids")
-    y = store.dataset.y
-    y = y[test] if y.ndim == 1 else y[test]
-    return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
-        f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
+def trained_ids(info: dict, sel: dict) -> list:
+    """The graph ids the model was trained on: the answered medoids (train.json's ``medoids_trained`` when part of
+    the coreset was answered), else the selection's medoids."""
+    return [int(g) for g in (info.get("medoids_trained") or sel.get("medoids") or [])]
 
 
-def prediction_columns(cal, outputs, task) -> dict:
-    """The prediction columns of members with ``outputs`` (:meth:`tmdlib.models.predict.Calibrated.predict`)."""
-    p = cal.predict(outputs)
+@task(name="calibrate-predictions", persist_result=False, cache_policy=NO_CACHE)
+def calibrate_store(model, store, sel: dict, info: dict, task, confidence: float) -> tuple:
+    """``(Calibrated, Domain or None, what)`` for a store's model: the calibration set
+    (:func:`calibration_set`), its outputs, the trained molecules' domain
+    (:func:`tmdlib.chem.domain.calibrate_with_domain`)."""
+    from tmdlib.models import Inputs
+    from tmdlib.chem.domain import calibrate_with_domain
+
+    from .io import positions
+
+    pos, y_cal, what = calibration_set(store, sel, info, task)
+    X = Inputs(store.dataset if model.inputs == "graphs" else None,
+               store.smiles() if model.inputs == "molecules" else None, pos)
+    train = None
+    if store.has_smiles:
+        ids = trained_ids(info, sel)
+        train = store.smiles(positions(np.asarray(ids, dtype=np.int64), store.graph_ids, "selection.json",
+                                       "medoids")) if ids else None
+    cal, domain = calibrate_with_domain(train, model.outputs(X) if len(pos) else [],
+                                        store.smiles(pos) if store.has_smiles and len(pos) else [], y_cal, task,
+                                        confidence)
+    return cal, domain, what
+
+
+def domain_meta(domain, table: pa.Table | None = None) -> dict:
+    """predictions.json's ``domain``: the rule and threshold (and how many of ``table``'s rows are in and out of
+    domain), or why there is none."""
+    if domain is None:
+        return {"computed": False, "why": "a pool without SMILES: the TMD to the nearest trained graph is not "
+                                          "computed (no nn_similarity / in_domain columns)"}
+    out = {"computed": True, **domain.describe()}
+    if table is not None and "in_domain" in table.column_names:
+        flags = table.column("in_domain").to_pylist()
+        out["rows_in_domain"] = sum(f is True for f in flags)
+        out["rows_out_of_domain"] = sum(f is False for f in flags)
+    return out
+
+
+def prediction_columns(cal, outputs, task, domain=None, smiles=None) -> dict:
+    """The prediction columns of members with ``outputs`` (:meth:`tmdlib.models.predict.Calibrated.predict`) and,
+    with a ``domain`` and the members' ``smiles``, ``nn_similarity`` and ``in_domain``
+    (:class:`tmdlib.chem.domain.Domain`; the regression interval normalised by its difficulty)."""
+    dom = domain.columns(smiles) if domain is not None else None
+    p = cal.predict(outputs, sigmas=None if dom is None else dom["sigma"])
     cols = {}
     if task.is_regression:
         names = list(task.targets)
@@ -48,13 +76,16 @@ def prediction_columns(cal, outputs, task) -> dict:
             cols[f"prediction{suffix}"] = p["prediction"][:, j]
             cols[f"lower{suffix}"] = p["lower"][:, j]
             cols[f"upper{suffix}"] = p["upper"][:, j]
-        return cols
-    cols["prediction"] = p["prediction"]
-    for c, v in enumerate(cal.class_values()):
-        cols[f"p_{v:g}"] = p["probabilities"][:, c]
-    sets = p["prediction_set"]
-    cols["prediction_set"] = [None if sets is None else " ".join(f"{v:g}" for v in s) for s in
-                              (sets if sets is not None else [None] * len(outputs))]
+    else:
+        cols["prediction"] = p["prediction"]
+        for c, v in enumerate(cal.class_values()):
+            cols[f"p_{v:g}"] = p["probabilities"][:, c]
+        sets = p["prediction_set"]
+        cols["prediction_set"] = [None if sets is None else " ".join(f"{v:g}" for v in s) for s in
+                                  (sets if sets is not None else [None] * len(outputs))]
+    if dom is not None:
+        cols["nn_similarity"] = dom["nn_similarity"]
+        cols["in_domain"] = [None] * len(outputs) if dom["in_domain"] is None else dom["in_domain"]
     return cols
 
 
@@ -109,7 +140,7 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None)
 
 @task(name="predict-pool", persist_result=False, cache_policy=NO_CACHE)
 def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: int = 1,
-                 model_file: tuple | None = None) -> pa.Table:
+                 model_file: tuple | None = None, domain=None) -> pa.Table:
     """Every pool member's prediction and interval, ``CHUNK`` members at a time; ``workers`` processes (molecule
     models, given ``model_file`` = ``(model path, train.json info)`` to load the model from) or torch threads
     (graph models) share the chunks.  The table is the same for any ``workers``."""
@@ -120,11 +151,12 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
     parts = []
     for a, outputs in zip(range(0, n, CHUNK), _chunk_outputs(model, store, smiles, int(workers), model_file)):
         pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
-        cols = prediction_columns(cal, outputs, model.head.task)
+        chunk = [smiles[int(p)] for p in pos] if smiles is not None else None
+        cols = prediction_columns(cal, outputs, model.head.task, domain if chunk is not None else None, chunk)
         gid = store.graph_ids[pos]
         head = {"graph_id": pa.array(gid, pa.int64())}
         if smiles is not None:
-            head["smiles"] = pa.array([smiles[int(p)] for p in pos], pa.string())
+            head["smiles"] = pa.array(chunk, pa.string())
         if ids is not None:  # the user's own compound ids, as ingested
             head["compound_id"] = pa.array([ids[int(p)] for p in pos], pa.string())
         head.update({k: pa.array(v) for k, v in cols.items()})
@@ -158,23 +190,32 @@ def smiles_outputs(model, smiles: list) -> np.ndarray:
     return model.outputs(Inputs(dataset=ds, smiles=list(smiles)))
 
 
+def rows_columns(model, cal, domain, smiles: list, reasons: list) -> dict:
+    """The prediction columns (:func:`prediction_columns`) of rows of SMILES as lists, one entry per row: a row with
+    a ``reason`` (no molecule) has nulls.  What ``tmdsub predict --smiles-csv`` writes and the registered model
+    (:mod:`tasks.smiles_model`) returns."""
+    ok = np.array([r is None for r in reasons], dtype=bool)
+    good = [s.strip() for s, k in zip(smiles, ok) if k]
+    cols = prediction_columns(cal, smiles_outputs(model, good), model.head.task, domain, good)
+    where = np.flatnonzero(ok)
+    out = {}
+    for k, v in cols.items():
+        arr = [None] * len(ok)
+        for i, val in zip(where, v):
+            arr[i] = None if isinstance(val, float) and np.isnan(val) else (val.item() if hasattr(val, "item") else val)
+        out[k] = arr
+    return out
+
+
 @task(name="predict-smiles", persist_result=False, cache_policy=NO_CACHE)
-def predict_smiles(model, cal, path: str) -> pa.Table:
+def predict_smiles(model, cal, path: str, domain=None) -> pa.Table:
     """Predictions for a user's SMILES file, one row per data row: a row that gives no molecule keeps its line
     and its ``reason`` (:func:`tmdlib.datasets.smiles.read_prediction_smiles`) with null predictions."""
     from tmdlib.datasets.smiles_input import read_prediction_smiles
 
     rows = read_prediction_smiles(path)
-    ok = np.array([r is None for r in rows.reason], dtype=bool)
-    good = [s for s, k in zip(rows.smiles, ok) if k]
-    cols = prediction_columns(cal, smiles_outputs(model, good), model.head.task)
     out = {"line": pa.array(rows.line, pa.int64()), "smiles": pa.array(rows.smiles, pa.string())}
-    where = np.flatnonzero(ok)
-    for k, v in cols.items():
-        arr = [None] * len(ok)
-        for i, val in zip(where, v):
-            arr[i] = None if isinstance(val, float) and np.isnan(val) else (val.item() if hasattr(val, "item") else val)
-        out[k] = pa.array(arr)
+    out.update({k: pa.array(v) for k, v in rows_columns(model, cal, domain, rows.smiles, rows.reason).items()})
     out["reason"] = pa.array(rows.reason, pa.string())
     return pa.table(out)
 

@@ -147,10 +147,12 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
 
 
 def log_smiles_model(run_id: str, model_out: str, info_out: str, dataset: str, description: str,
-                     register: bool = True, tags: dict | None = None, example: list | None = None) -> dict:
+                     register: bool = True, tags: dict | None = None, example: list | None = None,
+                     artifacts: dict | None = None) -> dict:
     """Log a molecule pool's trained model (any registered model) to run ``run_id`` as an MLflow pyfunc that takes
     SMILES (:mod:`tasks.smiles_model`, "models from code": the weights as plain tensors and the config as artifacts,
-    nothing pickled); register it as ``tmdsub-<DATASET>`` when ``register``.
+    nothing pickled; ``artifacts`` adds more, e.g. ``domain``); register it as ``tmdsub-<DATASET>`` when
+    ``register``.
 
     Returns
     -------
@@ -164,7 +166,7 @@ def log_smiles_model(run_id: str, model_out: str, info_out: str, dataset: str, d
     with _fluent_run(run_id):
         info = mlflow.pyfunc.log_model(
             name="model", python_model=str(Path(__file__).with_name("smiles_model.py")),
-            artifacts={"model": str(model_out), "train_info": str(info_out)},
+            artifacts={"model": str(model_out), "train_info": str(info_out), **(artifacts or {})},
             input_example=pd.DataFrame({"smiles": list(example or ["CCO"])}), registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})
     return {**_logged(info, name, description, tags), "kind": "smiles-pyfunc"}

@@ -161,6 +161,26 @@ def selection_labels(label_map: dict, med_ids, task, path: str) -> np.ndarray:
     return enc[:, 0] if task.num_targets == 1 else enc
 
 
+def calibration_set(store, sel: dict, info: dict, task) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(positions, labels as stored, what)`` of the held-out labelled members the intervals are calibrated on:
+    the labelled audit sample (production: the lab's labels), else the test split with the dataset's labels
+    (benchmark mode)."""
+    from .io import positions, read_labels
+
+    ids = store.graph_ids
+    if not store.labelled:
+        label_map, _ = read_labels(info["labels"], None, task)
+        audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map]
+        y = selection_labels(label_map, audit, task, info["labels"]) if audit else np.zeros(0)
+        return positions(np.asarray(audit, dtype=np.int64), ids, info["labels"], "audit"), y, \
+            f"{len(audit)} labelled audit graphs (production)"
+    test = positions(np.asarray(sel["test_ids"], dtype=np.int64), ids, "selection.json", "test_ids")
+    y = store.dataset.y
+    y = y[test] if y.ndim == 1 else y[test]
+    return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
+        f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
+
+
 def answered_selection(sel: dict, label_map: dict, ds, depth: int, weights, path: str) -> tuple:
     """``(medoid ids, τ, ε mean, partial)`` to train with: the selection's own when every medoid has a label;
     otherwise the coreset restricted to the answered medoids (:func:`tmdlib.select.partial.answered_certificate`:
@@ -339,9 +359,24 @@ def load_model(path: str, info: dict):
         raise InputError(path, f"state dict does not match the model config: {err}") from None
 
 
+#: The confidence of the registered model's intervals (the predict stage's default, ``predict.confidence``).
+PYFUNC_CONFIDENCE = 0.9
+
+
+def domain_artifact(store, pos, info: dict, task) -> dict:
+    """What the registered model needs to give the predictions file's columns: the trained molecules (its
+    applicability domain) and the calibration members' SMILES and labels (:func:`calibration_set`: the labelled
+    audit sample in production) — it calibrates at load time as the predict stage does."""
+    cal, y, what = calibration_set(store, io.read_selection(info["selection"]), info, task)
+    return {"train_smiles": store.smiles(pos), "calibration_smiles": store.smiles(cal) if len(cal) else [],
+            "calibration_labels": np.asarray(y, dtype=np.float64).tolist(),  # NaN (missing) as JSON's NaN
+            "calibration": what, "confidence": PYFUNC_CONFIDENCE}
+
+
 def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, dataset: str, description: str,
-                          tags: dict, example) -> dict:
-    """:func:`tasks.registry.log_smiles_model` with the model's config as its ``train_info`` artifact."""
+                          tags: dict, example, domain: dict | None = None) -> dict:
+    """:func:`tasks.registry.log_smiles_model` with the model's config as its ``train_info`` artifact and
+    ``domain`` (:func:`domain_artifact`) as its ``domain`` artifact."""
     import json
     import tempfile
 
@@ -350,7 +385,12 @@ def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, datase
     with tempfile.TemporaryDirectory(prefix="tmdsub-model-") as tmp:
         cfg = Path(tmp) / "train.json"
         cfg.write_text(json.dumps({"model_state": info["model_state"], "config": info["config"]}, default=float))
-        return log_smiles_model(run_id, model_out, str(cfg), dataset, description, tags=tags, example=example)
+        extra = {}
+        if domain is not None:
+            extra["domain"] = str(Path(tmp) / "domain.json")
+            Path(extra["domain"]).write_text(json.dumps(domain))
+        return log_smiles_model(run_id, model_out, str(cfg), dataset, description, tags=tags, example=example,
+                                artifacts=extra)
 
 
 def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None, task=None,
@@ -485,7 +525,8 @@ def log_trained_model(run: dict, fitted, info: dict, name: str, stage: str, task
         info["mlflow"] = {**run, "model": log_smiles_model_task(
             run["run_id"], fitted, model_out, info, name, f"{spec.name} for a {task.describe()} task, trained "
             f"by {stage} (run {run['run_id']}) on {info['labels_used']} coreset molecules; input: a DataFrame with "
-            f"a smiles column; same weights as {model_out} (sha256 {sha})", tags, store.smiles(pos[:3]))}
+            f"a smiles column; same weights as {model_out} (sha256 {sha})", tags, store.smiles(pos[:3]),
+            domain_artifact(store, pos, info, task))}
     elif graph_model:
         info["mlflow"] = {**run, "model": log_gin_model(
             run["run_id"], fitted.model, fitted.result.data, name,

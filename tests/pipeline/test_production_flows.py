@@ -95,11 +95,26 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     assert est["ci_low"] <= truth <= est["ci_high"]
     assert m["test"]["coreset_model"] is None and "not measurable" in m["not_measurable"]["observed_gap"]
     assert m["reference"] is None and m["bound"]["gap_observed"] is None
+    # the constant predictor (the τ-weighted mean of the coreset's labels) on the same audit sample (issue 61)
+    const = m["constant_predictor"]
+    assert const["metric"] == "rmse" and const["n_audit"] == 50 and const["worse"] is (est["value"] > const["value"])
+    assert m["bound"]["worse_than_constant"] is const["worse"] and "predicting the mean" in const["sentence"]
     # predictions: every pool molecule, with an interval whose coverage on the unlabelled ones is near 90 %
     assert len(w["table"]) == N and all(r["lower"] <= r["prediction"] <= r["upper"] for r in w["table"])
     covered = np.mean([r["lower"] <= w["of"][r["smiles"]] <= r["upper"] for r in rows])
     assert 0.8 <= covered <= 0.99
     assert sum(r["labelled"] for r in w["table"]) == len(w["answered"])
+    # the applicability domain (issue 61): each row's similarity to the nearest trained molecule, in_domain by the
+    # threshold stated in predictions.json; intervals normalised by the difficulty (wider out of domain)
+    dom = w["pred"]["domain"]
+    assert dom["computed"] and 0 < dom["threshold"] < 1 and "quantile" in dom["rule"] and w["pred"]["normalised"]
+    assert all(0 <= r["nn_similarity"] <= 1 and r["in_domain"] == (r["nn_similarity"] >= dom["threshold"])
+               for r in w["table"])
+    assert dom["rows_in_domain"] + dom["rows_out_of_domain"] == N and dom["rows_out_of_domain"] > 0
+    width = {r["in_domain"]: [] for r in w["table"]}
+    for r in w["table"]:
+        width[r["in_domain"]].append(r["upper"] - r["lower"])
+    assert np.mean(width[False]) > np.mean(width[True])
     # workers share the pool's chunks (issue 55): the same table from 2 processes as from one
     import tasks.predict as tp
     from flows.predict import predict_flow
@@ -126,6 +141,7 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
                log_mlflow=False)
     report = (t / "audit" / "report.md").read_text()
     assert report.index("Pool estimate") < report.index("Verdict") and "not measurable" in report
+    assert "Constant predictor: " + const["sentence"] in report
     assert "requested graphs without an answer yet" in report
         # round 2: the ledger holds round 1; a larger budget asks only for new molecules, never the audit again
     labels_commit_flow(w["store"], str(tmp_path / "labels" / "labels.csv"), str(tmp_path / "ledger.csv"))
@@ -206,6 +222,30 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     assert out["prediction"][0] == pytest.approx(file[smiles[3]], rel=1e-9)
     assert out["prediction"][2] == pytest.approx(file[smiles[7]], rel=1e-9)
     assert np.isnan(out["prediction"][1]) and "parse" in out["reason"][1] and pd.isna(out["reason"][0])
+    # the predictions file's columns (issue 61): interval, similarity to the nearest trained molecule, in_domain
+    row = {r["smiles"]: r for r in w["table"]}
+    for i, s in ((0, smiles[3]), (2, smiles[7])):
+        for k in ("lower", "upper", "nn_similarity"):
+            assert out[k][i] == pytest.approx(row[s][k], rel=1e-9)
+        assert bool(out["in_domain"][i]) == row[s]["in_domain"]
+    assert np.isnan(out["lower"][1]) and pd.isna(out["in_domain"][1])
+    from flows.predict import predict_flow
+
+    with open(tmp_path / "new.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["smiles"], [smiles[3]], ["not a smiles"], [smiles[7]]])
+    predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+    file_cols = pq.read_schema(tmp_path / "pred" / "new.predictions.parquet").names
+    assert list(out.columns) == [c for c in file_cols if c != "line"]
+    # each evaluate stage's MLflow run has its own name (issue 61): evaluate@POOL, evaluate_nodes@POOL
+    from flows.evaluate import evaluate_flow
+
+    for nodes, stage in ((None, "evaluate@POOL"), (str(tmp_path / "nodes.parquet"), "evaluate_nodes@POOL")):
+        m = evaluate_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"),
+                          str(tmp_path / "train.json"), str(tmp_path / "m.json"), str(tmp_path / "p.png"),
+                          nodes=nodes, tmd_meta=str(tmp_path / "tmd" / "meta.json"))
+        assert m["stage"] == stage
+        assert mlflow.MlflowClient().get_run(m["mlflow"]["run_id"]).info.run_name == stage
 
 
 def test_a_model_added_in_one_file_walks_the_stages(tmp_path):

@@ -33,7 +33,7 @@ __all__ = ["medoid_objective", "medoids_objective", "cluster_sizes", "weighted_s
 #: BCE (in nats) of the constant predictor p = 1/2: :math:`\ln 2`, the model-free loss scale.
 LN2 = math.log(2.0)
 #: The values of ``bound_verdict(...)["verdict"]``.
-VERDICTS = ("informative", "vacuous", "unknown", "invalid")
+VERDICTS = ("informative", "vacuous", "unknown", "invalid", "worse than constant")
 
 
 def _vec(a, name: str) -> np.ndarray:
@@ -213,7 +213,8 @@ def _number(value) -> float | None:
 def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", holds: bool | None = None,
                   gap_observed=None, certified: bool | None = None, constraint_ok: bool | None = None,
                   valid: bool | None = None, conditions=(), observed: str = "observed gap",
-                  missing: str = "no ε was recorded", loss_scale=None, scale_what: str | None = None) -> dict:
+                  missing: str = "no ε was recorded", loss_scale=None, scale_what: str | None = None,
+                  worse_than_constant: bool | None = None, constant_note: str | None = None) -> dict:
     r"""Is a proven loss bound informative or vacuous?  The verdict, its numbers and one sentence.
 
     A bound :math:`B` on a loss gap (Lemma 3.2: :math:`B = c\,\varepsilon` bounds
@@ -238,7 +239,10 @@ def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", hol
     The other verdicts: **unknown** when :math:`B` is missing (no ε: a baseline selection without a TMD
     matrix), **invalid** when :math:`B` is not a proof for this model: certified mode with the spectral-norm
     constraint violated (``constraint_ok`` False, the certified c does not bound the trained weights) or the
-    stability conditions of Theorem 8 failing (``valid`` False).  Only the verdict (never a bare "holds")
+    stability conditions of Theorem 8 failing (``valid`` False), **worse than constant** when :math:`B < s` but the
+    model is worse than the constant predictor on the audit sample (``worse_than_constant``, production mode,
+    :func:`tmdlib.models.evaluate.compare_with_constant`): the bound ties the coreset's loss to the pool's, and a
+    small gap for a model that does worse than predicting the mean is no reason to trust it.  Only the verdict (never a bare "holds")
     describes the bound: ``holds_text`` reads "holds (vacuous: c·ε = X vs loss scale Y)" for a vacuous bound.
 
     Parameters
@@ -266,6 +270,8 @@ def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", hol
         The task's trivial-predictor loss (:func:`tmdlib.guarantees.losses.trivial_loss`) and what it is: when
         given it is the scale :math:`s` (the evaluate stage records it as ``bound.loss_scale`` for every task type;
         the full-data loss is then quoted beside it).  Metrics written before it fall back to the rule above.
+    worse_than_constant : bool, optional
+        The model is worse than the constant predictor on the audit sample; ``constant_note`` says by how much.
 
     Returns
     -------
@@ -301,6 +307,8 @@ def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", hol
         verdict = "invalid"
     else:
         verdict = "informative" if b < scale else "vacuous"
+        if verdict == "informative" and worse_than_constant:
+            verdict = "worse than constant"
     nums = (f"{name} = {b:.4g} vs loss scale {scale:.3g}" if b is not None else f"{name} = n/a")
     gap_words = f", {observed} {gap:.4g}" if gap is not None else ""
     if holds is False:  # Lemma 3.2 is a theorem: only the label term (labels differ within a cluster) breaks it
@@ -313,6 +321,11 @@ def bound_verdict(bound, full_model_train_loss=None, *, name: str = "c·ε", hol
                "the stability conditions of the model fail" + (f" ({'; '.join(map(str, conditions))})"
                                                                  if conditions else ""))
         sentence = f"Bound invalid: {name} = {b:.4g} is no proof for this model: {why}."
+    elif verdict == "worse than constant":
+        sentence = (f"Bound not informative: {name}{cert} = {b:.4g} < loss scale {scale:.3g}, but the model is "
+                    f"{constant_note or 'worse than predicting the mean on the audit sample'}: a small gap between "
+                    f"the coreset's loss and the pool's certifies nothing for a model that does worse than a "
+                    f"constant{gap_words}.")
     elif verdict == "informative":
         sentence = (f"Bound informative: {name}{cert} = {b:.4g} < loss scale {scale:.3g} ({scale_words}"
                     + (f"; ln 2 = {LN2:.3f}" if use_full else "") + f"){gap_words}.")

@@ -14,6 +14,11 @@ sample** :math:`\mathcal A` — a uniform random sample of the pool outside the 
 * the certificate :math:`c\,\varepsilon` of Lemma 3.2 (when the model reports a TMD-Lipschitz constant :math:`c`)
   against the loss scale of the task that was trained (the trivial predictor's loss, fitted on the coreset's labels).
 
+* the **constant predictor** on the same audit sample (:func:`constant_outputs`: the τ-weighted mean of the coreset's
+  labels for regression, the coreset's class frequencies -- the majority class -- for classes), scored with the same
+  metric: a model whose estimate is worse than the constant's is reported "worse than predicting the mean" (or the
+  majority class), and no bound of it is called informative (:func:`tmdlib.guarantees.bounds.bound_verdict`).
+
 Nothing is computed from labels that do not exist: no full-data reference, no observed gap, no test metric.
 """
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 from ..guarantees.losses import trivial_loss
 from ..metrics import headline, higher_is_better, score
 
-__all__ = ["pool_estimate", "weighted_loss", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE",
+__all__ = ["pool_estimate", "weighted_loss", "constant_outputs", "compare_with_constant", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE",
            "control_verdict", "compare_arms"]
 
 #: What production mode cannot measure, and why (reported as such in metrics.json).
@@ -103,6 +108,51 @@ def pool_estimate(outputs, y, task_type: str, metric: str | None = None, losses=
     return out
 
 
+def constant_outputs(task, y_train, tau, m: int) -> tuple[np.ndarray, str]:
+    """The constant predictor's outputs ``(m, D)`` in task units, fitted on the training labels (as stored, NaN =
+    missing) with weights ``tau``, and what it is: regression the τ-weighted mean per target; binary the logit of the
+    τ-weighted positive rate; multi-class the log class frequencies (its prediction is the majority class)."""
+    Y = np.asarray(y_train, dtype=np.float64)
+    Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, 1))
+    w = np.ones(len(Y)) if tau is None else np.asarray(tau, dtype=np.float64).ravel()
+    obs = ~np.isnan(Y)
+    if task.is_regression:
+        c = np.array([np.average(Y[obs[:, t], t], weights=w[obs[:, t]]) if obs[:, t].any() else 0.0
+                      for t in range(Y.shape[1])])
+        return np.tile(c, (m, 1)), "the τ-weighted mean of the coreset's labels"
+    if task.class_indices:
+        k = obs[:, 0]
+        freq = np.bincount(Y[k, 0].astype(np.int64), weights=w[k], minlength=task.num_classes) + 1e-6
+        return np.tile(np.log(freq / freq.sum()), (m, 1)), "the coreset's class frequencies (the majority class)"
+    p = np.array([np.average(Y[obs[:, t], t], weights=w[obs[:, t]]) if obs[:, t].any() else 0.5
+                  for t in range(Y.shape[1])])
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.tile(np.log(p / (1 - p)), (m, 1)), "the coreset's positive rate (the majority class)"
+
+
+def compare_with_constant(est: dict, const_out, y_audit, task, what: str, *, confidence: float = 0.9,
+                          seed: int = 0) -> dict:
+    """The constant predictor's estimate on the audit sample (:func:`pool_estimate`, the model's metric) beside the
+    model's ``est``: ``worse`` (True when the model's estimate is worse than the constant's, None when either is
+    missing) and one ``sentence``."""
+    metric = est["metric"]
+    c = pool_estimate(const_out, y_audit, task.type, metric, confidence=confidence, seed=seed,
+                      num_classes=task.num_classes) if len(const_out) else {"value": None}
+    name = "the mean" if task.is_regression else "the majority class"
+    out = {"predictor": f"constant: {what}", "metric": metric, "value": c.get("value"), "ci_low": c.get("ci_low"),
+           "ci_high": c.get("ci_high"), "model_value": est.get("value"), "n_audit": est.get("n_audit"),
+           "compared_with": name}
+    v, cv = est.get("value"), c.get("value")
+    if v is None or cv is None or not (np.isfinite(v) and np.isfinite(cv)):
+        return {**out, "worse": None, "sentence": f"not compared with predicting {name}: no labelled audit sample "
+                                                  "or coreset (or the metric is undefined on the audit sample)"}
+    worse = bool(v < cv) if higher_is_better(metric) else bool(v > cv)
+    out["worse"] = worse
+    out["sentence"] = (f"{'worse' if worse else 'better'} than predicting {name}: {metric} {v:.4g} vs {cv:.4g} for "
+                       f"the constant ({what}) on {est.get('n_audit')} audit graphs")
+    return out
+
+
 def production_measurement(model, X_coreset, y_coreset, tau, X_audit, y_audit, *, n_pool: int, epsilon=None,
                            confidence: float = 0.9, seed: int = 0, dataset: str = "") -> dict:
     r"""Everything production mode can state about a trained model (module doc).
@@ -127,7 +177,8 @@ def production_measurement(model, X_coreset, y_coreset, tau, X_audit, y_audit, *
     Returns
     -------
     dict
-        ``pool_estimate`` (:func:`pool_estimate`), ``coreset_loss``, ``bound`` (``c``, ``epsilon``, ``c_epsilon``,
+        ``pool_estimate`` (:func:`pool_estimate`), ``constant_predictor`` (:func:`compare_with_constant`),
+        ``coreset_loss``, ``bound`` (with ``worse_than_constant`` and ``constant_note``) (``c``, ``epsilon``, ``c_epsilon``,
         ``loss_scale`` and what it is, ``certified``), ``not_measurable``.
     """
     head = model.head
@@ -138,6 +189,9 @@ def production_measurement(model, X_coreset, y_coreset, tau, X_audit, y_audit, *
     audit_losses = head.losses(audit_out, y_audit) if len(X_audit) else np.zeros(0)
     est = pool_estimate(audit_out, y_audit, task.type, headline(task.type, dataset), losses=audit_losses,
                         confidence=confidence, seed=seed, num_classes=task.num_classes)
+    # no labelled coreset: nothing to fit the constant on (compare_with_constant then says it did not compare)
+    const_out, const_what = constant_outputs(task, y_coreset, tau, len(audit_out) if len(y_coreset) else 0)
+    const = compare_with_constant(est, const_out, y_audit, task, const_what, confidence=confidence, seed=seed)
     scale, what = trivial_loss(task.type, head.loss, head.encode(y_coreset), tau, task.num_classes, head.delta)
     cert = model.certificate()
     c = None if cert is None else cert.get("c")
@@ -150,11 +204,12 @@ def production_measurement(model, X_coreset, y_coreset, tau, X_audit, y_audit, *
              "valid": None if cert is None else bool(cert.get("valid", True)), "conditions": [],
              "gap_observed": None, "lemma_holds": None, "excess_loss": None, "corollary_holds": None,
              "corollary_note": "the excess loss over a full-data model is not measurable in production",
+             "worse_than_constant": const["worse"], "constant_note": const["sentence"],
              "lipschitz_note": None if cert is not None else (
                  f"model {model.name!r} has no Lipschitz constant in TMD: Lemma 3.2 holds with some c, none is "
                  "known, so no c*eps is stated")}
     return {"pool_estimate": est, "coreset_loss": core_loss, "n_pool": int(n_pool), "bound": bound,
-            "not_measurable": dict(NOT_MEASURABLE)}
+            "constant_predictor": const, "not_measurable": dict(NOT_MEASURABLE)}
 
 
 def benchmark_measurement(model, X_train, y_train, subset, tau, X_test, y_test, *, epsilon=None,

@@ -14,6 +14,10 @@ library ``crepes`` (Boström et al.):
   conformal p-value exceeds :math:`1-\gamma` (it contains the true class with probability at least :math:`\gamma`),
   and its class probabilities are the model's (sigmoid / softmax of its outputs).
 
+**Normalised** regression (``sigmas``, :mod:`tmdlib.chem.domain`): with a difficulty :math:`\sigma(x) > 0` per
+member (the Tanimoto distance to the trained molecules), the scores are :math:`|y_j - \hat y_j| / \sigma_j` and the
+interval :math:`\hat y \pm q\,\sigma(x)` (crepes' ``sigmas``): the same coverage, wider far from the training set.
+
 With fewer than 2 calibration members no interval is given (``lower`` / ``upper`` null) and the result says why.
 """
 from __future__ import annotations
@@ -47,12 +51,15 @@ class Calibrated:
         Why there are no intervals, when there are none.
     """
 
-    def __init__(self, task, confidence: float, predictors: list, n_calibration: int, note: str | None = None):
+    def __init__(self, task, confidence: float, predictors: list, n_calibration: int, note: str | None = None,
+                 normalised: bool = False):
         self.task, self.confidence, self.predictors = task, float(confidence), predictors
-        self.n_calibration, self.note = int(n_calibration), note
+        self.n_calibration, self.note, self.normalised = int(n_calibration), note, bool(normalised)
 
-    def predict(self, outputs) -> dict:
+    def predict(self, outputs, sigmas=None) -> dict:
         """Columns for the members whose outputs (task units) are ``outputs`` ``(m, D)``.
+
+        ``sigmas`` ``(m,)``: the members' difficulties, needed when calibrated with them (:func:`calibrate`).
 
         Returns
         -------
@@ -65,11 +72,14 @@ class Calibrated:
         Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
         m = len(Z)
         if self.task.is_regression:
+            if self.normalised and sigmas is None:
+                raise ValueError("calibrated with difficulties (sigmas): predict needs the members' sigmas")
+            sig = np.asarray(sigmas, dtype=np.float64) if self.normalised else None
             lower = np.full_like(Z, np.nan)
             upper = np.full_like(Z, np.nan)
             for j, cr in enumerate(self.predictors):
                 if cr is not None and m:
-                    iv = cr.predict_int(Z[:, j], confidence=self.confidence)
+                    iv = cr.predict_int(Z[:, j], sigmas=sig, confidence=self.confidence)
                     lower[:, j], upper[:, j] = iv[:, 0], iv[:, 1]
             return {"prediction": Z, "lower": lower, "upper": upper}
         P = probabilities(Z, self.task)
@@ -86,7 +96,7 @@ class Calibrated:
                 else np.array([0.0, 1.0]))
 
 
-def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9) -> Calibrated:
+def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9, sigmas=None) -> Calibrated:
     r"""Fit the conformal predictor on the calibration members' outputs (task units) and labels as stored.
 
     Parameters
@@ -97,6 +107,8 @@ def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9) -> Calibrated:
     task : TaskSpec
     confidence : float
         :math:`\gamma \in (0, 1)`.
+    sigmas : array_like, shape (c,), optional
+        The calibration members' difficulties (> 0): normalised conformal regression (ignored for classes).
 
     Returns
     -------
@@ -108,10 +120,13 @@ def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9) -> Calibrated:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if (task.is_classification and not task.single_label):
         raise ValueError("prediction sets for multi-task labels are not supported (one binary task at a time)")
-    Z = np.asarray(outputs_cal, dtype=np.float64).reshape(len(outputs_cal), -1)
-    Y = np.asarray(y_cal, dtype=np.float64).reshape(len(y_cal), -1)
+    Z = np.asarray(outputs_cal, dtype=np.float64)
+    Z = Z.reshape(len(Z), -1) if Z.size else np.zeros((0, task.output_dim))
+    Y = np.asarray(y_cal, dtype=np.float64)
+    Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, task.num_targets if task.is_regression else 1))
     few = "fewer than 2 labelled calibration (audit) members: no intervals"
     if task.is_regression:
+        sig = None if sigmas is None else np.asarray(sigmas, dtype=np.float64).reshape(-1)
         preds, sizes = [], []
         for j in range(Y.shape[1]):
             obs = ~np.isnan(Y[:, j])
@@ -120,10 +135,11 @@ def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9) -> Calibrated:
                 preds.append(None)
                 continue
             cr = ConformalRegressor()
-            cr.fit(residuals=Y[obs, j] - Z[obs, j])
+            cr.fit(residuals=Y[obs, j] - Z[obs, j], sigmas=None if sig is None else sig[obs])
             preds.append(cr)
         n = min(sizes) if sizes else 0
-        return Calibrated(task, confidence, preds, n, None if all(p is not None for p in preds) else few)
+        return Calibrated(task, confidence, preds, n, None if all(p is not None for p in preds) else few,
+                          normalised=sig is not None)
     obs = ~np.isnan(Y[:, 0])
     if obs.sum() < 2:
         return Calibrated(task, confidence, [], int(obs.sum()), few)

@@ -210,6 +210,16 @@ def _estimate_section(f: Mapping) -> dict:
     if e.get("note"):
         rows.append(("note", e["note"]))
     text = estimate_line(e)
+    tone = "ok"
+    k = f.get("constant_predictor")
+    if k:
+        from .verdict import constant_line
+
+        rows += [(f"constant predictor ({k.get('predictor')}) on the audit sample", k.get("value")),
+                 (f"model vs predicting {k.get('compared_with')}", "worse" if k.get("worse") else
+                  ("better" if k.get("worse") is False else "not compared"))]
+        text += " " + constant_line(k)
+        tone = "warn" if k.get("worse") else tone
     if f.get("control"):
         from .verdict import control_line
 
@@ -219,7 +229,7 @@ def _estimate_section(f: Mapping) -> dict:
                                          f"[{_fmt(c['low'])}, {_fmt(c['high'])}]"),
                  ("Random control: rule", c.get("rule") or c.get("note"))]
         text += " " + control_line(c)
-    return _section("Pool estimate (production: the audit sample)", rows, text=text, tone="ok")
+    return _section("Pool estimate (production: the audit sample)", rows, text=text, tone=tone)
 
 
 def _verdict_section(f: Mapping) -> dict:

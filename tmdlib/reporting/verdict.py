@@ -10,7 +10,9 @@ The ``bound`` entry (Lemma 3.2 and Corollary 3.3 of the graph coreset) has ``c_e
 ``corollary_holds`` (None with ``corollary_note`` when the full-data reference learned nothing), ``loss_scale`` and
 ``loss_scale_what`` (the task's trivial-predictor loss: the verdict's scale), ``full_model_train_loss`` (the scale of
 files written before ``loss_scale``), ``certified``, ``constraint_ok``, ``valid``,
-``conditions`` and, with the label split, ``bound_with_labels`` / ``bound_with_labels_holds``.  The ``nodes``
+``conditions``, in production ``worse_than_constant`` / ``constant_note`` (the model against the constant
+predictor on the audit sample: a bound of a model worse than the mean is never called informative) and, with the
+label split, ``bound_with_labels`` / ``bound_with_labels_holds``.  The ``nodes``
 entry (Corollary 4.1, ``metrics_nodes.json``) has ``bound`` (:math:`c\bar\varepsilon`), ``gap_observed``,
 ``lemma_holds``, ``erm_bound``, ``excess_loss`` and ``corollary_holds``; its loss scale is the graph coreset's
 ``full_model_train_loss`` (the same BCE on the same dataset's training graphs).
@@ -21,7 +23,7 @@ from typing import Mapping
 
 from ..guarantees.bounds import bound_verdict
 
-__all__ = ["coreset_verdicts", "estimate_line", "node_verdicts", "verdict_lines"]
+__all__ = ["constant_line", "coreset_verdicts", "estimate_line", "node_verdicts", "verdict_lines"]
 
 NO_EPSILON = "no ε was recorded (a selection without a TMD medoid objective, and no TMD matrix given)"
 
@@ -30,7 +32,8 @@ def _mode(bound: Mapping, certified) -> dict:
     cert = bound.get("certified") if bound.get("certified") is not None else certified
     return {"certified": None if cert is None else bool(cert), "constraint_ok": bound.get("constraint_ok"),
             "valid": bound.get("valid"), "conditions": bound.get("conditions") or (),
-            "loss_scale": bound.get("loss_scale"), "scale_what": bound.get("loss_scale_what")}
+            "loss_scale": bound.get("loss_scale"), "scale_what": bound.get("loss_scale_what"),
+            "worse_than_constant": bound.get("worse_than_constant"), "constant_note": bound.get("constant_note")}
 
 
 def coreset_verdicts(bound: Mapping | None, certified: bool | None = None) -> dict:
@@ -109,6 +112,11 @@ def node_verdicts(nodes: Mapping | None, bound: Mapping | None = None, certified
                           **mode)}
 
 
+def constant_line(const: Mapping) -> str:
+    """The production comparison with the constant predictor (the mean, or the majority class) on the audit sample."""
+    return f"Constant predictor: {const.get('sentence', 'not compared')}"
+
+
 def estimate_line(est: Mapping) -> str:
     """The production headline: the model's metric on the pool, estimated on the audit sample, with its interval."""
     if est.get("value") is None:
@@ -152,6 +160,8 @@ def verdict_lines(metrics: Mapping | None, node_bound: Mapping | None = None) ->
     b = m.get("bound") or {}
     v = coreset_verdicts(b, m.get("certified"))
     lines = [estimate_line(m["pool_estimate"])] if m.get("pool_estimate") else []
+    if m.get("constant_predictor"):
+        lines.append(constant_line(m["constant_predictor"]))
     if m.get("control"):
         lines.append(control_line(m["control"]))
     lines.append(f"Lemma 3.2 (coreset loss gap): {v['lemma']['sentence']}")

@@ -73,3 +73,65 @@ def test_conformal_classification_sets_hold_the_true_class():
     assert hold >= 0.87 and p["probabilities"].shape == (3600, 2)
     few = calibrate(logit[:1, None], y[:1], TaskSpec("binary"))
     assert few.predict(logit[:3, None])["prediction_set"] is None and "fewer than 2" in few.note
+
+
+def test_a_model_worse_than_the_mean_is_reported_and_its_bound_never_called_informative():
+    """Issue 61: the production evaluation scores the constant predictor (the τ-weighted mean of the coreset's labels)
+    on the audit sample with the model's metric; a model worse than it is said so, and a c·ε below the loss scale is
+    then 'worse than constant', not 'informative'."""
+    from tmdlib.models.evaluate import compare_with_constant, constant_outputs
+    from tmdlib.reporting.verdict import coreset_verdicts, verdict_lines
+
+    task = TaskSpec("regression")
+    rng = np.random.default_rng(0)
+    y_train, y_audit = rng.normal(5, 1, 80), rng.normal(5, 1, 60)
+    const, what = constant_outputs(task, y_train, np.full(80, 2.0), len(y_audit))
+    assert const.shape == (60, 1) and np.allclose(const, y_train.mean()) and "mean" in what
+    bad = pool_estimate((y_audit + rng.normal(0, 2.3, 60))[:, None], y_audit, "regression", confidence=0.9)
+    good = pool_estimate((y_audit + rng.normal(0, 0.3, 60))[:, None], y_audit, "regression", confidence=0.9)
+    worse = compare_with_constant(bad, const, y_audit, task, what)
+    better = compare_with_constant(good, const, y_audit, task, what)
+    assert worse["worse"] is True and worse["sentence"].startswith("worse than predicting the mean")
+    assert better["worse"] is False and worse["value"] == pytest.approx(better["value"])
+    assert worse["value"] == pytest.approx(float(np.sqrt(np.mean((y_audit - y_train.mean()) ** 2))))
+    bound = {"c_epsilon": 0.01, "loss_scale": 1.0, "loss_scale_what": "the mean's loss", "certified": True,
+             "constraint_ok": True, "valid": True}
+    assert coreset_verdicts(bound)["lemma"]["verdict"] == "informative"
+    v = coreset_verdicts({**bound, "worse_than_constant": True, "constant_note": worse["sentence"]})["lemma"]
+    assert v["verdict"] == "worse than constant" and not v["informative"] and "informative" not in v["sentence"][:20]
+    assert "worse than predicting the mean" in v["sentence"]
+    lines = verdict_lines({"pool_estimate": bad, "constant_predictor": worse, "bound": bound, "mode": "production"})
+    assert lines[1].startswith("Constant predictor: worse than predicting the mean")
+    # classes: the majority class (binary: the logit of the positive rate; multi-class: the log frequencies)
+    p, _ = constant_outputs(TaskSpec("binary"), np.array([1, 1, 1, 0.0]), None, 3)
+    assert np.allclose(1 / (1 + np.exp(-p)), 0.75)
+    q, w = constant_outputs(TaskSpec("multiclass", classes=(0, 1, 2)), np.array([2, 2, 0.0]), None, 2)
+    assert q.shape == (2, 3) and q[0].argmax() == 2 and "majority" in w
+
+
+def test_production_measurement_of_a_model_worse_than_the_mean_calls_no_bound_informative():
+    """The issue-61 case end to end through :func:`production_measurement`: a model far off (here an SVM trained on
+    labels shifted by 3 log units) with a tiny certified c·ε: its estimate is worse than the constant's, and the
+    verdict on c·ε is 'worse than constant', not 'informative'."""
+    pytest.importorskip("rdkit")
+    import csv
+
+    from helpers import RAW
+    from tmdlib.models import Inputs, get_model
+    from tmdlib.models.evaluate import production_measurement
+    from tmdlib.reporting.verdict import verdict_lines
+
+    rows = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL204_Ki.csv", newline="")))[:160]
+    smiles, y = [r["smiles"] for r in rows], np.array([float(r["y"]) for r in rows])
+    task = TaskSpec("regression")
+    core, audit = np.arange(100), np.arange(100, 160)
+    model = get_model("svm").build().fit(Inputs(smiles=[smiles[i] for i in core]), y[core] + 3.0, task=task)
+    model.certificate = lambda: {"c": 1e-6, "certified": True, "constraint_ok": True, "valid": True}
+    m = production_measurement(model, Inputs(smiles=[smiles[i] for i in core]), y[core], np.ones(100),
+                               Inputs(smiles=[smiles[i] for i in audit]), y[audit], n_pool=160, epsilon=10.0)
+    const = m["constant_predictor"]
+    assert const["worse"] is True and m["pool_estimate"]["value"] > const["value"]
+    assert m["bound"]["worse_than_constant"] is True and m["bound"]["c_epsilon"] < m["bound"]["loss_scale"]
+    lines = verdict_lines({**m, "mode": "production"})
+    assert "worse than predicting the mean" in lines[1]
+    assert lines[2].startswith("Lemma 3.2 (coreset loss gap): Bound not informative")

@@ -1,0 +1,89 @@
+"""The applicability domain: nearest-trained-molecule similarity, the in-domain threshold from the audit sample, and
+normalised conformal intervals that widen out of domain and keep their coverage in and out of it (issue 61)."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from helpers import RAW
+
+pytest.importorskip("crepes")
+pytest.importorskip("rdkit")
+
+
+def _series(name: str, sulfonamides: bool = False):
+    rows = list(csv.DictReader(open(RAW / "MoleculeACE" / f"{name}.csv", newline="")))
+    if sulfonamides:
+        rows = [r for r in rows if "S(=O)(=O)N" in r["smiles"] or "NS(=O)(=O)" in r["smiles"]]
+    return [r["smiles"] for r in rows], np.array([float(r["y"]) for r in rows])
+
+
+def _columns(cal, model, domain, smiles):
+    from tmdlib.models import Inputs
+
+    dom = domain.columns(smiles)
+    p = cal.predict(model.outputs(Inputs(smiles=smiles)), sigmas=dom["sigma"])
+    return {"lower": p["lower"][:, 0], "upper": p["upper"][:, 0], **dom}
+
+
+def _fit(smiles, y, train, cal, confidence=0.9):
+    from tmdlib.chem.domain import calibrate_with_domain
+    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.models import Inputs, get_model
+
+    task = TaskSpec("regression")
+    model = get_model("svm").build().fit(Inputs(smiles=[smiles[i] for i in train]), y[train], task=task)
+    cal_smiles = [smiles[i] for i in cal]
+    cal_out = model.outputs(Inputs(smiles=cal_smiles))
+    c, domain = calibrate_with_domain([smiles[i] for i in train], cal_out, cal_smiles, y[cal], task, confidence)
+    return model, c, domain, task
+
+
+def test_ethanol_is_out_of_the_domain_of_a_sulfonamide_series_and_gets_a_wider_interval():
+    smiles, y = _series("CHEMBL204_Ki", sulfonamides=True)
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(smiles))
+    train, cal, member = order[:200], order[200:300], int(order[300])
+    model, cal_, domain, task = _fit(smiles, y, train, cal)
+    assert cal_.normalised and domain.threshold is not None and 0 < domain.threshold < 1
+    new = [smiles[member], "CCO"]
+    cols = _columns(cal_, model, domain, new)
+    width = cols["upper"] - cols["lower"]
+    assert cols["in_domain"].tolist() == [True, False]
+    assert cols["nn_similarity"][1] < 0.1 < cols["nn_similarity"][0]
+    assert width[1] > 1.5 * width[0]
+    assert domain.describe()["threshold"] == domain.threshold and "quantile" in domain.describe()["rule"]
+
+
+def test_conformal_coverage_holds_in_and_out_of_domain_on_a_real_pool():
+    """CHEMBL214_Ki's measured labels are the hidden truth: train on 300 molecules (a stand-in for a coreset), calibrate
+    on a uniform audit sample of 150, and check coverage on the rest of the pool, in and out of domain."""
+    smiles, y = _series("CHEMBL214_Ki")
+    rng = np.random.default_rng(1)
+    order = rng.permutation(len(smiles))
+    train, cal, rest = order[:300], order[300:450], order[450:1650]
+    model, cal_, domain, task = _fit(smiles, y, train, cal)
+    pool = [smiles[i] for i in rest]
+    cols = _columns(cal_, model, domain, pool)
+    hit = (cols["lower"] <= y[rest]) & (y[rest] <= cols["upper"])
+    inside = np.asarray(cols["in_domain"], dtype=bool)
+    assert 0.02 <= 1 - inside.mean() <= 0.2  # the threshold is the audit sample's 5 % quantile
+    assert hit.mean() >= 0.9 - 0.03
+    assert hit[inside].mean() >= 0.9 - 0.03
+    assert hit[~inside].mean() >= 0.9 - 0.1  # few molecules out of domain: a wider tolerance
+    width = cols["upper"] - cols["lower"]
+    assert width[~inside].mean() > width[inside].mean()
+
+
+def test_without_an_audit_sample_there_is_no_threshold_and_no_interval():
+    from tmdlib.chem.domain import calibrate_with_domain
+    from tmdlib.datasets.task import TaskSpec
+
+    smiles, _ = _series("CHEMBL204_Ki")
+    cal, domain = calibrate_with_domain(smiles[:20], [], [], [], TaskSpec("regression"))
+    cols = domain.columns(["CCO", smiles[0]])
+    assert domain.threshold is None and cols["in_domain"] is None and cols["nn_similarity"][1] == 1.0
+    p = cal.predict(np.zeros((2, 1)), sigmas=cols["sigma"])
+    assert np.isnan(p["lower"]).all() and cal.note and "fewer than 2" in cal.note

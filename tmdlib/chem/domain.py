@@ -1,0 +1,108 @@
+r"""The applicability domain of a model trained on molecules: how similar a molecule is to what was trained on.
+
+For each molecule :math:`x` and the trained (labelled training) molecules :math:`t_1..t_k`, on ECFP4 counts
+(:func:`tmdlib.chem.fingerprints.ecfp4_counts`) and the MinMax (Tanimoto) similarity
+:math:`K` (:func:`tmdlib.chem.models.minmax_kernel`):
+
+* ``nn_similarity`` :math:`= \max_i K(x, t_i)`, the similarity to the nearest trained molecule;
+* the **difficulty** :math:`\sigma(x) = 1 - \tfrac1{n}\sum_{i \in N_n(x)} K(x, t_i) + \beta` (the mean Tanimoto
+  distance to the :math:`n` = :data:`NEIGHBOURS` nearest trained molecules, :math:`\beta` = :data:`BETA`), which
+  normalises the conformal regression (:mod:`tmdlib.models.predict`): the interval is :math:`\hat y \pm q\,\sigma(x)`
+  with :math:`q` calibrated on :math:`|y - \hat y| / \sigma` of the audit sample, so it widens with the distance to
+  the training set and keeps its coverage (the normalised scores are exchangeable like the plain ones);
+* ``in_domain`` :math:`= [\text{nn\_similarity} \ge \theta]`, the **threshold** :math:`\theta` the
+  :data:`QUANTILE` quantile of the nearest-neighbour similarities of the labelled audit sample (a uniform sample of
+  the pool, never trained on): a molecule is out of domain when it is farther from the training set than all but
+  the 5 % least covered of the pool itself.  With no audit sample there is no threshold and ``in_domain`` is null.
+
+The Tanimoto kernel is the fingerprint models' own (the SVMs'); for a GIN on a molecule pool the same fingerprints
+measure the distance, which is the chemists' notion of "like the training set", not the GIN's.  A pool without
+SMILES (TU graphs) has no domain columns: the TMD to the nearest trained graph is not computed.
+
+Imports RDKit when used, not when imported.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Domain", "calibrate_with_domain", "NEIGHBOURS", "QUANTILE", "BETA", "RULE"]
+
+#: Trained molecules the difficulty averages over.
+NEIGHBOURS = 5
+#: The audit sample's quantile of nearest-neighbour similarity that is the in-domain threshold.
+QUANTILE = 0.05
+#: Added to the mean Tanimoto distance so a training molecule's difficulty is not 0.
+BETA = 0.05
+#: The threshold rule, as predictions.json states it.
+RULE = (f"in_domain: Tanimoto (MinMax on ECFP4 counts) similarity to the nearest trained molecule >= the "
+        f"{QUANTILE:g} quantile of the labelled audit sample's (a uniform sample of the pool, never trained on)")
+#: Molecules fingerprinted at a time.
+BLOCK = 4096
+
+
+class Domain:
+    """The trained molecules' fingerprints and the in-domain threshold (module doc).
+
+    Parameters
+    ----------
+    train_smiles : sequence of str
+        The molecules the model was trained on (valid SMILES).
+    """
+
+    def __init__(self, train_smiles):
+        from tmdlib.chem.fingerprints import ecfp4_counts
+
+        if not len(train_smiles):
+            raise ValueError("no trained molecules: no applicability domain")
+        self.train = ecfp4_counts(list(train_smiles))
+        self.threshold: float | None = None
+        self.n_audit = 0
+
+    def measure(self, smiles) -> tuple[np.ndarray, np.ndarray]:
+        """``(nn_similarity, sigma)`` of valid SMILES, each ``(m,)``."""
+        from tmdlib.chem.fingerprints import ecfp4_counts
+        from tmdlib.chem.models import minmax_kernel
+
+        m = len(smiles)
+        sim, sigma = np.zeros(m), np.zeros(m)
+        n = min(NEIGHBOURS, len(self.train))
+        for a in range(0, m, BLOCK):
+            K = minmax_kernel(ecfp4_counts(list(smiles[a:a + BLOCK])), self.train)
+            top = -np.partition(-K, n - 1, axis=1)[:, :n]
+            sim[a:a + len(K)] = top.max(axis=1)
+            sigma[a:a + len(K)] = 1.0 - top.mean(axis=1) + BETA
+        return sim, sigma
+
+    def set_threshold(self, audit_similarity) -> None:
+        """The threshold from the audit sample's nearest-neighbour similarities (none when it is empty)."""
+        s = np.asarray(audit_similarity, dtype=np.float64)
+        self.n_audit = int(len(s))
+        self.threshold = float(np.quantile(s, QUANTILE, method="lower")) if len(s) else None
+
+    def columns(self, smiles) -> dict:
+        """``{"nn_similarity", "in_domain", "sigma"}`` of valid SMILES (``in_domain`` None without threshold)."""
+        sim, sigma = self.measure(smiles)
+        inside = None if self.threshold is None else sim >= self.threshold
+        return {"nn_similarity": sim, "in_domain": inside, "sigma": sigma}
+
+    def describe(self) -> dict:
+        """What predictions.json states about the domain."""
+        return {"similarity": "Tanimoto (MinMax) on ECFP4 counts to the nearest trained molecule",
+                "threshold": self.threshold, "rule": RULE, "n_audit": self.n_audit, "n_trained": len(self.train),
+                "difficulty": f"1 - mean similarity to the {NEIGHBOURS} nearest trained molecules + {BETA:g} "
+                              "(normalised conformal regression: the interval is prediction +- q * difficulty)"}
+
+
+def calibrate_with_domain(train_smiles, cal_outputs, cal_smiles, y_cal, task, confidence: float = 0.9) -> tuple:
+    """``(Calibrated, Domain or None)``: the applicability domain of the trained molecules (its threshold from the
+    calibration members, the labelled audit sample) and the conformal predictor normalised by the domain's
+    difficulty (:func:`tmdlib.models.predict.calibrate`).  No trained SMILES (a pool of graphs): no domain, plain
+    split-conformal."""
+    from tmdlib.models.predict import calibrate
+
+    domain = sigmas = None
+    if train_smiles:
+        domain = Domain(train_smiles)
+        sim, sigmas = domain.measure(list(cal_smiles or []))
+        domain.set_threshold(sim)
+    return calibrate(cal_outputs if len(y_cal) else [], y_cal, task, confidence, sigmas=sigmas), domain
