@@ -21,7 +21,10 @@ CHUNK = 16384
 def trained_ids(info: dict, sel: dict) -> list:
     """The graph ids the model was trained on: the answered medoids (train.json's ``medoids_trained`` when part of
     the coreset was answered), else the selection's medoids."""
-    return [int(g) for g in (info.get("medoids_trained") or sel.get("medoids") or [])]
+    for ids in (info.get("medoids_trained"), sel.get("medoids")):  # lists or arrays (as the readers give them)
+        if ids is not None and len(ids):
+            return [int(g) for g in ids]
+    return []
 
 
 @task(name="calibrate-predictions", persist_result=False, cache_policy=NO_CACHE)

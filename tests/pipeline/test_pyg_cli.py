@@ -37,14 +37,15 @@ def mutag_pyg(tmp_path_factory):
 # the PyG call equals the CLI's selection on the same graphs
 # ----------------------------------------------------------------------------------------------
 def cli_selection(store, name: str, tmp, fraction: float) -> dict:
-    """`tmdsub tmd-matrix` then `tmdsub select --test-fraction 0 --audit 0` (every graph in the pool: no split and, for
-    this unlabelled pool, no audit sample) on ``store``."""
+    """`tmdsub tmd-matrix` then `tmdsub select --method tmd --test-fraction 0 --audit 0` (the paper's coreset, as the
+    one-call API picks: on an unlabelled pool the CLI's default is the pool setting's rounds; every graph in the
+    pool: no split and no audit sample) on ``store``."""
     res = run_cli("tmd-matrix", name, "--graphs", str(store), "--out-dir", str(tmp / "tmd"), "--cache-dir",
                   str(tmp / "cache"), "--workers", "1")
     assert res.returncode == 0, res.stderr
     out = tmp / "selection.json"
     res = run_cli("select", name, "--graphs", str(store), "--matrix", str(tmp / "tmd" / "matrix.npy"),
-                  "--fraction", str(fraction), "--test-fraction", "0", "--audit", "0",
+                  "--method", "tmd", "--fraction", str(fraction), "--test-fraction", "0", "--audit", "0",
                   "--labelled", str(tmp / "no-ledger.csv"),
                   "--out", str(out))
     assert res.returncode == 0, res.stderr
@@ -98,7 +99,8 @@ def test_pyg_call_with_the_scalable_engine_equals_cli_select_without_a_matrix(tm
     ds = fake(30, seed=2)
     store = tmp_path / "FAKE.parquet"
     write_graph_parquet(to_graph_table(ds, "FAKE"), store)
-    common = ["--graphs", str(store), "--fraction", "0.2", "--test-fraction", "0", "--audit", "0", "--labelled",
+    common = ["--graphs", str(store), "--method", "tmd", "--fraction", "0.2", "--test-fraction", "0", "--audit", "0",
+              "--labelled",
               str(tmp_path / "no-ledger.csv"), "--cache-dir", str(tmp_path / "cache"), "--workers", "1"]
     for engine in ("scalable", "auto"):
         out = tmp_path / f"{engine}.json"

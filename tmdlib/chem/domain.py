@@ -101,8 +101,8 @@ def calibrate_with_domain(train_smiles, cal_outputs, cal_smiles, y_cal, task, co
     from tmdlib.models.predict import calibrate
 
     domain = sigmas = None
-    if train_smiles:
-        domain = Domain(train_smiles)
-        sim, sigmas = domain.measure(list(cal_smiles or []))
+    if train_smiles is not None and len(train_smiles):
+        domain = Domain(list(train_smiles))
+        sim, sigmas = domain.measure([] if cal_smiles is None else list(cal_smiles))
         domain.set_threshold(sim)
     return calibrate(cal_outputs if len(y_cal) else [], y_cal, task, confidence, sigmas=sigmas), domain
