@@ -112,3 +112,28 @@ def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
     res, meta, text = _import(p, "ids", {"source": str(answer)})
     assert meta["key"] == "source_id" and meta["sheet"]["columns"]["key"] == "compound id"
     assert res["labelled"] == len(req) and not meta["missing"]
+
+
+def test_two_imports_of_the_same_chembl_export_give_the_same_ledger(pool, tmp_path):
+    """The same ChEMBL export imported and committed in two separate ledgers gives byte-identical ledgers, and
+    importing it again on top of its own commit adds nothing (no new measurement, the ledger unchanged)."""
+    import shutil
+
+    from flows.labels import labels_commit_flow, labels_import_flow
+
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({"labels": {"source": str(SHEETS / "chembl_activities.csv")}}))
+    ledgers = []
+    for run in ("a", "b"):
+        out, ledger = tmp_path / run, tmp_path / f"{run}.csv"
+        labels_import_flow(pool["store"], pool["requests"], None, str(out), str(ledger), params=str(params))
+        labels_commit_flow(pool["store"], str(out / "labels.csv"), str(ledger))
+        ledgers.append(ledger)
+    assert ledgers[0].read_bytes() == ledgers[1].read_bytes()
+    before = ledgers[0].read_bytes()
+    shutil.rmtree(tmp_path / "a")
+    labels_import_flow(pool["store"], pool["requests"], None, str(tmp_path / "a"), str(ledgers[0]), params=str(params))
+    labels_commit_flow(pool["store"], str(tmp_path / "a" / "labels.csv"), str(ledgers[0]))
+    imported = json.loads((tmp_path / "a" / "import.json").read_text())
+    assert imported["new_measurements"] == 0 and imported["already_in_ledger"] > 0
+    assert ledgers[0].read_bytes() == before
