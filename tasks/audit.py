@@ -278,6 +278,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
         "manifest": _scalars(docs["manifest"]),
         "checks": same_store(docs, sel, data, paths) + consistency_checks(docs, data, paths, rows),
         "task": docs["metrics"].get("task"), "reference": docs["metrics"].get("reference"),
+        "task_head": docs["metrics"].get("task_head"),
         "params": read_params(paths["params"]), "inputs": md5,
         "lock": {k: v for k, v in lock_entries(dataset, lock).items() if not k.startswith("audit@")} or None,
     }

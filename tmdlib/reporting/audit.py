@@ -250,7 +250,7 @@ def _verdict_section(f: Mapping) -> dict:
               "ln2": "ln 2, the BCE of the constant ½ predictor (no full-data loss recorded)",
               "trivial_predictor": b.get("loss_scale_what") or "the trivial predictor's loss"}
     task = (f.get("task") or {}).get("type", "binary")
-    rows += [("task", task), (f"loss scale ({b.get('loss', 'bce')} loss)", lemma["loss_scale"]),
+    rows += [("task", task), (f"loss scale ({_loss_name(f)} loss)", lemma["loss_scale"]),
              ("loss scale: what it is", source[lemma["loss_scale_source"]]),
              ("c·ε / loss scale", lemma["ratio"])]
     if TRIVIAL_PREDICTOR.get(task) == "constant":  # BCE tasks: the constant ½ predictor's ln 2
@@ -310,7 +310,7 @@ def _bound_section(f: Mapping) -> dict:
     nv = node_verdicts(n, b)
     # whether a bound holds is only ever said together with its verdict (never a bare "holds: yes")
     ref = f.get("reference") or {}
-    rows = [("task", (f.get("task") or {}).get("type", "binary")), ("training loss", b.get("loss", "bce")),
+    rows = [("task", (f.get("task") or {}).get("type", "binary")), ("training loss", _loss_name(f)),
             ("M (the loss's Lipschitz constant in the model output)", b.get("M", 1.0)),
             ("ε (medoid objective, TMD units)", b.get("epsilon")), ("c (stability constant, M included)", b.get("c")),
             ("certified mode (spectral-norm budget, c known before training)", b.get("certified")),
@@ -338,7 +338,17 @@ def _bound_section(f: Mapping) -> dict:
              ("nodes: observed gap", n.get("gap_observed")),
              ("nodes: observed gap ≤ c·mean ε_i", nv["lemma"]["holds_text"] if nv else None),
              ("nodes: 2c·mean ε_i", n.get("erm_bound")), ("nodes: observed excess loss", n.get("excess_loss"))]
+    if f.get("mode") == "production":  # say once what a pool without labels cannot give, not a row of n/a each
+        rows = [r for r in rows if _fmt(r[1]) != NA] + [(
+            "not measurable in production", "the observed gap, the full-data reference, the excess loss and the test "
+            "metric need every pool member's label: the audit sample's estimate (above) stands for them")]
     return _section("ε and the bound", rows)
+
+
+def _loss_name(f: Mapping) -> str:
+    """The loss the model was trained with: the bound's, else the task head's (a regression run's Huber or MSE), else
+    the binary default BCE."""
+    return (f.get("bound") or {}).get("loss") or (f.get("task_head") or {}).get("loss") or "bce"
 
 
 def _labels_section(f: Mapping) -> dict:

@@ -154,3 +154,21 @@ def test_sections_tolerate_missing_facts():
     """A run without MLflow logging or metrics still renders (n/a), e.g. a first manifest without `reused`."""
     md = audit.render_markdown({"dataset": "X", "provenance": {"git_sha": "b" * 40}})
     assert "not logged" in md and "n/a" in md and "dvc repro audit@X" in md and "No dvc.lock entry" in md
+
+
+def test_a_production_report_names_the_trained_loss_and_says_once_what_it_cannot_measure():
+    """A regression pool without labels: the bound section names the loss that was trained (Huber, from the task head;
+    never the binary default), lists no n/a row for what a pool without labels cannot give, and says so once."""
+    facts = {**FACTS, "mode": "production", "task": {"type": "regression"}, "task_head": {"loss": "huber"},
+             "bound": {"epsilon": 56.853, "c": None, "c_epsilon": None, "certified": False},
+             "test": {}, "node_bound": {},
+             "pool_estimate": {"metric": "rmse", "value": 0.8, "ci_low": 0.7, "ci_high": 0.9, "confidence": 0.9,
+                               "n_audit": 50, "method": "percentile bootstrap"}}
+    bound = next(s for s in audit.report_sections(facts) if s["title"] == "ε and the bound")
+    names = [r[0] for r in bound["rows"]]
+    values = dict(bound["rows"])
+    assert values["training loss"] == "huber" and "n/a" not in [audit._fmt(v) for v in values.values()]
+    assert "observed gap" not in names and names.count("not measurable in production") == 1
+    verdict = next(s for s in audit.report_sections(facts) if s["title"] == "Verdict")
+    assert any(r[0] == "loss scale (huber loss)" for r in verdict["rows"])
+    assert not any("bce" in str(r[0]) for s in audit.report_sections(facts) for r in s.get("rows") or [])
