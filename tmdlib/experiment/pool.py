@@ -30,6 +30,7 @@ far (never the audit sample's: it is the estimate's test set):
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -131,6 +132,11 @@ class PoolCase:
     def k(self, budget: float) -> int:
         return int(math.ceil(float(budget) * self.P))
 
+    @functools.cached_property
+    def features(self) -> np.ndarray:
+        """The pool's ECFP4 counts as float64, shape (P, d): what every round's difficulty reads, converted once."""
+        return self.counts[self.pool].astype(np.float64)
+
     @property
     def kernel(self) -> np.ndarray:
         """MinMax kernel of the pool (the SVR's), shape (P, P), computed once."""
@@ -171,25 +177,31 @@ def svr_on_kernel(K: np.ndarray, train: np.ndarray, y: np.ndarray, w, predict: n
     return mean + scale * svr.predict(K[np.ix_(predict, train)] if K_predict is None else K_predict)
 
 
-def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.ndarray, seed: int) -> np.ndarray:
-    """Scores of ``model`` trained on pool positions ``train`` (weights ``w`` or None) for pool positions ``predict``:
-    predictions (regression) or the positive class's probability (binary)."""
+def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.ndarray, seed: int, *,
+                X_predict: np.ndarray | None = None) -> np.ndarray:
+    """Scores of ``model`` trained on pool positions ``train`` (weights ``w`` or None) for pool positions ``predict``,
+    or for the molecules of counts ``X_predict`` (the audit sample's) when given: predictions (regression) or the
+    positive class's probability (binary)."""
     y = case.y[case.pool[train]]
+    X = case.counts[case.pool]
     if model == "svm":
         if not case.regression:
             raise ValueError("the pool benchmark's svm is the regression SVR")
-        return svr_on_kernel(case.kernel, train, y, w, predict)
+        from ..chem.models import minmax_kernel
+
+        return svr_on_kernel(case.kernel, train, y, w, predict,
+                             K_predict=None if X_predict is None else minmax_kernel(X_predict, X[train]))
     if model == "rf":
         from ..chem.forest import fit_forest
 
-        X = case.counts[case.pool]
+        Xp = X[predict] if X_predict is None else X_predict
         if case.regression:
-            return fit_forest(X[train], y, sample_weight=w, seed=seed, n_estimators=RF_TREES).predict(X[predict])
+            return fit_forest(X[train], y, sample_weight=w, seed=seed, n_estimators=RF_TREES).predict(Xp)
         if np.unique(y).size < 2:  # one class picked: a constant score
-            return np.full(len(predict), float(y[0]))
+            return np.full(len(Xp), float(y[0]))
         f = fit_forest(X[train], y.astype(int), sample_weight=w, task="classification", seed=seed,
                        n_estimators=RF_TREES)
-        return f.predict_proba(X[predict])[:, list(f.classes_).index(1)]
+        return f.predict_proba(Xp)[:, list(f.classes_).index(1)]
     raise ValueError(f"unknown model {model!r}: svm, rf")
 
 
@@ -213,7 +225,7 @@ def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.
     -------
     ndarray, shape (P,)
     """
-    X = case.counts[case.pool].astype(np.float64)
+    X = case.features
     lab = np.asarray(labelled, dtype=np.int64)
     # the audit sample's labels stay out: it is the estimate's test set, and picks steered by it would flatter it
     train_x, train_y = X[lab], case.y[case.pool[lab]]
@@ -400,7 +412,8 @@ def run_control(data: dict, strategy: str, model: str = "svm", share: float = 0.
         u = difficulty(case, picks, how, trial) if how else None
         strat = next_batch(case.D, kept, new - m, u, nxt, seed=trial, restarts=3)
         sub = np.sort(np.random.default_rng([trial, 0xA53]).choice(strat, size=m, replace=False))
-        preds = [_predict_audit(case, model, np.concatenate([picks, a]), audit_x, trial) for a in (arm, sub)]
+        preds = [fit_predict(case, model, np.concatenate([picks, a]), None, picks, trial, X_predict=audit_x)
+                 for a in (arm, sub)]
         v = control_verdict(preds[0], preds[1], case.y[case.audit], case.spec, seed=trial)
         allp = np.sort(np.concatenate([kept, strat]))
         rest = np.setdiff1d(np.arange(case.P), allp)
@@ -411,19 +424,3 @@ def run_control(data: dict, strategy: str, model: str = "svm", share: float = 0.
                     "value": value})
     return out
 
-
-def _predict_audit(case: PoolCase, model: str, train: np.ndarray, audit_x: np.ndarray, seed: int) -> np.ndarray:
-    """``model`` trained on pool positions ``train``, applied to the audit sample."""
-    y = case.y[case.pool[train]]
-    if model == "svm":
-        from ..chem.models import minmax_kernel
-
-        return svr_on_kernel(case.kernel, train, y, None, train,
-                             K_predict=minmax_kernel(audit_x, case.counts[case.pool[train]]))
-    from ..chem.forest import fit_forest
-
-    X = case.counts[case.pool]
-    if case.regression:
-        return fit_forest(X[train], y, seed=seed, n_estimators=RF_TREES).predict(audit_x)
-    f = fit_forest(X[train], y.astype(int), task="classification", seed=seed, n_estimators=RF_TREES)
-    return f.predict_proba(audit_x)[:, list(f.classes_).index(1)] if 1 in f.classes_ else np.zeros(len(audit_x))

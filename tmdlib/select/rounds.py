@@ -130,16 +130,11 @@ def knn_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray
 
 
 def _mask(spec, n: int) -> np.ndarray:
-    m = np.zeros(n, dtype=bool)
-    if spec is None:
-        return m
-    a = np.asarray(spec)
-    if a.dtype == bool:
-        if a.shape != (n,):
-            raise ValueError(f"a mask must have shape ({n},), got {a.shape}")
-        return a.copy()
-    m[a.astype(np.int64)] = True
-    return m
+    """A boolean mask over ``n`` members from a mask or positions (:func:`tmdlib.select.coreset._index_set`); None is
+    nobody."""
+    from .coreset import _index_set
+
+    return np.zeros(n, dtype=bool) if spec is None else _index_set(spec, n, "members")
 
 
 def _who(D: np.ndarray, candidates, fixed) -> tuple[np.ndarray, np.ndarray]:
@@ -164,12 +159,13 @@ def union_epsilon(D: np.ndarray, labelled, members=None) -> float:
     -------
     float
     """
+    from ..guarantees.bounds import medoids_objective
+
     n = D.shape[0]
     s = np.flatnonzero(_mask(labelled, n))
     if s.size == 0:
         raise ValueError("the labelled set is empty")
-    p = np.arange(n) if members is None else np.flatnonzero(_mask(members, n))
-    return float(np.asarray(D[np.ix_(p, s)]).min(axis=1).mean())
+    return medoids_objective(D if members is None else np.asarray(D)[_mask(members, n)], s)
 
 
 def isolation(D: np.ndarray, neighbours: int = 5, members=None) -> np.ndarray:
@@ -333,13 +329,12 @@ def next_batch(D: np.ndarray, labelled, k_new: int, difficulty=None, strategy: s
         u = np.ones(n)
     picks = []
     for _ in range(k_new):
-        score = np.where(allowed, u * d, -np.inf)
         if strategy == "badge":
             p = np.where(allowed, (u * d) ** 2, 0.0)
             tot = p.sum()
             j = int(rng.choice(n, p=p / tot)) if tot > 0 else int(rng.choice(np.flatnonzero(allowed)))
         else:
-            j = int(np.argmax(score))
+            j = int(np.argmax(np.where(allowed, u * d, -np.inf)))
         picks.append(j)
         allowed[j] = False
         np.minimum(d, np.asarray(D[:, j], dtype=np.float64), out=d)
