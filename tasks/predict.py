@@ -65,11 +65,13 @@ def domain_meta(domain, table: pa.Table | None = None) -> dict:
     return out
 
 
-def prediction_columns(cal, outputs, task, domain=None, smiles=None) -> dict:
+def prediction_columns(cal, outputs, task, domain=None, smiles=None, dom: dict | None = None) -> dict:
     """The prediction columns of members with ``outputs`` (:meth:`tmdlib.models.predict.Calibrated.predict`) and,
-    with a ``domain`` and the members' ``smiles``, ``nn_similarity`` and ``in_domain``
-    (:class:`tmdlib.chem.domain.Domain`; the regression interval normalised by its difficulty)."""
-    dom = domain.columns(smiles) if domain is not None else None
+    with a ``domain`` and the members' ``smiles`` (or its columns ``dom`` already measured,
+    :meth:`tmdlib.chem.domain.Domain.columns`), ``nn_similarity`` and ``in_domain`` (the regression interval
+    normalised by its difficulty)."""
+    if dom is None:
+        dom = domain.columns(smiles) if domain is not None else None
     p = cal.predict(outputs, sigmas=None if dom is None else dom["sigma"])
     cols = {}
     if task.is_regression:
@@ -92,29 +94,44 @@ def prediction_columns(cal, outputs, task, domain=None, smiles=None) -> dict:
     return cols
 
 
-_WORKER_MODEL: dict = {}
+_WORKER: dict = {}
 
 
-def _load_in_worker(path: str, info: dict) -> None:
-    """Worker initialiser: the fitted model, loaded once per worker process from its file."""
+def _load_in_worker(path: str, info: dict, domain=None) -> None:
+    """Worker initialiser: the fitted model, loaded once per worker process from its file, and the domain."""
     from .train import load_model
 
-    _WORKER_MODEL["model"] = load_model(path, info)
+    _WORKER.update(model=load_model(path, info), domain=domain)
 
 
-def _molecule_outputs(smiles: list) -> np.ndarray:
-    """The worker's model's outputs for a chunk of SMILES."""
+def chunk_work(model, domain, smiles: list | None, positions=None, dataset=None) -> tuple:
+    """``(outputs (m, D), domain columns or None)`` of one chunk of the pool.  A molecule's ECFP4 counts are
+    computed once and serve both the model (a fingerprint model reads them as ``Inputs.features``; others ignore
+    them) and the domain (:meth:`tmdlib.chem.domain.Domain.columns_counts`)."""
+    from tmdlib.chem.estimator import EstimatorModel
+    from tmdlib.chem.fingerprints import ecfp4_counts
     from tmdlib.models import Inputs
 
-    return _WORKER_MODEL["model"].outputs(Inputs(smiles=smiles))
+    counts = None
+    if smiles is not None and (domain is not None or isinstance(model, EstimatorModel)):
+        counts = ecfp4_counts(smiles)
+    if model.inputs == "molecules":
+        outputs = model.outputs(Inputs(smiles=smiles, features=counts))
+    else:
+        outputs = model.outputs(Inputs(dataset, None, positions))
+    return outputs, (domain.columns_counts(counts) if domain is not None and counts is not None else None)
 
 
-def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None):
-    """Outputs of every ``CHUNK`` of the pool, in order.  A molecule model on more than one chunk with ``workers`` >
-    1 and its file known fans the chunks out to ``workers`` processes (each loads the model once); a graph model
-    (torch) runs its chunks with ``workers`` torch threads."""
-    from tmdlib.models import Inputs
+def _worker_chunk(smiles: list) -> tuple:
+    """The worker's :func:`chunk_work` for a chunk of SMILES."""
+    return chunk_work(_WORKER["model"], _WORKER["domain"], smiles)
 
+
+def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None, domain=None):
+    """``(outputs, domain columns)`` of every ``CHUNK`` of the pool, in order (:func:`chunk_work`).  A molecule model
+    on more than one chunk with ``workers`` > 1 and its file known fans the chunks out to ``workers`` processes (each
+    loads the model once and measures the domain too); a graph model (torch) runs its chunks with ``workers`` torch
+    threads."""
     n = len(store.graph_ids)
     starts = range(0, n, CHUNK)
     if model.inputs == "molecules" and workers > 1 and model_file is not None and n > CHUNK:
@@ -122,8 +139,8 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None)
         from multiprocessing import get_context
 
         with ProcessPoolExecutor(min(workers, len(starts)), mp_context=get_context("spawn"),
-                                 initializer=_load_in_worker, initargs=model_file) as pool:
-            yield from pool.map(_molecule_outputs, (smiles[a:a + CHUNK] for a in starts))
+                                 initializer=_load_in_worker, initargs=(*model_file, domain)) as pool:
+            yield from pool.map(_worker_chunk, (smiles[a:a + CHUNK] for a in starts))
         return
     torch = threads = None
     if model.inputs == "graphs" and workers > 1:
@@ -134,8 +151,8 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None)
     try:
         for a in starts:
             pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
-            yield model.outputs(Inputs(store.dataset if model.inputs == "graphs" else None,
-                                       smiles if model.inputs == "molecules" else None, pos))
+            yield chunk_work(model, domain, None if smiles is None else list(smiles[a:a + CHUNK]), pos,
+                             store.dataset if model.inputs == "graphs" else None)
     finally:
         if threads is not None:
             torch.set_num_threads(threads)
@@ -152,10 +169,11 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
     ids = compound_ids(store.path)
     labelled = np.fromiter(labelled_ids, np.int64, len(labelled_ids))  # once, not per chunk
     parts = []
-    for a, outputs in zip(range(0, n, CHUNK), _chunk_outputs(model, store, smiles, int(workers), model_file)):
+    work = _chunk_outputs(model, store, smiles, int(workers), model_file, domain if smiles is not None else None)
+    for a, (outputs, dom) in zip(range(0, n, CHUNK), work):
         pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
         chunk = [smiles[int(p)] for p in pos] if smiles is not None else None
-        cols = prediction_columns(cal, outputs, model.head.task, domain if chunk is not None else None, chunk)
+        cols = prediction_columns(cal, outputs, model.head.task, dom=dom)
         gid = store.graph_ids[pos]
         head = {"graph_id": pa.array(gid, pa.int64())}
         if smiles is not None:

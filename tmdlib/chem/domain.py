@@ -51,27 +51,32 @@ class Domain:
 
     def __init__(self, train_smiles):
         from tmdlib.chem.fingerprints import ecfp4_counts
+        from tmdlib.chem.minmax import MinMaxIndex
 
         if not len(train_smiles):
             raise ValueError("no trained molecules: no applicability domain")
-        self.train = ecfp4_counts(list(train_smiles))
+        self.index = MinMaxIndex(ecfp4_counts(list(train_smiles)))  # sparse: a few MB for 16,000 molecules
+        self.n_trained = int(self.index.n)
         self.threshold: float | None = None
         self.n_audit = 0
 
     def measure(self, smiles) -> tuple[np.ndarray, np.ndarray]:
         """``(nn_similarity, sigma)`` of valid SMILES, each ``(m,)``."""
         from tmdlib.chem.fingerprints import ecfp4_counts
-        from tmdlib.chem.models import minmax_kernel
 
         m = len(smiles)
         sim, sigma = np.zeros(m), np.zeros(m)
-        n = min(NEIGHBOURS, len(self.train))
         for a in range(0, m, BLOCK):
-            K = minmax_kernel(ecfp4_counts(list(smiles[a:a + BLOCK])), self.train)
-            top = -np.partition(-K, n - 1, axis=1)[:, :n]
-            sim[a:a + len(K)] = top.max(axis=1)
-            sigma[a:a + len(K)] = 1.0 - top.mean(axis=1) + BETA
+            sim[a:a + BLOCK], sigma[a:a + BLOCK] = self.measure_counts(ecfp4_counts(list(smiles[a:a + BLOCK])))
         return sim, sigma
+
+    def measure_counts(self, counts) -> tuple[np.ndarray, np.ndarray]:
+        """``(nn_similarity, sigma)`` of molecules given by their ECFP4 counts ``(m, 2048)`` (the model's own
+        fingerprints, computed once per chunk of a pool), each ``(m,)``; exact (:class:`MinMaxIndex`)."""
+        _, top = self.index.scan(counts, top=NEIGHBOURS)
+        if top is None:
+            return np.zeros(len(counts)), np.zeros(len(counts))
+        return top[:, 0].copy(), 1.0 - top.mean(axis=1) + BETA
 
     def set_threshold(self, audit_similarity) -> None:
         """The threshold from the audit sample's nearest-neighbour similarities (none when it is empty)."""
@@ -81,14 +86,21 @@ class Domain:
 
     def columns(self, smiles) -> dict:
         """``{"nn_similarity", "in_domain", "sigma"}`` of valid SMILES (``in_domain`` None without threshold)."""
-        sim, sigma = self.measure(smiles)
+        return self.flag(*self.measure(smiles))
+
+    def columns_counts(self, counts) -> dict:
+        """:meth:`columns` of molecules given by their ECFP4 counts ``(m, 2048)``."""
+        return self.flag(*self.measure_counts(counts))
+
+    def flag(self, sim: np.ndarray, sigma: np.ndarray) -> dict:
+        """``{"nn_similarity", "in_domain", "sigma"}`` from measured similarities and difficulties."""
         inside = None if self.threshold is None else sim >= self.threshold
         return {"nn_similarity": sim, "in_domain": inside, "sigma": sigma}
 
     def describe(self) -> dict:
         """What predictions.json states about the domain."""
         return {"similarity": "Tanimoto (MinMax) on ECFP4 counts to the nearest trained molecule",
-                "threshold": self.threshold, "rule": RULE, "n_audit": self.n_audit, "n_trained": len(self.train),
+                "threshold": self.threshold, "rule": RULE, "n_audit": self.n_audit, "n_trained": self.n_trained,
                 "difficulty": f"1 - mean similarity to the {NEIGHBOURS} nearest trained molecules + {BETA:g} "
                               "(normalised conformal regression: the interval is prediction +- q * difficulty)"}
 

@@ -211,9 +211,17 @@ def minmax_kernel(A, B=None, *, block: int = KERNEL_BLOCK) -> np.ndarray:
     return out
 
 
-def _kernel_apply(X: np.ndarray, sv: np.ndarray, coef: np.ndarray, intercept: np.ndarray, block: int) -> np.ndarray:
-    r""":math:`f(x) = \sum_j K(x, s_j)\,\alpha_{jc} + b_c` for every row of ``X`` (blocks of rows), shape (m, c)."""
+def _kernel_apply(X: np.ndarray, sv: np.ndarray, coef: np.ndarray, intercept: np.ndarray, block: int,
+                  index=None) -> np.ndarray:
+    r""":math:`f(x) = \sum_j K(x, s_j)\,\alpha_{jc} + b_c` for every row of ``X`` (blocks of rows), shape (m, c).
+
+    Integer counts (ECFP4) go through ``index`` (:class:`tmdlib.chem.minmax.MinMaxIndex` of ``sv``: only each row's
+    non-zero positions, the same kernel values); other inputs through :func:`minmax_kernel`."""
     out = np.empty((X.shape[0], coef.shape[1]))
+    if index is not None and sv.shape[0] and _integer_valued(X):
+        for i in range(0, X.shape[0], block):
+            out[i:i + block] = index.scan(X[i:i + block], coef)[0] + intercept
+        return out
     for i in range(0, X.shape[0], block):
         xb = X[i:i + block]
         out[i:i + block] = (minmax_kernel(xb, sv, block=block) @ coef if sv.shape[0] else 0.0) + intercept
@@ -241,7 +249,17 @@ class _KernelMachine:
 
     def _decision(self, X, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
         X = _features(X, self.n_features_in_, nonnegative=True)
-        return _kernel_apply(X, self.support_vectors_, coef, intercept, int(self.block))
+        return _kernel_apply(X, self.support_vectors_, coef, intercept, int(self.block), self._sv_index())
+
+    def _sv_index(self):
+        """The support vectors' :class:`~tmdlib.chem.minmax.MinMaxIndex` (built once; None for non-count ones)."""
+        sv = self.support_vectors_
+        if getattr(self, "_index_of", None) is not sv:  # the very array it was built from (refits replace it)
+            from .minmax import MAX_COUNT, MinMaxIndex
+
+            ok = sv.size and _integer_valued(sv) and sv.max() <= MAX_COUNT
+            self._index, self._index_of = (MinMaxIndex(sv) if ok else None), sv
+        return self._index
 
     def _machine_arrays(self) -> dict[str, np.ndarray]:
         return {"kind": np.array(self._kind), "support_vectors": self.support_vectors_, "dual_coef": self.dual_coef_,
