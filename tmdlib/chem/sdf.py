@@ -4,7 +4,8 @@ One record per requested molecule, in the order given (the label request table's
 V2000 mol block with 2D coordinates (:func:`tmdlib.chem.depict.mol_2d`; V3000 beyond 999 atoms, as RDKit
 writes it) titled with the user's compound id when the pool has them (the name chemists' tools show), else the graph
 id, then the SD properties ``graph_id``, ``compound_id`` (only when the pool has compound ids), ``source_id``,
-``tau``, ``rank`` and ``smiles``.  The mol block's second header line (program and date) is always ``     RDKit          2D``, so
+``tau``, ``rank`` and ``smiles``.
+The mol block's second header line (program and date) is always ``     RDKit          2D``, so
 the text depends only on the inputs (a DVC hash does not change between runs).  A SMILES RDKit cannot parse
 gives a record without atoms whose ``warning`` property says so (the request itself is kept).
 
