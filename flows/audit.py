@@ -11,15 +11,20 @@ from pathlib import Path
 import typer
 from prefect import flow
 
-from tasks.audit import gather_facts, link_report, read_plot, write_report
+from tasks.audit import gather_facts, link_report, prediction_report, read_plot, write_report
 from tmdlib.reporting.verdict import coreset_verdicts
 
 
 @flow(name="audit", log_prints=True)
 def audit_flow(dataset: str, graphs: str, tmd_meta: str, selection: str, nodes: str, requests: str, manifest: str,
                labels_meta: str, train_info: str, metrics: str, metrics_nodes: str, plot: str, out_dir: str,
-               params: str = "params.yaml", lock: str = "dvc.lock", log_mlflow: bool = True) -> dict:
+               params: str = "params.yaml", lock: str = "dvc.lock", log_mlflow: bool = True,
+               predictions: str | None = None, labels: str | None = None) -> dict:
     """Write ``report.md``, ``report.html`` and the plots into ``out_dir`` and link them from the train run.
+
+    In production (a pool without labels) with ``predictions`` (``predictions.parquet``, its ``.json`` beside it)
+    the report also shows the audit sample's parity plot against ``labels`` (default: the ``labels.csv`` that
+    ``train.json`` names), the distribution of the pool's predictions and its in-domain share.
 
     Returns
     -------
@@ -31,7 +36,13 @@ def audit_flow(dataset: str, graphs: str, tmd_meta: str, selection: str, nodes: 
              "metrics_nodes": metrics_nodes, "plot": plot, "params": params}
     facts = gather_facts(dataset, paths, lock, check_mlflow=log_mlflow)
     bound_plot = read_plot(plot)
-    files = write_report(out_dir, facts, bound_plot)
+    extra = []
+    if predictions and facts.get("mode") == "production":
+        from tasks.io import read_json
+
+        labels = labels or read_json(train_info, "train info").get("labels")
+        facts["predictions"], extra = prediction_report(predictions, labels, selection, facts.get("task"))
+    files = write_report(out_dir, facts, bound_plot, extra)
     result = {"files": files, "facts": facts}
     run_id = facts["provenance"].get("mlflow_run_id")
     if log_mlflow and run_id:
@@ -58,6 +69,10 @@ def audit_command(
     params: Path = typer.Option(Path("params.yaml"), "--params", help="The pipeline's params.yaml."),
     lock: Path = typer.Option(Path("dvc.lock"), "--lock", help="dvc.lock, read at run time (may not exist yet)."),
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Link the report from the MLflow train run."),
+    predictions: Path = typer.Option(None, "--predictions", help="predictions.parquet of the predict stage "
+                                     "(production: the parity plot, the pool's predictions, the in-domain share)."),
+    labels: Path = typer.Option(None, "--labels", help="labels.csv, the lab's audit measurements (default: the one "
+                                "train.json names)."),
 ) -> None:
     """Audit report of a run (Markdown + static HTML with plots), linked from its MLflow train run."""
     from tmdlib import InputError
@@ -66,11 +81,12 @@ def audit_command(
     check_dataset_name(dataset)
     inputs = (graphs, tmd_meta, selection, nodes, requests, manifest, labels_meta, train_info, metrics, metrics_nodes,
               plot, params)
-    missing = next((p for p in inputs if not p.is_file()), None)
+    missing = next((p for p in (*inputs, predictions, labels) if p is not None and not p.is_file()), None)
     if missing is not None:  # before Prefect starts: a missing upstream output fails in a second
         raise InputError(missing, "not found (run the pipeline up to the stage that writes it: dvc repro)")
     res = audit_flow(dataset, *(str(p) for p in inputs[:-1]), str(out_dir), params=str(params), lock=str(lock),
-                     log_mlflow=mlflow)
+                     log_mlflow=mlflow, predictions=str(predictions) if predictions else None,
+                     labels=str(labels) if labels else None)
     files = res["files"]
     typer.echo(f"report -> {files['markdown']}, {files['html']} (plots {', '.join(files['plots'])})")
     if "mlflow_tags" in res:

@@ -3,8 +3,10 @@
 Reads (paths from dvc.yaml): the graph store, the TMD ``meta.json``, ``selection.json``, ``nodes.parquet``,
 ``label_requests.parquet``, ``manifest.json``, ``labels.json``, ``train.json`` (its ``mlflow.run_id``),
 ``metrics.json``, ``metrics_nodes.json``, ``bound_vs_gap.png``, ``params.yaml`` and -- at run time, not as a
-DVC dependency -- ``dvc.lock``.  Writes ``report.md``, ``report.html``, ``counts.png`` and a copy of
-``bound_vs_gap.png`` into one folder; the rendering is :mod:`tmdlib.reporting.audit`.  The selected molecules (a
+DVC dependency -- ``dvc.lock``; in production also ``predictions.parquet`` / ``.json`` and ``labels.csv``
+(:func:`prediction_report`).  Writes ``report.md``, ``report.html``, ``counts.png`` and a copy of
+``bound_vs_gap.png`` into one folder (production: also ``parity.png`` and ``predictions.png``, which the HTML embeds
+and the Markdown links; not DVC outputs, a benchmark run has none); the rendering is :mod:`tmdlib.reporting.audit`.  The selected molecules (a
 store with SMILES) are depicted by RDKit (:mod:`tmdlib.chem.depict`) and embedded in the page.
 """
 from __future__ import annotations
@@ -295,13 +297,101 @@ def counts_plot(facts: dict) -> bytes:
 
 
 # ----------------------------------------------------------------------------------------------
+# Production: the predictions a chemist looks at
+# ----------------------------------------------------------------------------------------------
+PARITY_PNG, PREDICTIONS_PNG = "parity.png", "predictions.png"
+
+
+def _audit_measurements(labels: str, sel: dict, spec, gids) -> tuple[np.ndarray, list]:
+    """``(rows of the predictions table, measured values)`` of the labelled audit sample (first target)."""
+    from .io import read_labels
+
+    label_map, _ = read_labels(labels, None, spec)
+    audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map]
+    row = {int(g): i for i, g in enumerate(gids)}
+    missing = [g for g in audit if g not in row]
+    if missing:
+        raise InputError(labels, f"labelled audit graphs not in the predictions: {missing[:10]} (rerun tmdsub predict)")
+    y = [float(np.ravel(label_map[g])[0]) for g in audit]
+    return np.asarray([row[g] for g in audit], dtype=np.int64), y
+
+
+@task(name="audit-predictions", persist_result=False)
+def prediction_report(predictions: str, labels: str, selection: str, task_dict: dict | None) -> tuple[dict, list]:
+    """``(facts["predictions"], images)`` of a production run (:mod:`tmdlib.reporting.predictions`).
+
+    Reads ``predictions.parquet`` and the ``predictions.json`` beside it (one set:
+    :func:`tasks.predict.read_prediction_set`), the lab's ``labels.csv`` and ``selection.json``'s ``audit_ids``.
+    The parity plot (regression) pairs each labelled audit molecule's measurement with its prediction and interval;
+    the distribution covers every pool molecule's prediction, split by its ``in_domain`` flag.  A multi-target
+    regression shows its first target.  Images: ``[(file name, caption, PNG)]``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.reporting import predictions as rp
+
+    from .io import read_selection
+    from .predict import read_prediction_set
+
+    folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
+    meta = read_prediction_set(str(folder), stem)
+    spec = TaskSpec.from_dict(task_dict or meta.get("task") or {})
+    try:
+        table = pq.read_table(predictions)
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(predictions, f"not a readable predictions Parquet: {err}") from None
+    names = table.column_names
+    target = spec.targets[0] if spec.is_regression else "class"
+    col = f"prediction_{target}" if spec.is_regression and len(spec.targets) > 1 else "prediction"
+    if col not in names:
+        raise InputError(predictions, f"no {col} column (columns {', '.join(names)})")
+    values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
+    flags = table.column("in_domain").to_pylist() if "in_domain" in names else None
+    rows, measured = _audit_measurements(labels, read_selection(selection), spec, table.column("graph_id").to_pylist())
+    quantity = target if spec.is_regression else "class"
+    facts = {"file": predictions, "rows": table.num_rows, "model": meta.get("model"),
+             "confidence": meta.get("confidence"), "task": spec.type, "quantity": quantity,
+             "domain": rp.domain_share(meta.get("domain")), "audit": None, "confusion": None, "parity_note": None}
+    caption = (f"Distribution of the pool's {table.num_rows} predictions" +
+               (", in and out of the applicability domain" if flags is not None else ""))
+    images = [(PREDICTIONS_PNG, caption, rp.distribution_png(values, flags, title=caption, quantity=quantity,
+                                                               discrete=not spec.is_regression))]
+    if spec.is_regression and len(rows):
+        bounds = [f"{b}_{target}" if col != "prediction" else b for b in ("lower", "upper")]
+        lo, hi = (np.asarray(table.column(b).to_numpy(zero_copy_only=False), dtype=np.float64)[rows]
+                  if b in names else None for b in bounds)
+        facts["audit"] = rp.audit_agreement(measured, values[rows], lo, hi)
+        cap = (f"Audit sample: prediction vs the lab's measurement ({len(rows)} molecules), "
+               f"{_pct_text(meta.get('confidence'))} prediction intervals, y = x")
+        images.insert(0, (PARITY_PNG, cap, rp.parity_png(measured, values[rows], lo, hi,
+                                                         None if flags is None else [flags[i] for i in rows],
+                                                         title=cap, quantity=quantity)))
+    elif not len(rows):
+        facts["parity_note"] = "no labelled audit molecule yet: nothing to plot against the lab"
+    else:
+        facts["audit"] = {"n": len(rows)}
+        facts["confusion"] = rp.confusion_counts(measured, values[rows].tolist())
+        facts["parity_note"] = ("classification: no parity plot; the audit sample's predicted against measured "
+                                "classes are counted above")
+    facts["plots"] = [(name, cap) for name, cap, _ in images]
+    return facts, images
+
+
+def _pct_text(value) -> str:
+    return "" if value is None else f"{100 * float(value):g} %"
+
+
+# ----------------------------------------------------------------------------------------------
 # Outputs
 # ----------------------------------------------------------------------------------------------
 @task(name="write-audit-report", persist_result=False)
-def write_report(out_dir: str, facts: dict, bound_plot: bytes) -> dict:
+def write_report(out_dir: str, facts: dict, bound_plot: bytes, extra: list | None = None) -> dict:
     """Render and write the plots, ``report.md`` and (last) ``report.html``, each atomically.
 
-    Everything is rendered before the first write, so a rendering error writes nothing.
+    ``extra``: more ``(file name, caption, PNG)`` plots (production: :func:`prediction_report`'s, shown in their
+    section).  Everything is rendered before the first write, so a rendering error writes nothing.
 
     Returns
     -------
@@ -311,7 +401,8 @@ def write_report(out_dir: str, facts: dict, bound_plot: bytes) -> dict:
     out = Path(out_dir)
     facts = {**facts, "files": {"markdown": str(out / REPORT_MD), "html": str(out / REPORT_HTML)}}
     images = [(COUNTS_PNG, "Graphs, nodes and labels kept versus dropped", counts_plot(facts)),
-              (BOUND_PNG, "Bound versus observed gap across coreset fractions (evaluate stage)", bound_plot)]
+              (BOUND_PNG, "Bound versus observed gap across coreset fractions (evaluate stage)", bound_plot),
+              *(extra or [])]
     markdown, page = audit.render_markdown(facts, images), audit.render_html(facts, images)
     for name, _, png in images:
         io.write_bytes(out / name, png)

@@ -10,7 +10,8 @@ Every writer goes to a temporary file in a private folder next to the destinatio
 flushes and fsyncs it, then ``os.replace``-s it onto the final name (atomic on POSIX)
 and fsyncs the folder.  On any error (ENOSPC included) the temporary is removed and
 the destination is untouched; temporaries of a killed writer carry its pid and are
-removed by :func:`remove_stale_temps`.
+removed by :func:`remove_stale_temps`.  Files that must change together are written with :func:`file_set`
+(staged, one atomic rename as the commit point, rolled forward by :func:`settle_file_set` after a kill).
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported fo
 from tmdlib.errors import InputError
 
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
-           "remove_stale_temps", "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
+           "remove_stale_temps", "file_set", "settle_file_set",
+           "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
            "read_nodes", "positions", "dataset_name", "node_subsets_for"]
 
 
@@ -97,6 +99,89 @@ def remove_stale_temps(folder: str | os.PathLike) -> int:
                 p.unlink()
         removed += 1
     return removed
+
+
+# ----------------------------------------------------------------------------------------------
+# A set of files committed together (the predictions' .parquet / .csv / .json)
+# ----------------------------------------------------------------------------------------------
+_ORDER = ".order"
+
+
+def _commit_dir(folder: Path, stem: str) -> Path:
+    return folder / f".{stem}.commit"
+
+
+@contextlib.contextmanager
+def file_set(folder: str | os.PathLike, stem: str, last: str) -> Iterator[Path]:
+    """Write several files as one set: every reader and every later run sees all the previous files or all the new.
+
+    Yields a private staging folder; the caller writes the files there under their final names (``last``, the
+    index naming the others, among them).  On success:
+
+    1. every staged file and the folder are fsynced, and the move order (``last`` last) is written beside them;
+    2. an interrupted earlier commit is finished (:func:`settle_file_set`);
+    3. **commit point**: the staging folder is renamed to ``.<stem>.commit`` (one atomic rename);
+    4. the files are moved into ``folder`` in that order (``os.replace`` each) and the commit folder removed.
+
+    A run killed before step 3 leaves the previous set untouched (its staging folder, named with its pid, is removed
+    by :func:`remove_stale_temps`); killed after it, the commit folder holds the complete new set and the next
+    :func:`settle_file_set` (every later commit, and the readers, call it) moves the rest in: roll forward, never a
+    mix.  On an error inside the block nothing is moved.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{stem}.{os.getpid()}.", suffix=".tmp", dir=folder))
+    try:
+        yield staging
+        names = sorted((p.name for p in staging.iterdir() if p.name != _ORDER), key=lambda n: (n == last, n))
+        if last not in names:
+            raise ValueError(f"file set {stem}: {last} was not written")
+        for name in names:
+            with open(staging / name, "rb+") as fh:
+                os.fsync(fh.fileno())
+        (staging / _ORDER).write_text("\n".join(names) + "\n", encoding="utf-8")
+        _fsync_dir(staging)
+        settle_file_set(folder, stem)
+        _pause_for_tests()
+        os.rename(staging, _commit_dir(folder, stem))  # the commit point
+        _fsync_dir(folder)
+        _pause_for_tests()
+        settle_file_set(folder, stem)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def settle_file_set(folder: str | os.PathLike, stem: str) -> bool:
+    """Finish a :func:`file_set` commit that a killed run left (move the rest of its files into ``folder``, in its
+    order, then remove the commit folder) and the staging folders of killed runs.  Idempotent, safe to call from a
+    reader.  Returns whether there was a commit to finish."""
+    folder = Path(folder)
+    remove_stale_temps(folder)
+    commit = _commit_dir(folder, stem)
+    if not commit.is_dir():
+        return False
+    try:
+        names = (commit / _ORDER).read_text(encoding="utf-8").split()
+    except FileNotFoundError:  # another process finished it meanwhile
+        return False
+    for name in names:
+        if (commit / name).exists():
+            with contextlib.suppress(FileNotFoundError):  # moved by a concurrent reader
+                os.replace(commit / name, folder / name)
+            _pause_for_tests()
+    _fsync_dir(folder)
+    shutil.rmtree(commit, ignore_errors=True)
+    return True
+
+
+def _pause_for_tests() -> None:
+    """``TMDSUB_COMMIT_PAUSE`` seconds between the steps of a :func:`file_set` commit: lets a test kill a real run
+    at each step (unset: no pause)."""
+    pause = os.environ.get("TMDSUB_COMMIT_PAUSE")
+    if pause:
+        import time
+
+        time.sleep(float(pause))
 
 
 def _write_with(dest, writer: Callable[[Path], Any]) -> Path:

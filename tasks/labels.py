@@ -90,7 +90,8 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
     """Write label_requests.csv/.parquet/.sdf and manifest.json atomically (manifest last).
 
     ``smiles`` (aligned with ``requests``, :func:`request_smiles`) gives the SD file one record per request
-    (:func:`tmdlib.chem.sdf.requests_sdf`, largest clusters first); without it the SD file has no records, so
+    (:func:`tmdlib.chem.sdf.requests_sdf`, largest clusters first, titled and tagged with the user's compound ids
+    when the requests carry them); without it the SD file has no records, so
     the DVC output always exists.  Everything is rendered before the first write.
     """
     import pyarrow.csv as pacsv
@@ -100,7 +101,10 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
         from tmdlib.chem.sdf import requests_sdf
 
         col = lambda name: requests.column(name).to_pylist()  # noqa: E731
-        sdf = requests_sdf(smiles, col("graph_id"), col("tau"), col("rank"), col("source_id"))
+        from tmdlib.datasets.smiles import ID_COLUMN
+
+        ids = col(ID_COLUMN) if ID_COLUMN in requests.column_names else None  # the user's compound ids, if any
+        sdf = requests_sdf(smiles, col("graph_id"), col("tau"), col("rank"), col("source_id"), compound_ids=ids)
     out = Path(out_dir)
     with io.atomic_path(out / "label_requests.csv") as tmp:
         pacsv.write_csv(requests, tmp)

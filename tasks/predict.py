@@ -1,5 +1,5 @@
-"""Prediction tasks: the calibration set and the applicability domain, the predictions table, its files (Parquet and
-CSV, written atomically)."""
+"""Prediction tasks: the calibration set and the applicability domain, the predictions table, its files (Parquet,
+CSV and the JSON naming them, committed as one set: :func:`write_predictions`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -243,12 +243,42 @@ def predict_smiles(model, cal, path: str, domain=None) -> pa.Table:
 
 @task(name="write-predictions", persist_result=False)
 def write_predictions(out_dir: str, table: pa.Table, meta: dict, stem: str = "predictions") -> dict:
-    """``<stem>.parquet``, ``<stem>.csv`` and ``<stem>.json`` (what they were made from) atomically, JSON last."""
+    """``<stem>.parquet``, ``<stem>.csv`` and ``<stem>.json`` (what they were made from) as one set.
+
+    The rule: the three are staged and committed together (:func:`tasks.io.file_set`: one atomic rename is the
+    commit point, the ``.json`` moved in last), and the ``.json`` names the sha256 of the other two (``files``, also
+    added to ``meta``).  A ``tmdsub predict`` killed at any moment leaves the previous three or, once committed, the
+    new three (the next run or reader finishes the move: :func:`read_prediction_set`), never a new ``.parquet``
+    beside an old ``.csv``; a set that still disagrees with its ``.json`` (files copied by hand) is refused by the
+    reader.
+    """
     import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
 
     out = Path(out_dir)
-    io.write_parquet(out / f"{stem}.parquet", table)
-    with io.atomic_path(out / f"{stem}.csv") as tmp:
-        pacsv.write_csv(table, tmp)
-    io.write_json(out / f"{stem}.json", meta)
+    with io.file_set(out, stem, last=f"{stem}.json") as stage:
+        pq.write_table(table, stage / f"{stem}.parquet", compression="zstd")
+        pacsv.write_csv(table, stage / f"{stem}.csv")
+        meta["files"] = {name: io.sha256_file(stage / name) for name in (f"{stem}.parquet", f"{stem}.csv")}
+        io.write_json(stage / f"{stem}.json", meta)
     return {"parquet": str(out / f"{stem}.parquet"), "csv": str(out / f"{stem}.csv")}
+
+
+def read_prediction_set(out_dir: str, stem: str = "predictions") -> dict:
+    """The ``<stem>.json`` of a predictions folder, after finishing a commit a killed run left
+    (:func:`tasks.io.settle_file_set`) and checking that the ``.parquet`` and ``.csv`` are the ones it names.
+
+    Raises
+    ------
+    InputError
+        No ``.json``, or a file whose sha256 differs from the one the ``.json`` records (a mixed set).
+    """
+    out = Path(out_dir)
+    io.settle_file_set(out, stem)
+    meta = io.read_json(str(out / f"{stem}.json"), "predictions metadata")
+    for name, digest in (meta.get("files") or {}).items():  # a .json written before the rule has none
+        path = out / name
+        if not path.is_file() or io.sha256_file(path) != digest:
+            raise InputError(path, f"not the file {stem}.json was written with (a mixed set of predictions): "
+                                   "rerun tmdsub predict")
+    return meta

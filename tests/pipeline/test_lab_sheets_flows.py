@@ -102,6 +102,10 @@ def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     req = pq.read_table(tmp_path / "labels" / "label_requests.parquet").to_pylist()
     assert all(r["compound_id"] == f"REG-{1000 + r['graph_id']}" for r in req)
+    from rdkit import Chem  # the SD file too: each record titled by its compound id, which is also a property
+
+    mols = list(Chem.SDMolSupplier(str(tmp_path / "labels" / "label_requests.sdf")))
+    assert [(m.GetProp("_Name"), m.GetProp("compound_id")) for m in mols] == [(r["compound_id"],) * 2 for r in req]
     answer = tmp_path / "answers.csv"
     with open(answer, "w", newline="") as fh:
         w = csv.writer(fh, delimiter=";")

@@ -138,9 +138,17 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
                str(t / "labels" / "label_requests.parquet"), str(t / "labels" / "manifest.json"),
                str(t / "labels" / "labels.json"), str(t / "train.json"), str(t / "m.json"), str(t / "m.json"),
                str(t / "p.png"), str(t / "audit"), params=str(ROOT / "params.yaml"), lock=str(t / "none.lock"),
-               log_mlflow=False)
+               log_mlflow=False, predictions=str(t / "pred" / "predictions.parquet"))
     report = (t / "audit" / "report.md").read_text()
-    assert report.index("Pool estimate") < report.index("Verdict") and "not measurable" in report
+    assert report.index("Pool estimate") < report.index("Predictions: the audit sample") < report.index("Verdict")
+    assert "not measurable" in report
+    # what a chemist looks at: the audit sample against the lab (parity, with the intervals), the pool's
+    # predictions, the in-domain share as predictions.json states it
+    assert f"| in the applicability domain | {dom['rows_in_domain']} of {N} " in report
+    assert "(parity.png)" in report and "(predictions.png)" in report
+    assert (t / "audit" / "parity.png").read_bytes().startswith(b"\x89PNG")
+    page = (t / "audit" / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 4  # counts, bound, parity, predictions
     assert "Constant predictor: " + const["sentence"] in report
     assert "requested graphs without an answer yet" in report
         # round 2: the ledger holds round 1; a larger budget asks only for new molecules, never the audit again

@@ -2,8 +2,10 @@ r"""Label requests as an SD file (what chemists open in their tools), the same b
 
 One record per requested molecule, in the order given (the label request table's: largest clusters first): a
 V2000 mol block with 2D coordinates (:func:`tmdlib.chem.depict.mol_2d`; V3000 beyond 999 atoms, as RDKit
-writes it) titled with the graph id, then the SD properties ``graph_id``, ``source_id``, ``tau``, ``rank`` and
-``smiles``.  The mol block's second header line (program and date) is always ``     RDKit          2D``, so
+writes it) titled with the user's compound id when the pool has them (the name chemists' tools show), else the graph
+id, then the SD properties ``graph_id``, ``compound_id`` (only when the pool has compound ids), ``source_id``,
+``tau``, ``rank`` and ``smiles``.
+The mol block's second header line (program and date) is always ``     RDKit          2D``, so
 the text depends only on the inputs (a DVC hash does not change between runs).  A SMILES RDKit cannot parse
 gives a record without atoms whose ``warning`` property says so (the request itself is kept).
 
@@ -20,10 +22,12 @@ from typing import Sequence
 
 from .depict import mol_2d
 
-__all__ = ["requests_sdf", "SDF_PROPERTIES", "HEADER_LINE"]
+__all__ = ["requests_sdf", "SDF_PROPERTIES", "HEADER_LINE", "TITLE_MAX"]
 
-#: The SD properties of every record, in the order written.
+#: The SD properties of every record, in the order written (``compound_id`` after ``graph_id`` when given).
 SDF_PROPERTIES = ("graph_id", "source_id", "tau", "rank", "smiles")
+#: Longest title line written (a V2000 header line holds 80 characters).
+TITLE_MAX = 80
 #: The fixed second line of every mol block (program name and dimension, no date).
 HEADER_LINE = "     RDKit          2D"
 _EMPTY = "\n".join(["", HEADER_LINE, "", "  0  0  0  0  0  0  0  0  0  0999 V2000", "M  END"]) + "\n"
@@ -56,7 +60,7 @@ def _molblock(smiles: str | None, title: str) -> tuple[str, bool]:
 
 
 def requests_sdf(smiles: Sequence[str | None], graph_ids: Sequence[int], tau: Sequence[int], rank: Sequence[int],
-                 source_ids: Sequence[str] | None = None) -> str:
+                 source_ids: Sequence[str] | None = None, compound_ids: Sequence[str | None] | None = None) -> str:
     """SD file text of the molecules requested for labelling, one record each, in the order given.
 
     Parameters
@@ -71,12 +75,17 @@ def requests_sdf(smiles: Sequence[str | None], graph_ids: Sequence[int], tau: Se
         Cluster rank (1 = largest cluster).
     source_ids : sequence of str, length k, optional
         Human-facing ids (default: the SMILES).
+    compound_ids : sequence of str (or None), length k, optional
+        The user's own compound ids (a registry number, :data:`tmdlib.datasets.smiles.ID_COLUMN` of the pool):
+        written as the ``compound_id`` property of every record and as the record's title (line breaks made spaces,
+        cut to :data:`TITLE_MAX` characters); a record whose id is None or blank keeps the graph id as its title.
 
     Returns
     -------
     str
         ``k`` records, each ending with ``$$$$``; ``""`` (a valid SD file without records) when ``k = 0``.
-        Properties :data:`SDF_PROPERTIES`, plus ``warning`` on a record whose SMILES RDKit cannot parse.
+        Properties :data:`SDF_PROPERTIES` (with ``compound_id`` when ``compound_ids`` are given), plus ``warning`` on
+        a record whose SMILES RDKit cannot parse.
 
     Raises
     ------
@@ -85,16 +94,22 @@ def requests_sdf(smiles: Sequence[str | None], graph_ids: Sequence[int], tau: Se
     """
     smiles, graph_ids, tau, rank = list(smiles), list(graph_ids), list(tau), list(rank)
     source_ids = ["" if s is None else s for s in smiles] if source_ids is None else list(source_ids)
+    cids = None if compound_ids is None else list(compound_ids)
     k = len(smiles)
-    if not len(graph_ids) == len(tau) == len(rank) == len(source_ids) == k:
-        raise ValueError(f"smiles, graph_ids, tau, rank and source_ids differ in length: {len(smiles)}, "
-                         f"{len(graph_ids)}, {len(tau)}, {len(rank)}, {len(source_ids)}")
+    if not len(graph_ids) == len(tau) == len(rank) == len(source_ids) == k or (cids is not None and len(cids) != k):
+        raise ValueError(f"smiles, graph_ids, tau, rank, source_ids and compound_ids differ in length: {len(smiles)}, "
+                         f"{len(graph_ids)}, {len(tau)}, {len(rank)}, {len(source_ids)}"
+                         + ("" if cids is None else f", {len(cids)}"))
     out = []
-    for smi, gid, t, r, src in zip(smiles, graph_ids, tau, rank, source_ids):
+    for i, (smi, gid, t, r, src) in enumerate(zip(smiles, graph_ids, tau, rank, source_ids)):
         gid = _int(gid, "graph_ids")
-        block, parsed = _molblock(smi, str(gid))
-        props = {"graph_id": gid, "source_id": src, "tau": _int(t, "tau"), "rank": _int(r, "rank"),
-                 "smiles": "" if smi is None else smi}
+        cid = None if cids is None or cids[i] is None or not str(cids[i]).strip() else _value(cids[i]).strip()
+        block, parsed = _molblock(smi, str(gid) if cid is None else cid[:TITLE_MAX])
+        props = {"graph_id": gid}
+        if cids is not None:
+            props["compound_id"] = "" if cid is None else cid
+        props.update({"source_id": src, "tau": _int(t, "tau"), "rank": _int(r, "rank"),
+                      "smiles": "" if smi is None else smi})
         if not parsed:
             props["warning"] = "RDKit cannot parse this SMILES (or it has no atoms): no structure"
         out.append(block + "".join(f"> <{name}>\n{_value(v)}\n\n" for name, v in props.items()) + "$$$$\n")

@@ -28,6 +28,14 @@ stage outputs.  The facts are one dict with these keys (any may be missing; miss
     labelling team in this run, else reused from the ledger) and ``svg`` (an RDKit depiction,
     :func:`tmdlib.chem.depict.depict_svg`, or ``None``)); or ``omitted``: why there are none (a dataset
     without SMILES).
+``predictions`` (production)
+    What a chemist looks at (:mod:`tmdlib.reporting.predictions`): ``file``, ``rows`` (pool molecules predicted),
+    ``model``, ``confidence``, ``task``, ``quantity`` (what was predicted), ``domain``
+    (:func:`~tmdlib.reporting.predictions.domain_share`), ``audit``
+    (:func:`~tmdlib.reporting.predictions.audit_agreement` of the labelled audit sample), ``confusion``
+    (classification: :func:`~tmdlib.reporting.predictions.confusion_counts`), ``parity_note`` (why there is no
+    parity plot) and ``plots``: ``[(file name, caption)]`` of the images shown in this section (the parity plot
+    and the distribution of the pool's predictions) rather than at the end.
 ``files``
     ``{"markdown": path, "html": path}`` of the report itself.
 
@@ -232,6 +240,42 @@ def _estimate_section(f: Mapping) -> dict:
     return _section("Pool estimate (production: the audit sample)", rows, text=text, tone=tone)
 
 
+def _predictions_section(f: Mapping) -> dict:
+    """Production: the audit sample's parity with the lab, the pool's predictions and its in-domain share."""
+    p = f["predictions"]
+    d, a = p.get("domain") or {}, p.get("audit") or {}
+    rows = [("predictions file", p.get("file")), ("pool molecules predicted", p.get("rows")), ("model", p.get("model")),
+            ("interval confidence", _pct(p.get("confidence")))]
+    if d.get("computed"):
+        n_in, n_out = d.get("in_domain"), d.get("out_of_domain")
+        share = d.get("share_in_domain")
+        rows += [("in the applicability domain", f"{n_in} of {n_in + n_out} ({_pct(share)})"),
+                 ("out of the applicability domain",
+                  f"{n_out} of {n_in + n_out} ({_pct(None if share is None else 1 - share)})"),
+                 ("domain threshold (similarity to the nearest trained molecule)", d.get("threshold")),
+                 ("domain similarity", d.get("similarity")), ("domain threshold rule", d.get("rule"))]
+        text = (f"{_pct(share)} of the pool ({n_in} of {n_in + n_out} molecules) lies inside the model's "
+                "applicability domain; the plots show the lab's audit measurements against the predictions and how "
+                "the pool's predictions are distributed.")
+    else:
+        rows.append(("applicability domain", d.get("why") or "not computed"))
+        text = "No applicability domain: " + (d.get("why") or "not computed") + "."
+    if a.get("n"):
+        rows += [("audit sample: molecules measured by the lab", a.get("n")),
+                 ("audit sample: RMSE / MAE of the predictions", None if a.get("rmse") is None else
+                  f"{_fmt(a['rmse'])} / {_fmt(a['mae'])}")]
+        if a.get("covered") is not None:
+            rows.append(("audit sample: measurements inside their interval",
+                         f"{a['covered']} of {a['n']} ({_pct(a.get('coverage'))}); the intervals are calibrated on "
+                         "these molecules, so this is not an out-of-sample coverage"))
+    rows += [(f"audit sample: measured {y}, predicted {q}", n) for y, q, n in p.get("confusion") or []]
+    if p.get("parity_note"):
+        rows.append(("parity plot", p["parity_note"]))
+    sec = _section("Predictions: the audit sample and the pool", rows, text=text, tone="note")
+    sec["plots"] = [tuple(x) for x in p.get("plots") or []]
+    return sec
+
+
 def _verdict_section(f: Mapping) -> dict:
     """The report's opening: is the bound informative or vacuous (:mod:`tmdlib.reporting.verdict`)?"""
     b = f.get("bound") or {}
@@ -426,7 +470,9 @@ def report_sections(facts: Mapping) -> list[dict]:
     Returns
     -------
     list of dict
-        In reading order: the verdict on the bound (informative or vacuous, with the numbers), run, dataset,
+        In reading order: (production) the pool estimate and the predictions (``plots``: ``[(file name,
+        caption)]`` of the images the section shows), the verdict on the bound (informative or vacuous, with the
+        numbers), run, dataset,
         graphs, nodes, bound, labels, selected molecules, label manifest, checks, parameters, files read,
         dvc.lock entries, reproduce.  The molecules section also has ``table`` (``header``, ``rows``,
         ``code_columns``), ``figures`` (``(caption, alt text, SVG or None)``) and ``more`` (the line saying how
@@ -434,6 +480,7 @@ def report_sections(facts: Mapping) -> list[dict]:
     """
     p = facts.get("provenance") or {}
     head = [_estimate_section(facts)] if facts.get("pool_estimate") else []
+    head += [_predictions_section(facts)] if facts.get("predictions") else []
     return head + [
         _verdict_section(facts), _run_section(facts), _data_section(facts), _graphs_section(facts), _nodes_section(facts),
         _bound_section(facts), _labels_section(facts), _molecules_section(facts),
@@ -486,10 +533,13 @@ def render_markdown(facts: Mapping, images: Sequence[tuple[str, str, bytes]] = (
         Markdown text ending with a newline.
     """
     out = [f"# tmdsub audit report: {_md_cell(str(facts.get('dataset')))}", ""]
-    for s in report_sections(facts):
+    sections = report_sections(facts)
+    have, inline = {name for name, _, _ in images}, _inline_plots(sections)
+    for s in sections:
         out += [f"## {s['title']}", ""]
         if s["text"]:
             out += [_md_cell(s["text"]), ""]
+        out += [f"![{_md_cell(caption)}]({name})\n" for name, caption in s.get("plots") or () if name in have]
         if s["rows"]:
             out += ["| fact | value |", "|---|---|"]
             out += [f"| {_md_cell(label)} | {_md_cell(value)} |" for label, value in s["rows"]] + [""]
@@ -499,9 +549,10 @@ def render_markdown(facts: Mapping, images: Sequence[tuple[str, str, bytes]] = (
             out += [_md_cell(s["more"]), ""]
         if s["code"]:
             out += ["```bash", *s["code"], "```", ""]
-    if images:
+    rest = [(name, caption) for name, caption, _ in images if name not in inline]
+    if rest:
         out += ["## Plots", ""]
-        out += [f"![{_md_cell(caption)}]({name})\n" for name, caption, _ in images]
+        out += [f"![{_md_cell(caption)}]({name})\n" for name, caption in rest]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -520,11 +571,25 @@ img{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
-def _html_section(s: Mapping) -> list[str]:
+def _inline_plots(sections: Sequence[Mapping]) -> set:
+    """File names of the images a section shows itself (not repeated under "Plots")."""
+    return {name for s in sections for name, _ in s.get("plots") or ()}
+
+
+def _html_figure(name: str, caption: str, png: bytes) -> str:
+    esc = html.escape
+    uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return (f'<figure><img src="{uri}" alt="{esc(caption)}" title="{esc(name)}">'
+            f"<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def _html_section(s: Mapping, pngs: Mapping[str, bytes] | None = None) -> list[str]:
     esc = html.escape
     out = [f"<section><h2>{esc(s['title'])}</h2>"]
     if s["text"]:
         out.append(f'<p class="{esc(s.get("tone") or "warn")}">{esc(s["text"])}</p>')
+    out += [_html_figure(name, caption, (pngs or {})[name]) for name, caption in s.get("plots") or ()
+            if name in (pngs or {})]
     if s["rows"]:
         out.append("<table><tbody>")
         out += [f'<tr><th scope="row">{esc(label)}</th><td>{esc(value)}</td></tr>' for label, value in s["rows"]]
@@ -571,14 +636,14 @@ def render_html(facts: Mapping, images: Sequence[tuple[str, str, bytes]] = ()) -
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="{esc(_CSP)}">',
            f"<title>{esc(title)}</title><style>{_CSS}</style></head><body><main>", f"<h1>{esc(title)}</h1>"]
-    for s in report_sections(facts):
-        out += _html_section(s)
-    if images:
+    sections = report_sections(facts)
+    pngs, inline = {name: png for name, _, png in images}, _inline_plots(sections)
+    for s in sections:
+        out += _html_section(s, pngs)
+    rest = [x for x in images if x[0] not in inline]
+    if rest:
         out.append("<section><h2>Plots</h2>")
-        for name, caption, png in images:
-            uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-            out.append(f'<figure><img src="{uri}" alt="{esc(caption)}" title="{esc(name)}">'
-                       f"<figcaption>{esc(caption)}</figcaption></figure>")
+        out += [_html_figure(name, caption, png) for name, caption, png in rest]
         out.append("</section>")
     out += ["</main></body></html>", ""]
     return "\n".join(out)

@@ -118,3 +118,23 @@ def test_depictions_are_deterministic_svg():
     assert 'width=\'120px\'' in depict_svg(POOL[0], size=(120, 90))
     assert depict_svg("not a smiles") is None and depict_svg("") is None and depict_svg(None) is None
     assert mol_2d("CCO").GetNumConformers() == 1 and mol_2d("C1CC") is None
+
+
+def test_compound_ids_title_the_records_and_travel_as_a_property():
+    """The pool's own compound ids (issue 61): each record's title and a ``compound_id`` property after ``graph_id``;
+    a record without an id keeps the graph id as its title; a long or multi-line id stays on one title line."""
+    from tmdlib.chem.answers import sdf_answer_table
+    from tmdlib.chem.sdf import TITLE_MAX
+
+    ids = ["REG-1000", None, "X" * 100, "two\nlines"]
+    text = requests_sdf(POOL[:4], [5, 6, 7, 8], [4, 3, 2, 1], [1, 2, 3, 4], compound_ids=ids)
+    mols = _records(text)
+    assert [m.GetProp("_Name") for m in mols] == ["REG-1000", "6", "X" * TITLE_MAX, "two lines"]
+    assert [m.GetProp("compound_id") for m in mols] == ["REG-1000", "n/a", "X" * 100, "two lines"]
+    assert list(mols[0].GetPropNames()) == ["graph_id", "compound_id", *SDF_PROPERTIES[1:]]
+    table, _ = sdf_answer_table(text)  # the lab's answer file read back keeps the ids
+    assert table.column("compound_id").to_pylist()[0] == "REG-1000"
+    assert requests_sdf(POOL[:1], [5], [1], [1]) == requests_sdf(POOL[:1], [5], [1], [1], compound_ids=None)
+    assert "compound_id" not in requests_sdf(POOL[:1], [5], [1], [1])
+    with pytest.raises(ValueError, match="differ in length"):
+        requests_sdf(POOL[:2], [5, 6], [1, 1], [1, 2], compound_ids=["a"])
