@@ -56,7 +56,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     sel = read_selection(selection)
     check_same_store(selection, sel, graphs, store.content_hash, "selection")  # before any label is read
     task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
-    spec = train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes)
+    spec = train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes, len(sel["medoids"]))
     graph_model = spec.name in ("gin", "certified-gin")
     budget, mode = certified_setting(spec, lipschitz_budget, lipschitz_mode, target)
     recipe = recipe_for(spec.name, recipe)

@@ -394,9 +394,10 @@ def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, datase
 
 
 def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None, task=None,
-              graphs_only: bool = False) -> str:
+              graphs_only: bool = False, n_train: int = 0) -> str:
     """The model to train: ``model`` when given; ``auto`` (with the store and the task) is the measured default
-    (:func:`tmdlib.models.default_model`: ``svm`` for molecule regression, ``rf`` for molecule classification); otherwise, and for ``None``, the certified
+    (:func:`tmdlib.models.default_model`: ``svm`` for molecule regression, ``lgbm`` past ``SVM_MAX_TRAIN`` labelled
+    training molecules ``n_train``, ``rf`` for molecule classification); otherwise, and for ``None``, the certified
     GIN when a Lipschitz budget or target is set, else the GIN (the behaviour before ``train.model`` existed);
     ``graphs_only`` (node subsampling trains on subgraphs) keeps ``auto`` on the GIN."""
     if model not in (None, "", "auto"):
@@ -406,7 +407,7 @@ def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None,
     if model == "auto" and store is not None and task is not None and not graphs_only:
         from tmdlib.models import default_model
 
-        return default_model(store.has_smiles, task, certified)
+        return default_model(store.has_smiles, task, certified, n_train)
     return "certified-gin" if certified else "gin"
 
 
@@ -448,10 +449,11 @@ def check_train_options(name: str, model, lipschitz_budget, lipschitz_target, lo
     return target
 
 
-def train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes):
+def train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes, n_train: int = 0):
     """The model's :class:`~tmdlib.models.registry.ModelSpec` for this store and task (:func:`model_for`); node
     subsampling trains on subgraphs, so a model that reads molecules gives way to the graph model (said once)."""
-    spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target, store, task, bool(nodes)))
+    spec = resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target, store, task, bool(nodes),
+                                          n_train))
     if nodes and spec.inputs != "graphs":  # node subsampling trains on subgraphs: a graph model
         fallback = model_for(None, lipschitz_budget, lipschitz_target)
         print(f"node subsampling trains graph models: model {spec.name!r} reads molecules, {fallback} is trained on "

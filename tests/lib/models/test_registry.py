@@ -178,3 +178,16 @@ def test_the_stages_that_build_models_depend_on_every_models_code():
         deps = [d.rstrip("/") for d in stages[stage]["do"]["deps"]]
         missing = [f for f in sorted(files) if not any(f == d or f.startswith(d + "/") for d in deps)]
         assert not missing, f"{stage} does not depend on {missing}"
+
+
+def test_default_model_by_task_and_label_count():
+    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.models.registry import SVM_MAX_TRAIN, default_model
+
+    reg, binary = TaskSpec(type="regression"), TaskSpec(type="binary")
+    assert default_model(True, reg) == "svm"
+    assert default_model(True, reg, n_train=SVM_MAX_TRAIN) == "svm"
+    assert default_model(True, reg, n_train=SVM_MAX_TRAIN + 1) == "lgbm"  # the kernel matrix would not fit
+    assert default_model(True, binary, n_train=50_000) == "rf"
+    assert default_model(False, reg, certified=False) == "gin"
+    assert default_model(False, binary) == "certified-gin"
