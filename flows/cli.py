@@ -80,9 +80,10 @@ def _select_methods() -> tuple[str, ...]:
 
 
 def _node_methods() -> tuple[str, ...]:
-    from tmdlib.select.nodes import NODE_METHODS
+    """``--method`` of ``tmdsub nodes``: auto and off (:func:`tmdlib.select.nodes.node_method`), then the methods."""
+    from tmdlib.select.nodes import NODE_AUTO, NODE_METHODS, NODE_OFF
 
-    return NODE_METHODS
+    return (NODE_AUTO, NODE_OFF, *NODE_METHODS)
 
 
 @app.command()
@@ -291,7 +292,7 @@ def select(
 @app.command()
 def nodes(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    method: str = typer.Option("tmd", "--method", help=f"{' | '.join(_node_methods())}."),
+    method: str = typer.Option("auto", "--method", help=f"{' | '.join(_node_methods())}; auto = off on a molecule pool without labels (production), else tmd."),
     fraction: float = typer.Option(..., "--fraction", help="Nodes kept per graph, ceil(fraction * |V|)."),
     seed: int = typer.Option(0, "--seed"),
     depth: int = typer.Option(4, "--depth"),
@@ -312,7 +313,11 @@ def nodes(
     target = out or DATA / "selection" / dataset / "nodes.parquet"
     res = nodes_flow(str(store), str(target), method=method, fraction=fraction, depth=depth, weights=w,
                      seed=seed, bfs_mode=bfs_mode)
-    typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {method} at {fraction:g}, "
+    if res["method"] == "off":
+        typer.echo(f"{dataset}: node subsampling off ({res['reason']}): {target} has no rows, and train_nodes and "
+                   "evaluate_nodes skip")
+        return
+    typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {res['method']} at {fraction:g}, "
                f"mean epsilon = {res['mean_epsilon']:.4g} -> {target}")
 
 

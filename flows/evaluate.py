@@ -16,9 +16,10 @@ import typer
 from prefect import flow
 
 from tasks.evaluate import (evaluate_production, evaluation_positions, log_evaluation, measure_model_task, measure_task,
-                            metrics_document, parse_fractions, plot_bound_vs_gap, tmd_setting, write_metrics)
+                            metrics_document, parse_fractions, plot_bound_vs_gap, skip_evaluation, tmd_setting,
+                            write_metrics)
 from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store
-from tasks.io import dataset_name, node_subsets_for, read_json, read_nodes, read_selection
+from tasks.io import dataset_name, node_subsets_for, nodes_off, read_json, read_nodes, read_selection
 from tasks.labels import task_of
 from tasks.train import load_model, set_torch_threads
 from tmdlib import InputError
@@ -35,15 +36,14 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   experiment: str = "tmdsub", log_mlflow: bool = True, sample: int = 0,
                   trust_matrix: bool = False, confidence: float = 0.9) -> dict:
     """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``).
-
     ``sample > 0`` (pools too large to score whole, e.g. MOSES): the coreset graphs are scored exactly, the full
     training loss is estimated on a seeded uniform sample (with its standard error), the reference is trained on
-    that sample, the test set is sampled, and the matrix checks and the sweep are skipped.
-
-    Production mode (labels from the lab, not the benchmark stand-in): the model's metric on the pool estimated on
-    the audit sample with a ``confidence`` interval, the τ-weighted coreset loss and the certificate c·ε against the
-    trained task's loss scale; nothing that needs labels the team does not have (:mod:`tmdlib.models.evaluate`).
-    """
+    that sample, the test set is sampled, and the matrix checks and the sweep are skipped.  Production mode (the lab's labels): the model's metric on the pool estimated on the audit sample with a
+    ``confidence`` interval, the τ-weighted coreset loss and c·ε against the trained task's loss scale; nothing that
+    needs labels the team does not have (:mod:`tmdlib.models.evaluate`).  ``nodes`` recording node subsampling off:
+    skipped, saying so (:func:`tasks.evaluate.skip_evaluation`)."""
+    if nodes and (off := nodes_off(nodes)):
+        return skip_evaluation(off, graphs, metrics_out, plot_out)
     t0 = time.perf_counter()
     set_torch_threads(torch_threads)
     if sample and sample < 0:
@@ -143,6 +143,9 @@ def evaluate_command(
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
+    if m.get("skipped"):  # node subsampling off: evaluate_nodes wrote what says so
+        typer.echo(f"{m['line']}: {m['stage']} skipped -> {metrics_out}, {plot_out}")
+        return
     b = m["bound"]
     for line in verdict_lines(m)[:1 if m.get("mode") != "production" else 3]:
         typer.echo(line)

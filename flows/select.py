@@ -10,12 +10,13 @@ from prefect.utilities.annotations import quote
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.labels import read_ledger
-from tasks.select import (resolve_plan, round_options, select_task, subsample_nodes_task, write_json,
-                          write_parquet)
+from tasks.select import (nodes_off_table, resolve_plan, round_options, select_task, subsample_nodes_task,
+                          write_json, write_parquet)
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.plan import check_engine
 from tmdlib.select import get_method
 from tmdlib.select.audit import audit_members, audit_size
+from tmdlib.select.nodes.policy import NODE_OFF, node_method, off_line
 from tmdlib.select.rounds import check_control
 
 
@@ -105,10 +106,19 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
 
 
 @flow(name="nodes")
-def nodes_flow(graphs: str, out: str, method: str = "tmd", fraction: float = 0.5, depth: int = 4, weights="pascal",
+def nodes_flow(graphs: str, out: str, method: str = "auto", fraction: float = 0.5, depth: int = 4, weights="pascal",
                seed: int = 0, bfs_mode: str = "fill") -> dict:
-    """Node subsampling of every graph; writes graph_id, kept nodes and ε_i = TN(G) − TN(G[S])."""
-    ds = open_store(graphs).dataset
-    table, mean_eps = subsample_nodes_task(ds, method, fraction, depth, weights, seed, bfs_mode)
+    """Node subsampling of every graph; writes graph_id, kept nodes and ε_i = TN(G) − TN(G[S]).
+
+    ``method="auto"`` (:func:`tmdlib.select.nodes.node_method`): off on a molecule pool without labels
+    (production), else ``tmd``.  Off (or ``method="off"``), the file has no rows and records why
+    (:func:`tasks.select.nodes_off_table`); train_nodes and evaluate_nodes then skip, saying so."""
+    store = open_store(graphs)
+    chosen, reason = node_method(method, not store.labelled, store.has_smiles)
+    if chosen == NODE_OFF:
+        write_parquet(out, nodes_off_table(method, reason))
+        print(off_line(reason), flush=True)
+        return {"graphs": 0, "mean_epsilon": None, "method": NODE_OFF, "reason": reason, "fraction": fraction}
+    table, mean_eps = subsample_nodes_task(store.dataset, chosen, fraction, depth, weights, seed, bfs_mode)
     write_parquet(out, table)
-    return {"graphs": table.num_rows, "mean_epsilon": mean_eps, "method": method, "fraction": fraction}
+    return {"graphs": table.num_rows, "mean_epsilon": mean_eps, "method": chosen, "fraction": fraction}

@@ -42,11 +42,14 @@ def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
     """``(verdict lines, headline line)`` of one metrics file (``metrics.json`` or ``metrics_nodes.json``).
 
     The verdict (:func:`tmdlib.reporting.verdict.verdict_lines`) says whether each bound is informative or
-    vacuous, with c·ε and the loss scale; the headline line has the test metric and the raw numbers.
+    vacuous, with c·ε and the loss scale; the headline line has the test metric and the raw numbers.  A stage
+    that was skipped (node subsampling off) gives its one line.
     """
     from tmdlib.datasets.task import BINARY
     from tmdlib.reporting.verdict import verdict_lines
 
+    if m.get("skipped"):  # node subsampling off (nodes.method): one line, no numbers
+        return [f"  {path}: {m.get('line') or 'skipped'}"], []
     test, bound = m.get("test") or {}, m.get("bound") or {}
     if not test and not bound:
         return [], []

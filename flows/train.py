@@ -18,14 +18,15 @@ import typer
 from prefect import flow
 
 from tasks.graphs import check_same_store, open_store
-from tasks.io import (dataset_name, node_subsets_for, positions, read_labels, read_labels_meta, read_nodes,
-                      read_selection)
+from tasks.io import (dataset_name, node_subsets_for, nodes_off, positions, read_labels, read_labels_meta,
+                      read_nodes, read_selection)
 from tasks.labels import task_of
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
                             selection_dataset)
 from tasks.train import (answered_selection, certified_setting, check_train_options, collapse_warning, fit_task,
                          gin_options, log_trained_model, model_for, partial_answers_line, recipe_for,  # noqa: F401
-                         resolve_config, save_model, selection_labels, set_torch_threads, target_budget, train_info,
+                         resolve_config, save_model, selection_labels, set_torch_threads, skip_training, target_budget,
+                         train_info,
                          train_model_spec, train_params, train_record, train_summary, training_weights, write_model)
 from tmdlib import InputError
 from tmdlib.models import Inputs
@@ -41,13 +42,13 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                lipschitz_target: float | str | None = None, loss: str = "auto", huber_delta: float = 1.0,
                model: str | None = None, recipe: str = "paper-b2", weighting: str = "auto") -> dict:
     """Train the model ``model`` (:mod:`tmdlib.models`: a registered name or ``package.module:factory``) on the
-    coreset graphs, optionally on their node-subsampled subgraphs; returns ``train.json``'s content.
-
-    GIN options (``recipe``, ``epochs``, ``lr`` ...; ``lipschitz_budget`` / ``lipschitz_mode`` /
-    ``lipschitz_target`` for the certified GIN: the target sets c = target / the selection's ε) are ignored by the
-    other models.  ``weighting``: ``tau`` (the coreset's cluster sizes, Corollary 3.3), ``none`` (unit weights) or
-    ``auto`` (:func:`tmdlib.select.rounds.default_weighting`: none in production, tau in benchmark mode).
-    """
+    coreset graphs, or on their node-subsampled subgraphs (``nodes``; skipped when it records node subsampling off:
+    :func:`tasks.train.skip_training`); returns ``train.json``'s content.  GIN options (``recipe``, ``epochs``,
+    ``lr`` ...; ``lipschitz_*`` for the certified GIN: a target sets c = target / the selection's ε) are ignored by
+    the other models.  ``weighting``: ``tau`` (Corollary 3.3), ``none`` or ``auto``
+    (:func:`tmdlib.select.rounds.default_weighting`: none in production, tau in benchmark mode)."""
+    if nodes and (off := nodes_off(nodes)):  # node subsampling is off: outputs that say so, nothing trained
+        return skip_training(off, graphs, model_out, info_out)
     set_torch_threads(torch_threads)
     name = dataset_name(graphs)
     target = check_train_options(name, model, lipschitz_budget, lipschitz_target, loss, huber_delta, weighting, recipe,
@@ -166,6 +167,9 @@ def train_command(
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
+    if info.get("skipped"):  # node subsampling off: train_nodes wrote what says so
+        typer.echo(f"{info['line']}: {info['stage']} skipped, nothing trained -> {model_out}, {info_out}")
+        return
     c = info["lipschitz"]["c"]
     typer.echo(f"model {info['model_name']} -> {model_out}, info -> {info_out} ("
                + (f"c = {c:.4g}{' certified' if info.get('certified') else ''}, " if c is not None else "")

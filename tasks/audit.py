@@ -275,6 +275,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
         "not_measurable": docs["metrics"].get("not_measurable"),
         "coreset_loss_weighted": docs["metrics"].get("coreset_loss_weighted"),
         "node_bound": docs["metrics_nodes"].get("nodes") or {},
+        "node_subsampling": (io.nodes_off(paths["nodes"]) or {}).get("line"),  # off: the one line that says so
         "labels": label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
         "molecules": molecules,
         "manifest": _scalars(docs["manifest"]),
@@ -290,7 +291,8 @@ def counts_plot(facts: dict) -> bytes:
     """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.reporting.audit.counts_png`)."""
     g, n, lab = facts["graphs"], facts["nodes"], facts["labels"]
     bars = [("graphs (training pool)", [("kept", g["kept"]), ("dropped", g["dropped"])]),
-            ("nodes (all graphs)", [("kept", n["kept"]), ("dropped", n["dropped"])]),
+            *([] if facts.get("node_subsampling") else [("nodes (all graphs)", [("kept", n["kept"]),
+                                                                                 ("dropped", n["dropped"])])]),
             ("labels (training pool)", [("requested", lab["requested"]), ("reused", lab["reused"]),
                                         ("not needed", lab["not_needed"])])]
     return audit.counts_png(bars, title=f"{facts['dataset']}: kept versus dropped")

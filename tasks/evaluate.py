@@ -220,6 +220,27 @@ def evaluation_positions(sel: dict, ds, selection: str, graphs: str, task, sampl
     return train_pos, test_pos, subset, n_train, tau, tau_source, plan
 
 
+def skip_evaluation(off: dict, graphs: str, metrics_out: str, plot_out: str) -> dict:
+    """``evaluate_nodes`` when ``nodes.parquet`` records node subsampling as off (:func:`tasks.io.nodes_off`):
+    ``metrics_nodes.json`` says the stage was skipped and why (no number, no MLflow run) and the plot is a notice."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    name = io.dataset_name(graphs)
+    doc = {"skipped": True, "stage": f"evaluate_nodes@{name}", "dataset": name, "node_subsampling": "off",
+           "nodes_method": off.get("requested"), "reason": off["reason"], "line": off["line"], "nodes": None}
+    fig = plt.figure(figsize=(6, 1.2))
+    fig.text(0.5, 0.5, f"{name}: {off['line']}; nothing trained or measured", ha="center", va="center", fontsize=9)
+    with io.atomic_path(plot_out) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    io.write_json(metrics_out, doc)
+    print(f"{off['line']}: {doc['stage']} skipped (no metrics, no MLflow run)", flush=True)
+    return doc
+
+
 @task(name="write-metrics", persist_result=False)
 def write_metrics(path: str, metrics: dict) -> str:
     """Atomic JSON write of ``metrics.json``."""

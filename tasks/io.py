@@ -33,7 +33,7 @@ from tmdlib.errors import InputError
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
            "remove_stale_temps", "file_set", "settle_file_set",
            "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
-           "read_nodes", "positions", "dataset_name", "node_subsets_for"]
+           "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for"]
 
 
 @contextlib.contextmanager
@@ -513,6 +513,30 @@ def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
             raise InputError(path, "null graph_id/nodes or a missing/negative epsilon", line=row + 1)
         out[int(g)] = (np.asarray(s, dtype=np.int64), max(float(e), 0.0))
     return out
+
+
+#: The schema-metadata key of ``nodes.parquet`` that records node subsampling as off, and why.
+NODES_META_KEY = b"tmdsub.nodes"
+
+
+def nodes_off(path: str | None) -> dict | None:
+    """``{"method": "off", "requested", "reason", "line"}`` when ``nodes.parquet`` records node subsampling as off
+    (:func:`tasks.select.nodes_off_table`), else None (also for no path or a missing file: its reader says so)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path or not Path(path).is_file():
+        return None
+    try:
+        raw = (pq.read_schema(path).metadata or {}).get(NODES_META_KEY)
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(path, f"not a readable nodes Parquet: {err}") from None
+    doc = json.loads(raw) if raw else {}
+    if doc.get("method") != "off":
+        return None
+    return {"requested": None, "reason": "nodes.method: off", "line": "node subsampling: off", **doc}
 
 
 def node_subsets_for(nodes: dict, ids: np.ndarray, path: str) -> tuple[list, np.ndarray]:

@@ -85,6 +85,20 @@ def subsample_nodes_task(ds: GraphDataset, method: str, fraction: float, depth: 
     return table, float(res.mean_epsilon)
 
 
+def nodes_off_table(requested: str, reason: str):
+    """``nodes.parquet`` of node subsampling that is off: the usual columns, no rows, and in the schema's metadata
+    (:data:`tasks.io.NODES_META_KEY`) ``{"method": "off", "requested", "reason", "line"}``, which the later stages read
+    (:func:`tasks.io.nodes_off`) to skip instead of training and measuring."""
+    import json
+
+    from tmdlib.select.nodes.policy import off_line
+
+    schema = pa.schema([("graph_id", pa.int64()), ("nodes", pa.list_(pa.int32())), ("k", pa.int64()),
+                        ("epsilon", pa.float64()), ("tree_norm", pa.float64()), ("kept_tree_norm", pa.float64())])
+    doc = {"method": "off", "requested": requested, "reason": reason, "line": off_line(reason)}
+    return schema.empty_table().replace_schema_metadata({io.NODES_META_KEY: json.dumps(doc).encode()})
+
+
 @task(name="write-json", persist_result=False)
 def write_json(path: str, obj: dict) -> str:
     """Atomic JSON write."""

@@ -346,6 +346,8 @@ def load_model(path: str, info: dict):
 
     if not Path(path).is_file():
         raise InputError(path, "model file not found")
+    if info.get("skipped"):  # train_nodes with node subsampling off (skip_training): no model was trained
+        raise InputError(path, f"no model: {info.get('line') or 'the training stage was skipped'}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch raises many kinds for a bad file
@@ -537,6 +539,21 @@ def log_trained_model(run: dict, fitted, info: dict, name: str, stage: str, task
 
 
 @task(name="write-model", persist_result=False, cache_policy=NO_CACHE)
+def skip_training(off: dict, graphs: str, model_out: str, info_out: str) -> dict:
+    """``train_nodes`` when ``nodes.parquet`` records node subsampling as off (:func:`tasks.io.nodes_off`): nothing
+    is trained or logged to MLflow; ``model_nodes.pt`` holds only the reason (no tensor), ``train_nodes.json`` says
+    the stage was skipped and why (``skipped``, ``reason``, ``line``)."""
+    import torch
+
+    name = io.dataset_name(graphs)
+    with io.atomic_path(model_out) as tmp:
+        torch.save({"skipped": off["line"]}, tmp)
+    info = {"skipped": True, "stage": f"train_nodes@{name}", "dataset": name, "node_subsampling": "off",
+            "nodes_method": off.get("requested"), "reason": off["reason"], "line": off["line"]}
+    print(f"{off['line']}: train_nodes@{name} skipped (no model trained, no MLflow run)", flush=True)
+    return write_model(None, model_out, info_out, info)
+
+
 def write_model(model, model_out: str, info_out: str, info: dict) -> dict:
     """Write ``model.pt`` (unless ``model`` is None: already written) and ``train.json`` atomically (the JSON
     last, naming the model's sha256)."""

@@ -3,7 +3,8 @@ with the defaults (``select.method: auto`` = tmd-rounds: half uniform, half TMD 
 but one request, ``tmdsub labels commit``, round two at 10 % steered by the labels that came back, with a Random control
 arm (``select.control``); the selection keeps what was answered, never asks for the audit sample, certifies the whole
 labelled set (recomputed here from the matrix), and is reproducible from the ledger; once round two is answered, the
-evaluate stage compares the two arms on the audit sample.  The lab plays from MoleculeACE's measured CHEMBL2835_Ki values."""
+evaluate stage compares the two arms on the audit sample, and the node-subsampling stages are off (a production molecule
+pool), saying so once in the summary and the audit report.  The lab plays from MoleculeACE's measured CHEMBL2835_Ki values."""
 from __future__ import annotations
 
 import csv
@@ -102,7 +103,7 @@ def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
         w = csv.writer(fh)
         w.writerow(["smiles", "label"])
         w.writerows((r["source_id"], hidden[r["source_id"]]) for r in reqs2)
-    _sh([DVC, "repro", "evaluate@POOL"], ws, env)
+    _sh([DVC, "repro", "audit@POOL"], ws, env)  # evaluate, and the node stages: off here (nodes.method: auto)
     metrics = json.loads((ws / "data/metrics/POOL/metrics.json").read_text())
     c = metrics["control"]
     assert c["n_control"] == c["n_strategy"] == len(control) and c["verdict"] in (
@@ -110,6 +111,11 @@ def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
     assert c["low"] <= c["difference"] <= c["high"] and c["n"] == metrics["audit_labelled"]
     summary = _sh([TMDSUB, "summary"], ws, env).stdout
     assert "Random control" in summary
+    # a production molecule pool: node subsampling off by default (issues 61, 63), said once, nothing trained
+    off = "node subsampling: off (production molecule pool; nodes.method: auto)"
+    assert summary.count(off) == 1 and "evaluate_nodes@POOL" not in summary and "train_nodes@POOL" not in summary
+    assert (ws / "data/audit/POOL/report.md").read_text().count(off) == 1
+    assert json.loads((ws / "data/models/POOL/train_nodes.json").read_text())["skipped"]
     manifest = json.loads((ws / "data/labels/POOL/manifest.json").read_text())
     assert manifest["requested_audit"] == 0  # round two: the audit sample was answered in round one
     assert (f"requests {manifest['requested_coreset']} coreset + 0 audit = {manifest['requested_coreset']}"

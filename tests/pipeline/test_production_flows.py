@@ -256,6 +256,53 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
         assert mlflow.MlflowClient().get_run(m["mlflow"]["run_id"]).info.run_name == stage
 
 
+def test_node_stages_are_off_on_a_production_molecule_pool(tmp_path, monkeypatch):
+    """nodes.method: auto (issue 61 item 4, issue 63): on a molecule pool without labels the nodes stage writes a
+    nodes.parquet without rows that says why, train_nodes trains nothing, evaluate_nodes measures nothing and starts
+    no MLflow run, and the audit report and `tmdsub summary` say it once, with no number."""
+    from flows.audit import audit_flow
+    from flows.evaluate import evaluate_flow
+    from flows.select import nodes_flow
+    from flows.summary import metrics_lines
+    from flows.train import train_flow
+    from helpers import ROOT
+    from tasks.io import nodes_off
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    smiles, hidden = _regression_rows()
+    w = _walk(tmp_path, smiles[:120], hidden[:120], "rf")
+    t = tmp_path
+    line = "node subsampling: off (production molecule pool; nodes.method: auto)"
+    res = nodes_flow(w["store"], str(t / "nodes.parquet"))  # the default: auto
+    assert res["method"] == "off" and res["reason"] == "production molecule pool; nodes.method: auto"
+    table = pq.read_table(t / "nodes.parquet")
+    assert table.num_rows == 0 and {"graph_id", "nodes", "k", "epsilon"} <= set(table.column_names)
+    assert nodes_off(str(t / "nodes.parquet"))["line"] == line
+    info = train_flow(w["store"], str(t / "sel.json"), str(t / "labels" / "labels.csv"), str(t / "model_nodes.pt"),
+                      str(t / "train_nodes.json"), nodes=str(t / "nodes.parquet"))
+    saved = json.loads((t / "train_nodes.json").read_text())
+    assert info["skipped"] and saved["skipped"] and saved["line"] == line and saved["stage"] == "train_nodes@POOL"
+    assert (t / "model_nodes.pt").is_file() and "mlflow" not in saved
+    m = evaluate_flow(w["store"], str(t / "sel.json"), str(t / "model_nodes.pt"), str(t / "train_nodes.json"),
+                      str(t / "metrics_nodes.json"), str(t / "bound_vs_gap_nodes.png"), nodes=str(t / "nodes.parquet"),
+                      tmd_meta=str(t / "tmd" / "meta.json"))
+    saved = json.loads((t / "metrics_nodes.json").read_text())
+    assert m["skipped"] and saved["line"] == line and saved["stage"] == "evaluate_nodes@POOL"
+    assert "bound" not in saved and "test" not in saved and "mlflow" not in m
+    assert (t / "bound_vs_gap_nodes.png").read_bytes().startswith(b"\x89PNG")
+    assert not (t / "mlflow.db").exists()  # neither stage opened the tracking store
+    audit_flow("POOL", w["store"], str(t / "tmd" / "meta.json"), str(t / "sel.json"), str(t / "nodes.parquet"),
+               str(t / "labels" / "label_requests.parquet"), str(t / "labels" / "manifest.json"),
+               str(t / "labels" / "labels.json"), str(t / "train.json"), str(t / "m.json"),
+               str(t / "metrics_nodes.json"), str(t / "p.png"), str(t / "audit"), params=str(ROOT / "params.yaml"),
+               lock=str(t / "none.lock"), log_mlflow=False)
+    report = (t / "audit" / "report.md").read_text()
+    assert report.count(line) == 1 and "mean ε_i" not in report and "nodes (all graphs)" not in report
+    assert "Pool estimate" in report  # the main model's report is whole
+    verdict, headline = metrics_lines("data/metrics/POOL/metrics_nodes.json", saved)
+    assert verdict == [f"  data/metrics/POOL/metrics_nodes.json: {line}"] and headline == []
+
+
 def test_a_model_added_in_one_file_walks_the_stages(tmp_path):
     """lgbm (tmdlib/chem/lgbm.py, registered by its entry point) trains, evaluates and predicts like the others."""
     pytest.importorskip("lightgbm")

@@ -12,6 +12,8 @@ stage outputs.  The facts are one dict with these keys (any may be missing; miss
     ``nodes``, ``matrix_sha256``, ``depth``, ``weights``.
 ``graphs``, ``nodes``, ``nodes_selected``
     :func:`kept_dropped` dicts (``graphs`` also has ``dataset``, ``test``, ``method``, ``fraction``, ``seed``).
+``node_subsampling``
+    The line that says node subsampling was off (``nodes.method``), or None: the report says it once, no numbers.
 ``bound``, ``node_bound``, ``test``
     From ``metrics.json`` (``bound``, ``test``) and ``metrics_nodes.json`` (``nodes``).  The report opens with
     their verdict (:mod:`tmdlib.reporting.verdict`): informative or vacuous, with c·ε and the loss scale.
@@ -339,6 +341,8 @@ def _graphs_section(f: Mapping) -> dict:
 
 
 def _nodes_section(f: Mapping) -> dict:
+    if f.get("node_subsampling"):  # off (nodes.method): said once, here
+        return _section("Nodes kept and dropped", text=f"{f['node_subsampling']}.", tone="note")
     rows = []
     for key, what in (("nodes", "all graphs"), ("nodes_selected", "selected graphs (node-subsampled model)")):
         n = f.get(key) or {}
@@ -378,10 +382,11 @@ def _bound_section(f: Mapping) -> dict:
              (f"test {t.get('metric', 'metric')}: full-data model", t.get("full_model"))]
     rows += [(f"test {k} (coreset model)", v) for k, v in (t.get("coreset_metrics") or {}).items()
              if k not in (t.get("metric"), "n")]
-    rows += [("nodes: mean ε_i (Cor. 4.1)", n.get("epsilon_mean")), ("nodes: c·mean ε_i", n.get("bound")),
-             ("nodes: observed gap", n.get("gap_observed")),
-             ("nodes: observed gap ≤ c·mean ε_i", nv["lemma"]["holds_text"] if nv else None),
-             ("nodes: 2c·mean ε_i", n.get("erm_bound")), ("nodes: observed excess loss", n.get("excess_loss"))]
+    rows += [] if f.get("node_subsampling") else [
+        ("nodes: mean ε_i (Cor. 4.1)", n.get("epsilon_mean")), ("nodes: c·mean ε_i", n.get("bound")),
+        ("nodes: observed gap", n.get("gap_observed")),
+        ("nodes: observed gap ≤ c·mean ε_i", nv["lemma"]["holds_text"] if nv else None),
+        ("nodes: 2c·mean ε_i", n.get("erm_bound")), ("nodes: observed excess loss", n.get("excess_loss"))]
     if f.get("mode") == "production":  # say once what a pool without labels cannot give, not a row of n/a each
         rows = [r for r in rows if _fmt(r[1]) != NA] + [(
             "not measurable in production", "the observed gap, the full-data reference, the excess loss and the test "

@@ -52,6 +52,7 @@ from .api import (CombinedSubsample, NodeSubsample, combined_subsample, induced_
                   subsample_nodes)
 from .candidates import (BFS_MODES, METHODS, WINNER_NAMES, NodeCandidates, bfs_subset, core_numbers, graph_seeds,
                          kcore_subset, node_budgets, node_candidates, random_walk_subset)
+from .policy import DEFAULT_NODE_METHOD, NODE_AUTO, NODE_OFF, node_method, off_line
 
 #: The node-subsampling methods (``tmdsub nodes --method``, the experiment's node grid): declared once, in
 #: :data:`tmdlib.select.nodes.candidates.METHODS`.
@@ -76,6 +77,11 @@ __all__ = [
     "subsample_nodes",
     "induced_subdataset",
     "combined_subsample",
+    "NODE_OFF",
+    "NODE_AUTO",
+    "DEFAULT_NODE_METHOD",
+    "node_method",
+    "off_line",
 ]
 
 #: ``method`` values: TMD-optimal candidate, uniform random nodes, random-walk subset alone,
