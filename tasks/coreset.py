@@ -80,9 +80,11 @@ class PartCache:
         io.remove_stale_temps(self.dir) if self.dir.exists() else None
 
     def path(self, spec: PartSpec) -> Path:
-        """The file of a part: hash of its graphs' contents, its budget and its masks."""
+        """The file of a part: hash of its graphs' contents, its budget, its search's candidates per cluster (when
+        not the default) and its masks."""
         masks = (spec.candidates, spec.fixed)
-        key = _digest(self.base, spec.k, spec.max_pairs, *(self.hashes[i] for i in spec.positions.tolist()),
+        search = () if spec.per_cluster is None else (f"per_cluster={int(spec.per_cluster)}",)
+        key = _digest(self.base, spec.k, spec.max_pairs, *search, *(self.hashes[i] for i in spec.positions.tolist()),
                       *(b"" if m is None else np.packbits(np.asarray(m, bool)).tobytes() for m in masks))
         return self.dir / f"{key}.npz"
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 import re
 
@@ -202,7 +203,7 @@ def test_map_parts_decides_where_parts_run(mutag):
     assert len(seen) == a.info.parts == 2
     assert np.array_equal(a.medoids, b.medoids) and np.array_equal(a.distance, b.distance)
     assert a.info.to_json() == {"parts": 2, "part_size": 100, "swaps": b.info.swaps,
-                                "max_pairs": float(auto_pair_budget(mutag.nodes_per_graph))}
+                                "max_pairs": float(auto_pair_budget(mutag.nodes_per_graph)), "per_cluster": None}
     with pytest.raises(ValueError, match="results for 2 parts"):
         scalable_coreset(mutag, 19, part_size=100, map_parts=lambda specs: [])
     cert = tmd_coreset(mutag, 19, engine="scalable", part_size=100, map_parts=map_parts)
@@ -586,3 +587,22 @@ def test_swap_gain_with_an_unknown_second_medoid():
     # a medoid whose member has no other known medoid and no closer x cannot be removed
     change, slot = _swap_gain(np.array([1, 2]), np.array([1.0, 10.0]), n1, d1, d2, np.zeros(0, np.int64), 2)
     assert slot == 1 and change == -1.0 + 2.0
+
+
+def test_large_pools_try_fewer_swap_candidates(mutag, mutag_D, tmp_path):
+    """Past ``AUTO_PART_SWITCH`` graphs the parts try ``PER_CLUSTER_LARGE`` candidates per cluster and round; the
+    option reaches the search, keys the part cache, and a part searched either way is exactly certified."""
+    from tasks.coreset import PartCache
+    from tmdlib.select.scalable import (AUTO_PART_SWITCH, PER_CLUSTER_LARGE, auto_per_cluster, plan_parts,
+                                        solve_part)
+
+    assert auto_per_cluster(AUTO_PART_SWITCH) is None and auto_per_cluster(10**7) == PER_CLUSTER_LARGE == 2
+    _, plan = plan_parts(mutag, 12)
+    assert plan.stub(0).per_cluster is None  # a small pool keeps the fuller search
+    spec = plan[0]
+    wide, narrow = solve_part(spec), solve_part(dataclasses.replace(spec, per_cluster=1))
+    assert narrow.stats.tried <= wide.stats.tried
+    for r in (wide, narrow):  # every assignment exact: the distances are the true TMDs to the medoids
+        np.testing.assert_allclose(r.distance, mutag_D[np.arange(len(mutag)), r.assignment], rtol=1e-9)
+    cache = PartCache(tmp_path, ["h"] * len(mutag), {"depth": 4})
+    assert cache.path(spec) != cache.path(dataclasses.replace(spec, per_cluster=2))

@@ -39,8 +39,8 @@ Modules: :mod:`~tmdlib.select.scalable.pairs` (exact pairs on demand, nearest me
 :func:`scalable_coreset`); part sizes and pair budgets are decided in :mod:`tmdlib.select.plan`, re-exported here.
 """
 from ...distance.lower import LowerBound  # noqa: F401  (the bound every module here prunes with)
-from ..plan import (AUTO_PAIR_WORK, AUTO_PART_SIZE, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, auto_pair_budget,
-                    auto_part_size, count_parts, fit_part_size, part_budgets, resolve_max_pairs, resolve_part_size,
+from ..plan import (AUTO_PAIR_WORK, AUTO_PART_SIZE, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, PER_CLUSTER_LARGE,
+                    auto_pair_budget, auto_part_size, auto_per_cluster, count_parts, fit_part_size, part_budgets, resolve_max_pairs, resolve_part_size,
                     split_work)
 from .api import EngineInfo, ScalableCoreset, combine_parts, scalable_coreset
 from .pairs import (DENSE_CACHE_MAX, STATUS_SECONDS, Countdown, Exact, Nearest, PairCache, ProgressFn,  # noqa: F401
@@ -53,6 +53,6 @@ from .swaps import (FIT_PAIRS, MAX_PIVOTS, MAX_TRIED, PartResult, SearchStats, S
 __all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",
            "refine_kmedoids", "fit_proxy", "Countdown", "FIT_PAIRS", "PartSpec", "PartResult", "PartPlan", "part_engine",
            "solve_part", "partition", "split_work", "part_budgets", "plan_parts",
-           "pool_embedding", "auto_part_size", "resolve_part_size", "count_parts", "fit_part_size", "auto_pair_budget",
+           "pool_embedding", "auto_part_size", "auto_per_cluster", "resolve_part_size", "count_parts", "fit_part_size", "auto_pair_budget",
            "resolve_max_pairs",
            "solve_in_order", "EngineInfo", "ScalableCoreset", "combine_parts", "scalable_coreset", "EXHAUSTIVE_PART"]

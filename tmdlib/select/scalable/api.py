@@ -27,15 +27,19 @@ class EngineInfo:
         Swaps made over all parts.
     max_pairs : float, optional
         The budget of exact pairs (as given).
+    per_cluster : int, optional
+        Swap candidates per cluster and round (None: the search's default;
+        :func:`~tmdlib.select.plan.auto_per_cluster`).
     """
 
     parts: int
     part_size: int
     swaps: int
     max_pairs: float | None
+    per_cluster: int | None = None
 
     def to_json(self) -> dict:
-        """``{"parts", "part_size", "swaps", "max_pairs"}``, JSON-ready."""
+        """``{"parts", "part_size", "swaps", "max_pairs", "per_cluster"}``, JSON-ready."""
         return asdict(self)
 
 
@@ -71,7 +75,7 @@ class ScalableCoreset:
 
 
 def combine_parts(n: int, parts: Sequence[np.ndarray], results: Sequence, part_size: int = 0,
-                  max_pairs: float | None = None) -> ScalableCoreset:
+                  max_pairs: float | None = None, per_cluster: int | None = None) -> ScalableCoreset:
     """The pool's coreset from its parts' results (positions mapped back; medoids sorted).
 
     Parameters
@@ -82,7 +86,7 @@ def combine_parts(n: int, parts: Sequence[np.ndarray], results: Sequence, part_s
         Positions of each part's graphs in the pool.
     results : sequence of PartResult
         Aligned with ``parts`` (mappings with :data:`PartResult.ARRAYS` keys are accepted too).
-    part_size, max_pairs
+    part_size, max_pairs, per_cluster
         Reported in :class:`EngineInfo`.
     """
     results = [r if isinstance(r, PartResult) else PartResult.from_arrays(r) for r in results]
@@ -91,7 +95,7 @@ def combine_parts(n: int, parts: Sequence[np.ndarray], results: Sequence, part_s
         medoids.append(p[np.asarray(r.medoids, np.int64)])
         assignment[p] = p[np.asarray(r.assignment, np.int64)]
         distance[p] = np.asarray(r.distance, np.float64)
-    info = EngineInfo(len(parts), int(part_size), int(sum(int(r.swaps) for r in results)), max_pairs)
+    info = EngineInfo(len(parts), int(part_size), int(sum(int(r.swaps) for r in results)), max_pairs, per_cluster)
     return ScalableCoreset(np.sort(np.concatenate(medoids)), assignment, distance,
                            int(sum(int(r.pairs_computed) for r in results)), info)
 
@@ -159,4 +163,4 @@ def scalable_coreset(ds, k: int, depth: int = 4, weights="pascal", *, seed: int 
         specs.close()
     if len(results) != len(specs):
         raise ValueError(f"map_parts returned {len(results)} results for {len(specs)} parts")
-    return combine_parts(len(ds), parts, results, part_size, max_pairs)
+    return combine_parts(len(ds), parts, results, part_size, max_pairs, specs.stub(0).per_cluster)

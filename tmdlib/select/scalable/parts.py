@@ -13,7 +13,8 @@ import numpy as np
 
 from ...distance.lower import LowerBound, structure_embedding
 from ...graph import GraphDataset
-from ..plan import _bisection, _give_fixed_room, part_budgets, resolve_max_pairs, resolve_part_size
+from ..plan import (_bisection, _give_fixed_room, auto_per_cluster, part_budgets, resolve_max_pairs,
+                    resolve_part_size)
 from .pairs import Countdown, Exact, PairCache, ProgressFn
 from .swaps import PartResult, SearchStats, refine_kmedoids
 
@@ -64,6 +65,8 @@ class PartSpec:
         The part's share of the budget of exact pairs (``max_pairs * m / n``).
     num_threads : int, optional
         numba threads of the exact TMD computations.
+    per_cluster : int, optional
+        Swap candidates tried per cluster and round (:func:`refine_kmedoids`; default its own, 4).
     """
 
     ds: GraphDataset
@@ -76,6 +79,7 @@ class PartSpec:
     fixed: np.ndarray | None = None
     max_pairs: float | None = None
     num_threads: int | None = None
+    per_cluster: int | None = None
 
 
 def part_engine(spec: PartSpec, num_threads: int | None = None):
@@ -123,8 +127,9 @@ def solve_part(spec: PartSpec, exact: Exact | None = None, progress: ProgressFn 
             out = _exhaustive(cache, int(spec.k), spec.seed, spec.candidates, spec.fixed)
         else:
             lb = LowerBound.of(spec.ds, spec.depth, spec.weights)
+            extra = {} if spec.per_cluster is None else {"per_cluster": int(spec.per_cluster)}
             out = refine_kmedoids(lb, cache, int(spec.k), seed=spec.seed, candidates=spec.candidates,
-                                  fixed=spec.fixed, max_pairs=spec.max_pairs, progress=progress)
+                                  fixed=spec.fixed, max_pairs=spec.max_pairs, progress=progress, **extra)
     return replace(out, pairs_computed=cache.computed, seconds=time.perf_counter() - t0)
 
 
@@ -308,9 +313,10 @@ def plan_parts(ds, k: int, depth: int = 4, weights="pascal", *, seed: int = 0, c
     budgets = part_budgets(np.array([p.size for p in parts]), k)
     if fix is not None:
         budgets = _give_fixed_room(budgets, np.array([int(fix[p].sum()) for p in parts]))
+    per_cluster = auto_per_cluster(n)
     stubs = [PartSpec(None, int(b), p, depth, weights, seed, None if cand is None else cand[p],
                       None if fix is None else fix[p], None if max_pairs is None else float(max_pairs) * p.size / n,
-                      num_threads)
+                      num_threads, per_cluster)
              for p, b in zip(parts, budgets)]
     reader = None if isinstance(ds, GraphDataset) else ds.part_reader(
         parts, scratch_dir, progress=Countdown("grouping the graphs by part (reading the store)", n, progress))
