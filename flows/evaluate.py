@@ -57,7 +57,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     depth, weights, problems, meta = tmd_setting(tmd_meta, int(cfg.get("layers", 3)),
                                                  (info.get("lipschitz") or {}).get("weights", "pascal"))
     store = open_store(graphs)
-    name, ds, sel = dataset_name(graphs), store.dataset, read_selection(selection)
+    name, sel = dataset_name(graphs), read_selection(selection)  # the graphs are loaded in benchmark mode only
     store_hash = store.content_hash()  # the selection, the model and the matrix must all belong to this store
     check_same_store(selection, sel, graphs, store_hash, "selection")
     check_same_store(train_info, info, graphs, store_hash, "model")
@@ -76,6 +76,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                                    {"depth": depth, "weights": weights, "device": device,
                                     "stage": f"{'evaluate_nodes' if nodes else 'evaluate'}@{name}"}, t0, plot_out, metrics_out,
                                    log_mlflow, graphs, selection, model, train_info, experiment)
+    ds = store.dataset
     train_pos, test_pos, subset, n_train, tau, tau_source, plan = evaluation_positions(
         sel, ds, selection, graphs, head.task, sample, seed)
     matrix = matrix_path(matrix) if plan is None else None  # None: scalable engine or sampled pool
@@ -103,7 +104,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
     write_metrics(metrics_out, metrics)
     print(verdict_lines(metrics)[0])
     if log_mlflow:
-        metrics["mlflow"] = log_evaluation(metrics, info, graphs, ds, selection, sel, model, train_info, matrix, nodes,
+        metrics["mlflow"] = log_evaluation(metrics, info, graphs, store, selection, sel, model, train_info, matrix, nodes,
                                            metrics_out, plot_out, name, fr, sweep_epochs, seed, device, torch_threads,
                                            experiment, sample)
     return metrics

@@ -81,7 +81,7 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
     rules = {"replicates": replicates or rules["replicates"], "censored": censored or rules["censored"],
              "max_spread": rules["max_spread"] if max_spread is None else float(max_spread)}
     store = open_store(graphs)
-    ds, store_spec = store.dataset, store.task
+    store_spec = store.task  # ids and the y column only: a pool of millions is not loaded
     requested = read_graph_ids(requests)
     req_cols = pq.read_schema(requests).names
     purposes = None
@@ -92,11 +92,12 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     store_hash = store.content_hash()  # the requests must have been made from this store
     check_same_store(str(manifest_path), manifest, graphs, store_hash, "label request list")
-    order = np.argsort(ds.graph_ids)
-    known = ds.graph_ids[order]
+    ids = store.graph_ids
+    order = np.argsort(ids)
+    known = ids[order]
     history, ledger_meta = read_ledger_history(labelled, known)  # a hand-edited ledger stops here
     if source == STANDIN:
-        y = None if ds.y is None else ds.y[order]
+        y = None if store.y is None else store.y[order]
         new = standin_measurements(requested, known, y, store_spec, name)
         meta, sha = {"source": STANDIN, "benchmark_mode": True,
                      "warning": "labels were NOT imported: the dataset's own labels were joined for the requested "

@@ -16,8 +16,9 @@ import numpy as np
 from prefect import flow, get_run_logger
 
 from tasks import io
+from tasks.coreset import status_line
 from tasks.cpus import resolve_workers
-from tasks.graphs import STORE_HASH_KEY, open_store, read_id_pairs, store_content_hash
+from tasks.graphs import STORE_HASH_KEY, open_store, read_id_pairs, store_content_hash, streamed_content_hash
 from tasks.tmd import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits,
                        chunk_index, compute_block, merge_blocks, plan_chunks, read_block, record_chunks, tmd_pairs,
                        write_pairs_csv)
@@ -172,7 +173,7 @@ def _no_matrix(graphs: str, matrix_out: str, meta_out: str, depth: int, w, engin
     from tmdlib.select import matrix_node_pairs
 
     sizes = _store_sizes(graphs)
-    store_hash = open_store(graphs).content_hash()
+    store_hash = streamed_content_hash(graphs, status_line)  # a chunk at a time: a pool this size is not loaded
     Path(matrix_out).unlink(missing_ok=True)
     meta = {"graphs": int(sizes.size), STORE_HASH_KEY: store_hash, "depth": depth, "weights": np.asarray(w).tolist(), "matrix": False,
             "engine": "scalable", "engine_setting": engine, "engine_fingerprint": engine_fingerprint(),

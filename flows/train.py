@@ -63,19 +63,19 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     recipe = recipe_for(spec.name, recipe)
     cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias, budget, mode,
                          recipe=recipe) if graph_model else {"seed": int(seed)}
-    ds = store.dataset
+    ds = store.dataset if spec.inputs == "graphs" else None  # a molecule model reads SMILES only
     label_map, label_meta = read_labels(labels, labels_meta, task)
     spec.check_task(task.type)
     store_hash = store.content_hash()  # the labels must belong to this store too
     check_same_store(labels_meta or str(Path(labels).with_suffix(".json")), label_meta, graphs, store_hash, "label set")
-    med_ids, sel_tau, epsilon, partial = answered_selection(sel, label_map, ds, layers + 1, weights, labels)
+    med_ids, sel_tau, epsilon, partial = answered_selection(sel, label_map, store, layers + 1, weights, labels)
     if partial:
         print(partial_answers_line(partial), flush=True)
     if target is not None and graph_model:  # the budget that makes c·ε = target for this selection's ε
         cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
                              target_budget(target, epsilon, selection, layers, eta, weights,
                                            mode), mode, recipe=recipe)
-    pos = positions(med_ids, ds.graph_ids, selection, "medoids")
+    pos = positions(med_ids, store.graph_ids, selection, "medoids")
     y = selection_labels(label_map, med_ids, task, labels)
     subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes) if nodes else (None, None)
     stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
@@ -89,7 +89,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                   extra_tags={"labels_source": source, "task": task.type, "model": spec.name}) as run:
         live = None
         if run:
-            log_datasets(run["run_id"], [graph_store_dataset(graphs, ds, name),
+            log_datasets(run["run_id"], [graph_store_dataset(graphs, store, name),
                                          labels_dataset(labels, label_map, label_meta, name),
                                          selection_dataset(selection, sel, name)], "training")
             if graph_model:

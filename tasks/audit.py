@@ -41,11 +41,12 @@ def read_documents(paths: dict) -> dict:
 
 
 def store_facts(graphs: str) -> tuple:
-    """``(dataset, facts)`` of the graph store: file sha256, content hash, graph and node counts."""
+    """``(pool, facts)`` of the graph store: file sha256, content hash, graph and node counts; ``pool`` its ids and
+    sizes (:class:`tmdlib.datasets.stored.StoredGraphs`: the graphs themselves are not loaded)."""
     from .graphs import open_store
 
     store = open_store(graphs)
-    ds = store.dataset
+    ds = store.stored()
     return ds, {"graph_store": graphs, "store_sha256": io.sha256_file(graphs),
                 "content_sha256": store.content_hash(),
                 "graphs": len(ds), "nodes": int(ds.nodes_per_graph.sum())}

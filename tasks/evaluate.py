@@ -99,7 +99,7 @@ def metrics_document(m: dict, name: str, sel: dict, info: dict, checks: dict, pr
             "seconds": round(seconds, 2)}
 
 
-def log_evaluation(metrics: dict, info: dict, graphs: str, ds, selection: str, sel: dict, model: str,
+def log_evaluation(metrics: dict, info: dict, graphs: str, store, selection: str, sel: dict, model: str,
                    train_info: str, matrix: str | None, nodes: str | None, metrics_out: str, plot_out: str,
                    name: str, fractions: list, sweep_epochs: int, seed: int, device: str, torch_threads: int,
                    experiment: str, sample: int) -> dict:
@@ -129,7 +129,7 @@ def log_evaluation(metrics: dict, info: dict, graphs: str, ds, selection: str, s
                     {"labels_for_evaluation": BENCHMARK_EVAL, "labels_for_training": metrics["labels_for_training"],
                      "task": metrics["task"]["type"]})
     logged = (info.get("mlflow") or {}).get("model") or {}
-    log_datasets(run["run_id"], [graph_store_dataset(graphs, ds, name), selection_dataset(selection, sel, name)],
+    log_datasets(run["run_id"], [graph_store_dataset(graphs, store, name), selection_dataset(selection, sel, name)],
                  "evaluation", model_ids=[logged["model_id"]] if logged.get("model_id") else None)
     out = log_run("evaluate", params, flat, inputs, [metrics_out, plot_out], experiment=experiment,
                   step_metrics=steps if sweep else None, run=run)
@@ -257,7 +257,8 @@ PRODUCTION_EVAL = "the lab's labels only (production): the audit sample estimate
 def _inputs(model, store, pos):
     from tmdlib.models import Inputs
 
-    return Inputs(store.dataset, store.smiles() if model.inputs == "molecules" else None, pos)
+    return Inputs(store.dataset if model.inputs == "graphs" else None,  # a molecule model: SMILES only
+                  store.smiles() if model.inputs == "molecules" else None, pos)
 
 
 @task(name="measure-production", persist_result=False, cache_policy=NO_CACHE)
@@ -274,7 +275,7 @@ def production_task(model, store, sel: dict, info: dict, name: str, confidence: 
     task = task_of(store.task, info.get("labels_meta"))
     labels_csv = info["labels"]
     label_map, _meta = read_labels(labels_csv, None, task)
-    ids = store.dataset.graph_ids
+    ids = store.graph_ids
     # the coreset as trained: partial answers reweighted over the answered medoids (train.json), else the selection's
     trained, trained_tau = info.get("medoids_trained", sel["medoids"]), info.get("tau_trained", sel["tau"])
     med = np.asarray([int(g) for g in trained if int(g) in label_map], dtype=np.int64)
@@ -332,7 +333,7 @@ def _control_arms(model, store, sel: dict, info: dict, label_map: dict, audit, t
     control, strategy = lab(rounds["control_ids"]), lab(rounds.get("strategy_new_ids") or [])
     this_round = set(rounds["control_ids"]) | set(rounds.get("strategy_new_ids") or [])
     base = lab([g for g in sel["medoids"] if int(g) not in this_round])
-    ids = store.dataset.graph_ids
+    ids = store.graph_ids
     try:
         spec = resolve_model(info.get("model_name") or model.name)
     except (InputError, ValueError) as err:
@@ -402,7 +403,7 @@ def measure_model_task(model, store, train_pos, subset, tau, test_pos, epsilon, 
     in the shape :func:`metrics_document` takes."""
     from tmdlib.models.evaluate import benchmark_measurement
 
-    y = store.dataset.y
+    y = store.y
     y = y.reshape(len(y), -1) if model.head.task.num_targets > 1 else y.reshape(len(y), -1)[:, 0]
     m = benchmark_measurement(model, _inputs(model, store, train_pos), y[train_pos], subset, tau,
                               _inputs(model, store, test_pos), y[test_pos], epsilon=epsilon, dataset=name)

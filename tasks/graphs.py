@@ -175,6 +175,17 @@ def store_content_hash(ds: GraphDataset, hashes: list[str] | None = None) -> str
     return _hash(ds, hashes)
 
 
+def streamed_content_hash(path: str, progress=None) -> str:
+    """:func:`store_content_hash` of the store at ``path``, read a chunk of graphs at a time
+    (:class:`tmdlib.datasets.stored.StoredGraphs`): the same hash, without the pool in memory (MOSES: 10 GB)."""
+    from tmdlib.datasets.identity import content_hash
+
+    from .coreset import part_hashes
+
+    stored = open_store(path).stored()
+    return content_hash(stored.graph_ids, (h.decode() for h in part_hashes(stored, progress)))
+
+
 def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: str) -> None:
     """Refuse an artifact made for another graph store.
 
@@ -316,7 +327,11 @@ class Store:
 
     @property
     def graph_ids(self) -> np.ndarray:
-        return self.dataset.graph_ids if self._dataset is not None else read_graph_ids(self.path)
+        if self._dataset is not None:
+            return self._dataset.graph_ids
+        if getattr(self, "_ids", None) is None:
+            self._ids = read_graph_ids(self.path)
+        return self._ids
 
     @property
     def has_smiles(self) -> bool:
@@ -357,10 +372,33 @@ class Store:
         return store_segments(self.path, n)
 
     def content_hash(self) -> str:
-        """:func:`store_content_hash` of the graphs (computed once)."""
+        """:func:`store_content_hash` of the graphs (computed once): from the graphs in memory when they are loaded,
+        else read a chunk at a time (:func:`streamed_content_hash`, the same value; a pool of millions is never
+        loaded for it)."""
         if getattr(self, "_hash", None) is None:
-            self._hash = store_content_hash(self.dataset)
+            self._hash = (store_content_hash(self._dataset) if self._dataset is not None
+                          else streamed_content_hash(self.path))
         return self._hash
+
+    @property
+    def y(self) -> np.ndarray | None:
+        """The stored labels as the dataset's ``y`` (:func:`tmdlib.datasets.arrow.labels_of`): only the ``y`` column
+        is read unless the graphs are loaded."""
+        if self._dataset is not None:
+            return self._dataset.y
+        if getattr(self, "_y", None) is None:
+            import pyarrow.parquet as pq
+
+            from tmdlib.datasets.arrow import labels_of
+
+            names = pq.read_schema(self.path).names
+            self._y = labels_of(pq.read_table(self.path, columns=["y"])) if "y" in names else None
+        return self._y
+
+    @property
+    def num_features(self) -> int:
+        """Node feature width (the schema's feature table; no graph read unless they are loaded)."""
+        return self._dataset.num_features if self._dataset is not None else int(self.stored().num_features)
 
 
 def open_store(path: str) -> Store:

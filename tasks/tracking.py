@@ -185,15 +185,14 @@ def _dataset(path: str, name: str, sha256: str, profile: dict, columns: list):
     return _Dataset(local(str(path)), name=name, digest=sha256[:DIGEST_CHARS], schema=schema)
 
 
-def graph_store_dataset(path: str, ds, name: str):
-    """The graph store as an MLflow dataset: digest = its content hash, profile = counts and the full hash."""
+def graph_store_dataset(path: str, store, name: str):
+    """The graph store (:class:`tasks.graphs.Store`) as an MLflow dataset: digest = its content hash, profile =
+    counts and the full hash (read from the store's columns: its graphs are not loaded for it)."""
     from mlflow.types.schema import Array
 
-    from .graphs import store_content_hash
-
-    sha = store_content_hash(ds)
-    profile = {"graphs": len(ds), "nodes": int(ds.num_nodes), "features": int(ds.num_features),
-               "content_sha256": sha}
+    sha = store.content_hash()
+    profile = {"graphs": int(len(store.graph_ids)), "nodes": int(store.stored().nodes_per_graph.sum()),
+               "features": int(store.num_features), "content_sha256": sha}
     columns = [("graph_id", "long"), ("num_nodes", "long"), ("x", Array(Array("float"))),
                ("edge_src", Array("integer")), ("edge_dst", Array("integer")), ("y", "double")]
     return _dataset(path, name, sha, profile, columns)

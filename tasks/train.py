@@ -175,17 +175,18 @@ def calibration_set(store, sel: dict, info: dict, task) -> tuple[np.ndarray, np.
         return positions(np.asarray(audit, dtype=np.int64), ids, info["labels"], "audit"), y, \
             f"{len(audit)} labelled audit graphs (production)"
     test = positions(np.asarray(sel["test_ids"], dtype=np.int64), ids, "selection.json", "test_ids")
-    y = store.dataset.y
+    y = store.y
     y = y[test] if y.ndim == 1 else y[test]
     return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
         f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
 
 
-def answered_selection(sel: dict, label_map: dict, ds, depth: int, weights, path: str) -> tuple:
+def answered_selection(sel: dict, label_map: dict, store, depth: int, weights, path: str) -> tuple:
     """``(medoid ids, τ, ε mean, partial)`` to train with: the selection's own when every medoid has a label;
     otherwise the coreset restricted to the answered medoids (:func:`tmdlib.select.partial.answered_certificate`:
     the graphs of an unanswered medoid go to their nearest answered one, τ and ε follow), with ``partial`` saying
-    what moved (None when nothing is missing)."""
+    what moved (None when nothing is missing).  ``store`` (:class:`tasks.graphs.Store`) loads its graphs only for
+    a partial answer."""
     from tmdlib.select.evidence import CoresetCertificate
     from tmdlib.select.partial import answered_certificate
 
@@ -206,7 +207,7 @@ def answered_selection(sel: dict, label_map: dict, ds, depth: int, weights, path
     cert = CoresetCertificate(medoids=at(med), assignment=assign, distance=np.asarray(sel["distance"]),
                               tau=np.bincount(assign, minlength=len(train))[at(med)], epsilon=float(np.sum(sel["distance"])),
                               pairs_computed=0, engine=str(sel.get("engine", "exact")))
-    new = answered_certificate(cert, at(med[have]), ds.take(train), depth, weights)
+    new = answered_certificate(cert, at(med[have]), store.dataset.take(train), depth, weights)
     ids = train[new.medoids]
     eps_mean = float(new.epsilon) / len(train)
     partial = {"requested_medoids": int(len(med)), "answered_medoids": int(have.sum()),
@@ -534,7 +535,7 @@ def log_trained_model(run: dict, fitted, info: dict, name: str, stage: str, task
     elif graph_model:
         info["mlflow"] = {**run, "model": log_gin_model(
             run["run_id"], fitted.model, fitted.result.data, name,
-            model_description(info, stage, run["run_id"], model_out, sha, store.dataset.num_features),
+            model_description(info, stage, run["run_id"], model_out, sha, store.num_features),
             register=not nodes, head=fitted.head, tags=tags)}
 
 

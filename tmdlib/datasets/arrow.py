@@ -11,7 +11,29 @@ import numpy as np
 from ..graph import GraphDataset, check_features
 from .schema import feature_table_of
 
-__all__ = ["to_dataset"]
+__all__ = ["to_dataset", "labels_of"]
+
+
+def labels_of(table) -> np.ndarray | None:
+    """The ``y`` column of a graph-store table as a :class:`GraphDataset`'s ``y``: float64 ``(G,)``, or ``(G, T)``
+    for lists of T targets (null = NaN); None without the column.  Reading only this column of a store gives the
+    labels of a pool too large to load."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "y" not in table.column_names:
+        return None
+    col = table.column("y")
+    if pa.types.is_list(col.type) or pa.types.is_fixed_size_list(col.type):  # T targets per graph
+        col = col.combine_chunks()
+        width = {len(v) for v in col.to_pylist() if v is not None}
+        t = width.pop() if len(width) == 1 else 0
+        flat = pc.fill_null(col.flatten().cast(pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+        y = flat.reshape(len(col), t) if t and flat.size == len(col) * t else None
+        if y is None:
+            raise ValueError("column 'y' holds lists of different lengths (T targets per graph)")
+        return y
+    return pc.fill_null(col.cast(pa.float64()), float("nan")).to_numpy()
 
 
 def to_dataset(table, checked: bool = False) -> GraphDataset:
@@ -43,19 +65,7 @@ def to_dataset(table, checked: bool = False) -> GraphDataset:
     src_col, dst_col = table.column("edge_src").combine_chunks(), table.column("edge_dst").combine_chunks()
     edge_ptr = np.asarray(src_col.offsets, dtype=np.int64)
     edge_ptr = edge_ptr - edge_ptr[0]
-    y = None
-    if "y" in table.column_names:
-        col = table.column("y")
-        if pa.types.is_list(col.type) or pa.types.is_fixed_size_list(col.type):  # T targets per graph
-            col = col.combine_chunks()
-            width = {len(v) for v in col.to_pylist() if v is not None}
-            t = width.pop() if len(width) == 1 else 0
-            flat = pc.fill_null(col.flatten().cast(pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
-            y = flat.reshape(len(col), t) if t and flat.size == len(col) * t else None
-            if y is None:
-                raise ValueError("column 'y' holds lists of different lengths (T targets per graph)")
-        else:
-            y = pc.fill_null(col.cast(pa.float64()), float("nan")).to_numpy()
+    y = labels_of(table)
     common = dict(edge_ptr=edge_ptr, src=np.asarray(src_col.flatten(), dtype=np.int64),
                   dst=np.asarray(dst_col.flatten(), dtype=np.int64),
                   graph_ids=table.column("graph_id").to_numpy(), y=y)
