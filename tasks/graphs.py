@@ -175,15 +175,51 @@ def store_content_hash(ds: GraphDataset, hashes: list[str] | None = None) -> str
     return _hash(ds, hashes)
 
 
+def _hash_cache_file(path: str) -> Path | None:
+    """Where the content hash of the store file at ``path`` is remembered: a file under ``$TMDSUB_HASH_CACHE``
+    (default ``~/.cache/tmdsub/store-hashes``) named by the file's real path, size, modification time (ns), inode
+    and device; a store rewritten (an atomic replace is a new inode) gets another name.  None when ``path`` cannot
+    be stat'ed or ``TMDSUB_HASH_CACHE`` is ``off``."""
+    import hashlib
+    import os
+
+    root = os.environ.get("TMDSUB_HASH_CACHE", "")
+    if root == "off":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}"
+    base = Path(root) if root else Path.home() / ".cache" / "tmdsub" / "store-hashes"
+    return base / (hashlib.sha256(key.encode()).hexdigest() + ".txt")
+
+
 def streamed_content_hash(path: str, progress=None) -> str:
     """:func:`store_content_hash` of the store at ``path``, read a chunk of graphs at a time
-    (:class:`tmdlib.datasets.stored.StoredGraphs`): the same hash, without the pool in memory (MOSES: 10 GB)."""
+    (:class:`tmdlib.datasets.stored.StoredGraphs`): the same hash, without the pool in memory (MOSES: 10 GB).
+
+    Remembered per store file (:func:`_hash_cache_file`): the stages after ingest each check their inputs against
+    the store, and a pass over 1.58 M molecules takes ~40 s; the file's identity, not its content, keys it."""
     from tmdlib.datasets.identity import content_hash
 
+    from . import io
     from .coreset import part_hashes
 
+    cached = _hash_cache_file(path)
+    if cached is not None and cached.is_file():
+        value = cached.read_text().strip()
+        if len(value) == 64:
+            return value
     stored = open_store(path).stored()
-    return content_hash(stored.graph_ids, (h.decode() for h in part_hashes(stored, progress)))
+    value = content_hash(stored.graph_ids, (h.decode() for h in part_hashes(stored, progress)))
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            io.write_text(cached, value + "\n")
+        except OSError:  # a read-only home: the hash is computed again next time
+            pass
+    return value
 
 
 def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: str) -> None:

@@ -18,6 +18,8 @@ from helpers import RAW
 # (``-n 2``) each get their own, so two processes never write one sqlite database.
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
 os.environ.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / f"tmdsub-test-prefect-{os.getuid()}-{_worker}"))
+# Store content hashes remembered for the tests' stores only (tasks.graphs.streamed_content_hash), not in ~/.cache.
+os.environ.setdefault("TMDSUB_HASH_CACHE", str(Path(tempfile.gettempdir()) / f"tmdsub-test-hashes-{os.getuid()}"))
 import flows  # noqa: E402,F401  (quiet defaults for Prefect/MLflow/DVC before they are imported)
 from tmdlib.datasets import to_dataset  # noqa: E402
 
