@@ -94,53 +94,30 @@ def prediction_columns(cal, outputs, task, domain=None, smiles=None, dom: dict |
     return cols
 
 
-_WORKER: dict = {}
-
-
-def _load_in_worker(path: str, info: dict, domain=None) -> None:
-    """Worker initialiser: the fitted model, loaded once per worker process from its file, and the domain."""
-    from .train import load_model
-
-    _WORKER.update(model=load_model(path, info), domain=domain)
-
-
 def chunk_work(model, domain, smiles: list | None, positions=None, dataset=None) -> tuple:
-    """``(outputs (m, D), domain columns or None)`` of one chunk of the pool.  A molecule's ECFP4 counts are
-    computed once and serve both the model (a fingerprint model reads them as ``Inputs.features``; others ignore
-    them) and the domain (:meth:`tmdlib.chem.domain.Domain.columns_counts`)."""
-    from tmdlib.chem.estimator import EstimatorModel
-    from tmdlib.chem.fingerprints import ecfp4_counts
-    from tmdlib.models import Inputs
+    """``(outputs (m, D), domain columns or None)`` of one chunk of the pool
+    (:func:`tmdlib.chem.domain.outputs_with_domain`: each molecule fingerprinted once for the model and the domain)."""
+    from tmdlib.chem.domain import outputs_with_domain
 
-    counts = None
-    if smiles is not None and (domain is not None or isinstance(model, EstimatorModel)):
-        counts = ecfp4_counts(smiles)
-    if model.inputs == "molecules":
-        outputs = model.outputs(Inputs(smiles=smiles, features=counts))
-    else:
-        outputs = model.outputs(Inputs(dataset, None, positions))
-    return outputs, (domain.columns_counts(counts) if domain is not None and counts is not None else None)
-
-
-def _worker_chunk(smiles: list) -> tuple:
-    """The worker's :func:`chunk_work` for a chunk of SMILES."""
-    return chunk_work(_WORKER["model"], _WORKER["domain"], smiles)
+    return outputs_with_domain(model, domain, smiles, positions, dataset)
 
 
 def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None, domain=None):
     """``(outputs, domain columns)`` of every ``CHUNK`` of the pool, in order (:func:`chunk_work`).  A molecule model
-    on more than one chunk with ``workers`` > 1 and its file known fans the chunks out to ``workers`` processes (each
-    loads the model once and measures the domain too); a graph model (torch) runs its chunks with ``workers`` torch
-    threads."""
+    on more than one chunk with ``workers`` > 1 (and ``model_file``, the model's file, known) fans the chunks out to
+    ``workers`` processes (:mod:`tasks.predict_worker`: each is handed the fitted model and the domain once and
+    measures both); a graph model (torch) runs its chunks with ``workers`` torch threads."""
     n = len(store.graph_ids)
     starts = range(0, n, CHUNK)
     if model.inputs == "molecules" and workers > 1 and model_file is not None and n > CHUNK:
         from concurrent.futures import ProcessPoolExecutor
         from multiprocessing import get_context
 
+        from . import predict_worker
+
         with ProcessPoolExecutor(min(workers, len(starts)), mp_context=get_context("spawn"),
-                                 initializer=_load_in_worker, initargs=(*model_file, domain)) as pool:
-            yield from pool.map(_worker_chunk, (smiles[a:a + CHUNK] for a in starts))
+                                 initializer=predict_worker.start, initargs=(model, domain)) as pool:
+            yield from pool.map(predict_worker.chunk, (smiles[a:a + CHUNK] for a in starts))
         return
     torch = threads = None
     if model.inputs == "graphs" and workers > 1:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Domain", "calibrate_with_domain", "NEIGHBOURS", "QUANTILE", "BETA", "RULE"]
+__all__ = ["Domain", "calibrate_with_domain", "outputs_with_domain", "NEIGHBOURS", "QUANTILE", "BETA", "RULE"]
 
 #: Trained molecules the difficulty averages over.
 NEIGHBOURS = 5
@@ -118,3 +118,22 @@ def calibrate_with_domain(train_smiles, cal_outputs, cal_smiles, y_cal, task, co
         sim, sigmas = domain.measure([] if cal_smiles is None else list(cal_smiles))
         domain.set_threshold(sim)
     return calibrate(cal_outputs if len(y_cal) else [], y_cal, task, confidence, sigmas=sigmas), domain
+
+
+def outputs_with_domain(model, domain, smiles, positions=None, dataset=None) -> tuple:
+    """``(outputs (m, D), domain columns or None)`` of pool members: a molecule's ECFP4 counts are computed once and
+    serve both the model (a fingerprint model, :class:`tmdlib.chem.estimator.EstimatorModel`, reads them as
+    ``Inputs.features``; others ignore them) and the ``domain`` (:meth:`Domain.columns_counts`).  A graph model reads
+    ``dataset`` at ``positions`` instead of the SMILES."""
+    from tmdlib.chem.estimator import EstimatorModel
+    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.models import Inputs
+
+    counts = None
+    if smiles is not None and (domain is not None or isinstance(model, EstimatorModel)):
+        counts = ecfp4_counts(smiles)
+    if model.inputs == "molecules":
+        outputs = model.outputs(Inputs(smiles=smiles, features=counts))
+    else:
+        outputs = model.outputs(Inputs(dataset, None, positions))
+    return outputs, (domain.columns_counts(counts) if domain is not None and counts is not None else None)

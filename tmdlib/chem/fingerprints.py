@@ -140,10 +140,12 @@ def ecfp4_counts(smiles: Sequence[str], dtype=np.float32) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     gen = _generator()
-    rows = [gen.GetCountFingerprintAsNumPy(mol) for _, mol in _mols(smiles)]
-    out = np.zeros((len(rows), ECFP_BITS), dtype=dtype)
+    if isinstance(smiles, (str, bytes)):
+        raise InputError(None, "expected a sequence of SMILES strings, got a single string")
+    out = np.zeros((len(smiles), ECFP_BITS), dtype=dtype)  # filled row by row: no second copy of the counts
     top = np.iinfo(dtype).max if dtype.kind in "ui" else None
-    for i, row in enumerate(rows):
+    for i, mol in _mols(smiles):
+        row = gen.GetCountFingerprintAsNumPy(mol)
         out[i] = row if top is None else np.minimum(row, top)
     return out
 

@@ -34,14 +34,20 @@ DENSE_SHARE = 1 / 16
 MAX_COUNT = np.iinfo(np.uint16).max
 
 
-def sparse_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def sparse_rows(A: np.ndarray, what: str = "counts") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr (m+1,), indices (nnz,), counts (nnz,), norms (m,))`` of the rows of a non-negative integer matrix
-    ``A`` (m, d): its non-zero positions row by row (CSR), their counts and the rows' sums (float64)."""
+    ``A`` (m, d): its non-zero positions row by row (CSR), their counts and the rows' sums (float64).  Only the
+    non-zero entries are checked (no copy of ``A``); InputError names ``what`` when one is negative, not an integer
+    or above :data:`MAX_COUNT`."""
     rows, cols = np.nonzero(A)
+    vals = A[rows, cols]
+    if vals.size and (not np.all(np.isfinite(vals)) or vals.min() < 0 or vals.max() > MAX_COUNT
+                      or not np.all(vals == np.round(vals))):
+        raise InputError(None, f"{what} must be integers in [0, {MAX_COUNT}]")
     indptr = np.zeros(A.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=A.shape[0]), out=indptr[1:])
-    return (indptr, cols.astype(np.int32), A[rows, cols].astype(np.int32),
-            A.sum(axis=1, dtype=np.float64))
+    norms = np.bincount(rows, weights=vals.astype(np.float64), minlength=A.shape[0])  # integer sums: exact
+    return indptr, cols.astype(np.int32), vals.astype(np.int32), norms
 
 
 @njit(cache=True)
@@ -99,23 +105,21 @@ class MinMaxIndex:
         B = np.asarray(B)
         if B.ndim != 2:
             raise InputError(None, f"reference counts must be 2-D, got shape {B.shape}")
-        if B.size and (not np.all(np.isfinite(B)) or B.min() < 0 or B.max() > MAX_COUNT
-                       or not np.all(B == np.round(B))):
-            raise InputError(None, f"reference counts must be integers in [0, {MAX_COUNT}]")
         self.n, self.d = B.shape
-        present = B > 0
-        df = present.sum(axis=0)
+        ptr, idx, cnt, self.norm = sparse_rows(B, "reference counts")
+        row = np.repeat(np.arange(self.n, dtype=np.int32), np.diff(ptr))
+        df = np.bincount(idx, minlength=self.d)
         dense = np.flatnonzero(df >= max(1.0, DENSE_SHARE * self.n))
         self.dense_of = np.full(self.d, -1, dtype=np.int32)
         self.dense_of[dense] = np.arange(dense.size, dtype=np.int32)
-        self.D = np.ascontiguousarray(B[:, dense].T, dtype=np.uint16)
-        sparse_part = np.where(self.dense_of[None, :] >= 0, 0, B)
-        cols, rows = np.nonzero(sparse_part.T)  # position-major: one postings list per position
+        in_dense = self.dense_of[idx] >= 0
+        self.D = np.zeros((dense.size, self.n), dtype=np.uint16)
+        self.D[self.dense_of[idx[in_dense]], row[in_dense]] = cnt[in_dense]
+        idx, row, cnt = idx[~in_dense], row[~in_dense], cnt[~in_dense]
+        order = np.lexsort((row, idx))  # position-major: one postings list per position, rows ascending
         self.p_ptr = np.zeros(self.d + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cols, minlength=self.d), out=self.p_ptr[1:])
-        self.p_row = rows.astype(np.int32)
-        self.p_cnt = sparse_part.T[cols, rows].astype(np.int32)
-        self.norm = B.sum(axis=1, dtype=np.float64)
+        np.cumsum(np.bincount(idx, minlength=self.d), out=self.p_ptr[1:])
+        self.p_row, self.p_cnt = row[order], cnt[order]
 
     def scan(self, A, weights=None, top: int = 0) -> tuple[np.ndarray | None, np.ndarray | None]:
         r"""The weighted sums and the largest similarities of the rows of ``A`` to the reference rows.
@@ -137,13 +141,11 @@ class MinMaxIndex:
         A = np.asarray(A)
         if A.ndim != 2 or A.shape[1] != self.d:
             raise InputError(None, f"queries must have shape (m, {self.d}), got {A.shape}")
-        if A.size and (A.min() < 0 or not np.all(A == np.round(A))):
-            raise InputError(None, "query counts must be non-negative integers")
         W = np.zeros((self.n, 0)) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         if W.shape[0] != self.n or W.ndim != 2:
             raise InputError(None, f"weights must have shape ({self.n}, c), got {W.shape}")
         top = min(int(top), self.n)
-        q_ptr, q_idx, q_cnt, q_norm = sparse_rows(A)
+        q_ptr, q_idx, q_cnt, q_norm = sparse_rows(A, "query counts")
         out = np.zeros((A.shape[0], W.shape[1]))
         tops = np.full((A.shape[0], max(top, 0)), -1.0)
         if self.n:

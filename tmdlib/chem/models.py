@@ -218,10 +218,13 @@ def _kernel_apply(X: np.ndarray, sv: np.ndarray, coef: np.ndarray, intercept: np
     Integer counts (ECFP4) go through ``index`` (:class:`tmdlib.chem.minmax.MinMaxIndex` of ``sv``: only each row's
     non-zero positions, the same kernel values); other inputs through :func:`minmax_kernel`."""
     out = np.empty((X.shape[0], coef.shape[1]))
-    if index is not None and sv.shape[0] and _integer_valued(X):
-        for i in range(0, X.shape[0], block):
-            out[i:i + block] = index.scan(X[i:i + block], coef)[0] + intercept
-        return out
+    if index is not None and sv.shape[0]:
+        try:  # the index checks each row's non-zero entries (no rounded copy of X)
+            for i in range(0, X.shape[0], block):
+                out[i:i + block] = index.scan(X[i:i + block], coef)[0] + intercept
+            return out
+        except InputError:  # not counts: the dense route computes the same kernel on reals
+            pass
     for i in range(0, X.shape[0], block):
         xb = X[i:i + block]
         out[i:i + block] = (minmax_kernel(xb, sv, block=block) @ coef if sv.shape[0] else 0.0) + intercept

@@ -64,7 +64,7 @@ def test_bad_queries_refused():
     idx = MinMaxIndex(np.ones((2, 3)))
     with pytest.raises(InputError, match="shape"):
         idx.scan(np.ones((2, 4)))
-    with pytest.raises(InputError, match="non-negative integers"):
+    with pytest.raises(InputError, match="query counts must be integers"):
         idx.scan(np.full((1, 3), 0.5))
     with pytest.raises(InputError, match="weights"):
         idx.scan(np.ones((1, 3)), np.ones((3, 1)))
