@@ -17,6 +17,7 @@ Examples
 from __future__ import annotations
 
 import io
+import textwrap
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -163,7 +164,7 @@ def parity_png(measured: Sequence[float], predicted: Sequence[float], lower: Seq
     ax.set_aspect("equal", adjustable="box")
     ax.set_xlabel(f"measured {quantity}")
     ax.set_ylabel(f"predicted {quantity}")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 70), fontsize=9)  # long titles wrap instead of running off the image
     ax.legend(fontsize=8, loc="upper left")
     return _png(fig)
 
@@ -211,7 +212,7 @@ def distribution_png(predictions: Sequence, in_domain: Sequence | None = None, t
                 label=[lab for _, _, lab in parts] if in_domain is not None else None)
         ax.set_xlabel(f"predicted {quantity}")
     ax.set_ylabel("pool molecules")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 70), fontsize=9)  # long titles wrap instead of running off the image
     if in_domain is not None:
         ax.legend(fontsize=8)
     return _png(fig)
