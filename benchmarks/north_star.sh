@@ -12,7 +12,8 @@
 # The lab is played by a COMPUTED property: RDKit's Crippen logP of each requested molecule, in a column named
 # crippen_logp_computed. It is not a measurement, and nothing here calls it one.
 # Each phase's wall time, CPU time (the process tree's) and peak RSS (the process tree's, summed) go to
-# WORKSPACE/phases.jsonl and are printed as a table at the end.
+# WORKSPACE/phases.jsonl and are printed as a table at the end; then benchmarks/north_star_truth.py compares the pool
+# estimate and the intervals with the computed property of 100,000 molecules nobody labelled.
 set -euo pipefail
 N=${1:-0}
 WS=${2:-/tmp/north-star}
@@ -87,3 +88,4 @@ sel = json.load(open("data/selection/MOSES/selection.json"))
 print(f"predictions: {n} rows; selection: k {len(sel['medoids'])}, epsilon/n "
       f"{sel.get('epsilon_mean')}, exact pairs {sel.get('pairs_computed')}")
 PYEOF
+"$PY" "$ROOT/benchmarks/north_star_truth.py" "$WS"
