@@ -139,8 +139,9 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None,
 def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: int = 1,
                  model_file: tuple | None = None, domain=None) -> pa.Table:
     """Every pool member's prediction and interval, ``CHUNK`` members at a time; ``workers`` processes (molecule
-    models, given ``model_file`` = ``(model path, train.json info)`` to load the model from) or torch threads
-    (graph models) share the chunks.  The table is the same for any ``workers``."""
+    models whose ``model_file`` = ``(model path, train.json info)`` is known: each worker is handed the fitted model
+    and the domain, :mod:`tasks.predict_worker`) or torch threads (graph models) share the chunks.  The table is the
+    same for any ``workers``."""
     n = len(store.graph_ids)
     smiles = store.smiles()
     ids = compound_ids(store.path)
