@@ -230,3 +230,51 @@ def dense_x(table) -> list:
     x = rows[index]
     ptr = np.concatenate([[0], np.cumsum(table.column("num_nodes").to_numpy())])
     return [x[a:b].tolist() for a, b in zip(ptr[:-1], ptr[1:])]
+
+
+def kill_when(proc, ready, timeout: float = 300, poll: float = 0.02) -> bool:
+    """SIGKILL ``proc``'s process group as soon as ``ready()`` is true; False when it ended (or ``timeout`` passed)
+    first.  ``proc`` is started with ``start_new_session=True``."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if ready():
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(poll)
+    proc.wait()
+    return False
+
+
+#: Debian's Chromium, what the audit report's browser tests open pages in (CI installs it).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+HAVE_CHROMIUM = os.access(CHROMIUM, os.X_OK)
+NO_CHROMIUM = f"{CHROMIUM} not installed (CI installs Debian's chromium: apt-get install chromium)"
+
+
+def open_in_chromium(page_file: Path, image_attr: str = "alt") -> tuple[str, list, list, list]:
+    """Open a local HTML file in headless :data:`CHROMIUM`: ``(body text, [(complete, naturalWidth, <image_attr>)]
+    per image, problems (console errors and warnings, page errors, failed requests), every URL requested)``."""
+    from playwright.sync_api import sync_playwright
+
+    problems, requests = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(page_file.as_uri(), wait_until="load")
+            text = page.inner_text("body")
+            images = page.eval_on_selector_all(
+                "img", f"els => els.map(i => [i.complete, i.naturalWidth, i.{image_attr}])")
+        finally:
+            browser.close()
+    return text, images, problems, requests

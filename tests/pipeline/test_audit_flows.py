@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import RAW, ROOT, run_cli
+from helpers import HAVE_CHROMIUM, NO_CHROMIUM, RAW, ROOT, open_in_chromium, run_cli
 from tmdlib import InputError
-
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 BARE_HOLDS = re.compile(r"holds\s*(?:\||:|</th>\s*<td>)\s*yes", re.I)  # "holds | yes", "holds: yes", HTML cells
@@ -160,28 +152,12 @@ def test_cli_missing_input_is_one_error_line(mutag_run, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ real browser
-@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
-                    reason=f"{CHROMIUM} not installed (CI installs Debian's chromium: apt-get install chromium)")
+@pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)
 def test_report_renders_in_headless_chromium(audited):
-    from playwright.sync_api import sync_playwright
-
     res, p = audited
     f = res["facts"]
     page_file = Path(p["out_dir"]) / "report.html"
-    problems, requests = [], []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(page_file.as_uri(), wait_until="load")
-            text = page.inner_text("body")
-            images = page.eval_on_selector_all("img", "els => els.map(i => [i.complete, i.naturalWidth, i.alt])")
-        finally:
-            browser.close()
+    text, images, problems, requests = open_in_chromium(page_file)
     for fact in ("tmdsub audit report: MUTAG", f["provenance"]["mlflow_run_id"], f["provenance"]["git_sha"],
                  f["data"]["store_sha256"], f["data"]["content_sha256"], "Graphs kept and dropped",
                  "Nodes kept and dropped", "ε and the bound", "labelling cost saved",

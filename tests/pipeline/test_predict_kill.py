@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from helpers import make_inputs, run_cli
+from helpers import kill_when, make_inputs, run_cli
 
 FILES = ("predictions.parquet", "predictions.csv", "predictions.json")
 
@@ -46,18 +44,6 @@ def _set(out: Path) -> dict:
 
     meta = read_prediction_set(str(out))
     return {"confidence": meta["confidence"], **{n: (out / n).read_bytes() for n in FILES[:2]}}
-
-
-def _kill_when(proc, ready, timeout=300) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        if ready():
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return True
-        time.sleep(0.02)
-    proc.wait()
-    return False
 
 
 def _staged(out: Path) -> bool:  # every new file written, not committed yet
@@ -92,7 +78,7 @@ def test_a_killed_predict_leaves_the_previous_set_or_the_new_one(workspace, tmp_
         shutil.copytree(old, out)
         proc = subprocess.Popen([str(exe), *_args(graphs, out, 0.9)], cwd=ws, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        assert _kill_when(proc, lambda: ready(out)), f"{moment}: the run ended before the kill"
+        assert kill_when(proc, lambda: ready(out)), f"{moment}: the run ended before the kill"
         got = _set(out)
         assert got in (before, after), moment
         seen[moment] = "new" if got == after else "previous"

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import re
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers import RAW, run_cli
+from helpers import RAW, kill_when, run_cli
 
 import tmdlib
 from tmdlib.datasets import load_builtin
@@ -114,18 +112,6 @@ def test_tmd_stage_skips_the_matrix_under_the_scalable_engine(tmp_path):
     assert json.loads((ws / "s.json").read_text())["engine"] == "scalable"
 
 
-def _kill_when(proc, ready, timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        if ready():
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return True
-        time.sleep(0.05)
-    proc.wait()
-    return False
-
-
 @pytest.mark.parametrize("part_size, folder", [(10_000, "pairs"), (40, "parts")])
 def test_killed_scalable_selection_resumes_to_the_same_result(tmp_path, part_size, folder):
     """SIGKILL mid-run (one part: exact pairs persisted; several parts: finished parts cached); the rerun
@@ -146,7 +132,7 @@ def test_killed_scalable_selection_resumes_to_the_same_result(tmp_path, part_siz
         root = ws / "cache" / folder
         return root.exists() and any(not p.parent.name.endswith(".tmp") for p in root.rglob("*.npz"))
 
-    killed = _kill_when(proc, finished)
+    killed = kill_when(proc, finished)
     assert killed, "the run finished before anything was cached: nothing to resume"
     # Parts of a few milliseconds: the kill can land after the last part, the selection written, while the process
     # still shuts down.  Then what it left must be the complete selection (written atomically, never half), and the

@@ -5,19 +5,16 @@ the flows: pipeline/test_production_flows.py."""
 from __future__ import annotations
 
 import json
-import os
 import struct
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
+from helpers import HAVE_CHROMIUM, NO_CHROMIUM, open_in_chromium
 from tmdlib.reporting import audit
 from tmdlib.reporting import predictions as rp
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -187,11 +184,8 @@ def test_a_classification_pool_gets_counts_not_a_parity_plot(tmp_path):
     assert facts["confusion"] == [("0", "0", 1), ("1", "1", 1)]
 
 
-@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
-                    reason=f"{CHROMIUM} not installed (CI installs Debian's chromium: apt-get install chromium)")
+@pytest.mark.skipif(not HAVE_CHROMIUM, reason=NO_CHROMIUM)
 def test_the_production_report_renders_its_plots_in_headless_chromium(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     from tasks.audit import prediction_report
 
     _pool_files(tmp_path)
@@ -199,19 +193,7 @@ def test_the_production_report_renders_its_plots_in_headless_chromium(tmp_path):
                                       str(tmp_path / "sel.json"), None)
     page_file = tmp_path / "report.html"
     page_file.write_text(audit.render_html({**_facts(), "predictions": pf}, images), encoding="utf-8")
-    problems, requests = [], []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(page_file.as_uri(), wait_until="load")
-            text = page.inner_text("body")
-            shown = page.eval_on_selector_all("img", "els => els.map(i => [i.complete, i.naturalWidth, i.title])")
-        finally:
-            browser.close()
+    text, shown, problems, requests = open_in_chromium(page_file, "title")
     share = pf["domain"]["share_in_domain"]
     assert f"{100 * share:.1f} % of the pool" in text and "inside their interval" in text
     assert [t for _, _, t in shown] == ["parity.png", "predictions.png"] and all(ok and w > 0 for ok, w, _ in shown)
