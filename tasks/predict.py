@@ -94,18 +94,10 @@ def prediction_columns(cal, outputs, task, domain=None, smiles=None, dom: dict |
     return cols
 
 
-def chunk_work(model, domain, smiles: list | None, positions=None, dataset=None) -> tuple:
-    """``(outputs (m, D), domain columns or None)`` of one chunk of the pool
-    (:func:`tmdlib.chem.domain.outputs_with_domain`: each molecule fingerprinted once for the model and the domain)."""
-    from tmdlib.chem.domain import outputs_with_domain
-
-    return outputs_with_domain(model, domain, smiles, positions, dataset)
-
-
 def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None, domain=None):
-    """``(outputs, domain columns)`` of every ``CHUNK`` of the pool, in order (:func:`chunk_work`).  A molecule model
-    on more than one chunk with ``workers`` > 1 (and ``model_file``, the model's file, known) fans the chunks out to
-    ``workers`` processes (:mod:`tasks.predict_worker`: each is handed the fitted model and the domain once and
+    """``(outputs, domain columns)`` of every ``CHUNK`` of the pool, in order
+    (:func:`tmdlib.chem.domain.outputs_with_domain`).  A molecule model on more than one chunk with ``workers`` > 1
+    (and ``model_file``, the model's file, known) fans the chunks out to ``workers`` processes (:mod:`tasks.predict_worker`: each is handed the fitted model and the domain once and
     measures both); a graph model (torch) runs its chunks with ``workers`` torch threads."""
     n = len(store.graph_ids)
     starts = range(0, n, CHUNK)
@@ -119,6 +111,8 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None,
                                  initializer=predict_worker.start, initargs=(model, domain)) as pool:
             yield from pool.map(predict_worker.chunk, (smiles[a:a + CHUNK] for a in starts))
         return
+    from tmdlib.chem.domain import outputs_with_domain
+
     torch = threads = None
     if model.inputs == "graphs" and workers > 1:
         import torch
@@ -128,8 +122,8 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None,
     try:
         for a in starts:
             pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
-            yield chunk_work(model, domain, None if smiles is None else list(smiles[a:a + CHUNK]), pos,
-                             store.dataset if model.inputs == "graphs" else None)
+            yield outputs_with_domain(model, domain, None if smiles is None else list(smiles[a:a + CHUNK]), pos,
+                                      store.dataset if model.inputs == "graphs" else None)
     finally:
         if threads is not None:
             torch.set_num_threads(threads)

@@ -190,9 +190,9 @@ def graph_store_dataset(path: str, store, name: str):
     counts and the full hash (read from the store's columns: its graphs are not loaded for it)."""
     from mlflow.types.schema import Array
 
-    sha = store.content_hash()
-    profile = {"graphs": int(len(store.graph_ids)), "nodes": int(store.stored().nodes_per_graph.sum()),
-               "features": int(store.num_features), "content_sha256": sha}
+    sha, pool = store.content_hash(), store.stored()  # ids, sizes and the feature table: one read
+    profile = {"graphs": len(pool), "nodes": int(pool.nodes_per_graph.sum()), "features": int(pool.num_features),
+               "content_sha256": sha}
     columns = [("graph_id", "long"), ("num_nodes", "long"), ("x", Array(Array("float"))),
                ("edge_src", Array("integer")), ("edge_dst", Array("integer")), ("y", "double")]
     return _dataset(path, name, sha, profile, columns)
