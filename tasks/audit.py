@@ -310,13 +310,16 @@ def _audit_measurements(labels: str, sel: dict, spec, gids) -> tuple[np.ndarray,
     from .io import read_labels
 
     label_map, _ = read_labels(labels, None, spec)
-    audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map]
-    row = {int(g): i for i, g in enumerate(gids)}
-    missing = [g for g in audit if g not in row]
-    if missing:
-        raise InputError(labels, f"labelled audit graphs not in the predictions: {missing[:10]} (rerun tmdsub predict)")
-    y = [float(np.ravel(label_map[g])[0]) for g in audit]
-    return np.asarray([row[g] for g in audit], dtype=np.int64), y
+    audit = np.asarray([int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map], dtype=np.int64)
+    gids = np.asarray(gids, dtype=np.int64)
+    order = np.argsort(gids, kind="stable")  # the pool's rows by id: no per-row lookup table for a pool of millions
+    at = np.minimum(np.searchsorted(gids, audit, sorter=order), max(len(gids) - 1, 0))
+    found = gids[order[at]] == audit if len(gids) else np.zeros(len(audit), bool)
+    if not found.all():
+        raise InputError(labels, f"labelled audit graphs not in the predictions: {audit[~found][:10].tolist()} "
+                                 "(rerun tmdsub predict)")
+    y = [float(np.ravel(label_map[int(g)])[0]) for g in audit]
+    return order[at], y
 
 
 @task(name="audit-predictions", persist_result=False)
@@ -341,18 +344,21 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
     meta = read_prediction_set(str(folder), stem)
     spec = TaskSpec.from_dict(task_dict or meta.get("task") or {})
+    target = spec.targets[0] if spec.is_regression else "class"
+    col = f"prediction_{target}" if spec.is_regression and len(spec.targets) > 1 else "prediction"
     try:
-        table = pq.read_table(predictions)
+        names = pq.read_schema(predictions).names
+        if col not in names:
+            raise InputError(predictions, f"no {col} column (columns {', '.join(names)})")
+        wanted = ["graph_id", col, "in_domain", *(f"{b}_{target}" if col != "prediction" else b
+                                                   for b in ("lower", "upper"))]
+        table = pq.read_table(predictions, columns=[c for c in wanted if c in names])  # not the SMILES
     except (pa.ArrowException, OSError) as err:
         raise InputError(predictions, f"not a readable predictions Parquet: {err}") from None
     names = table.column_names
-    target = spec.targets[0] if spec.is_regression else "class"
-    col = f"prediction_{target}" if spec.is_regression and len(spec.targets) > 1 else "prediction"
-    if col not in names:
-        raise InputError(predictions, f"no {col} column (columns {', '.join(names)})")
     values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
     flags = table.column("in_domain").to_pylist() if "in_domain" in names else None
-    rows, measured = _audit_measurements(labels, read_selection(selection), spec, table.column("graph_id").to_pylist())
+    rows, measured = _audit_measurements(labels, read_selection(selection), spec, table.column("graph_id").to_numpy())
     quantity = target if spec.is_regression else "class"
     facts = {"file": predictions, "rows": table.num_rows, "model": meta.get("model"),
              "confidence": meta.get("confidence"), "task": spec.type, "quantity": quantity,
