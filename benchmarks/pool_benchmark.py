@@ -32,19 +32,70 @@ sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "reports" / "results" / "pool"
 CACHE = ROOT / "tmp" / "pool_benchmark"
 SHIPPED = ("ogbg-molbace", "ogbg-molbbbp")
+#: The series and property pools' members (committed: the pools are data, cut once from shipped files).
+POOLS = RESULTS / "pools"
 
 
-def all_sets() -> list[str]:
-    """Smallest first (a partial run covers the most sets)."""
+def all_sets(family: str | None = None) -> list[str]:
+    """Smallest first (a partial run covers the most sets); every family, or one (``tmdlib.experiment.families``)."""
+    from tmdlib.experiment.families import family_of
     from tmdlib.experiment.molecules import dataset_sizes
 
-    return sorted(list(dataset_sizes()) + list(SHIPPED), key=lambda n: _size(n))
+    names = list(dataset_sizes()) + list(SHIPPED) + sorted(p.stem for p in POOLS.glob("*.csv"))
+    return sorted((n for n in names if family is None or family_of(n) == family), key=lambda n: (_size(n), n))
 
 
 def _size(name: str) -> int:
     from tmdlib.datasets.registry import DATASETS
 
-    return DATASETS[name].num_graphs
+    if name in DATASETS:
+        return DATASETS[name].num_graphs
+    with open(POOLS / f"{name}.csv", encoding="utf-8") as fh:
+        return sum(1 for _ in fh) - 1
+
+
+def families(threads: int) -> None:
+    """Cut the series pools (the largest Butina cluster of each target set, when it holds ``SERIES_MIN``) and the
+    property pools (MOSES subsets with RDKit-computed properties) into ``POOLS/<name>.csv`` (smiles, y, source_row:
+    the row in the source file); an existing pool file is kept (resumable)."""
+    import csv
+    import gzip
+
+    from tmdlib.experiment import families as F
+    from tmdlib.experiment.molecules import dataset_sizes
+
+    POOLS.mkdir(parents=True, exist_ok=True)
+
+    def write(name, smiles, y, rows):
+        tmp = POOLS / f".{name}.csv.tmp"
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["smiles", "y", "source_row"])
+            w.writerows([s, repr(float(v)), int(r)] for s, v, r in zip(smiles, y, rows))
+        tmp.replace(POOLS / f"{name}.csv")
+
+    for ace in sorted(dataset_sizes()):
+        name = F.SERIES_PREFIX + ace.removeprefix("ACE-")
+        src = ROOT / "data" / "raw" / "MoleculeACE" / f"{ace.removeprefix('ACE-')}.csv"
+        if (POOLS / f"{name}.csv").is_file():
+            continue
+        rows = list(csv.DictReader(open(src, newline="", encoding="utf-8")))
+        members = F.series_members([r["smiles"] for r in rows])
+        print(f"{name}: largest series {members.size} of {len(rows)}", flush=True)
+        if members.size >= F.SERIES_MIN:
+            write(name, [rows[i]["smiles"] for i in members], [float(rows[i]["y"]) for i in members], members)
+    with gzip.open(ROOT / "data" / "raw" / "MOSES" / "train.csv.gz", "rt", encoding="utf-8") as fh:
+        moses = [r["SMILES"] for r in csv.DictReader(fh)]
+    for i, prop in enumerate(F.PROPERTIES):
+        name = F.PROPERTY_PREFIX + prop
+        if (POOLS / f"{name}.csv").is_file():
+            continue
+        members = F.property_pool_members(len(moses), i)
+        smiles = [moses[j] for j in members]
+        y = F.property_values(smiles, prop)
+        keep = np.flatnonzero(np.isfinite(y))
+        write(name, [smiles[j] for j in keep], y[keep], members[keep])
+        print(f"{name}: {keep.size} molecules, {F.PROPERTIES[prop]} (computed)", flush=True)
 
 
 def prepare(name: str, threads: int) -> dict:
@@ -59,7 +110,7 @@ def prepare(name: str, threads: int) -> dict:
     from tmdlib.chem.fingerprints import ecfp4_counts
     from tmdlib.experiment.grid import DEPTH, WEIGHTS
 
-    p = load_pool(name, str(ROOT / "data" / "raw"))
+    p = load_pool(name, str(ROOT / "data" / "raw"), csv_path=POOLS / f"{name}.csv" if _is_cut(name) else None)
     CACHE.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     D = tmd_matrix(p["ds"], DEPTH, WEIGHTS, num_threads=threads)
@@ -72,6 +123,12 @@ def prepare(name: str, threads: int) -> dict:
                         counts=ecfp4_counts(p["smiles"]), task=np.array(p["task"]), seconds=np.array(seconds))
     tmp.replace(path)
     return {"name": name, "cached": False, "n": len(p["y"]), "seconds": round(seconds, 1)}
+
+
+def _is_cut(name: str) -> bool:
+    from tmdlib.experiment.families import family_of
+
+    return family_of(name) in ("series", "property")
 
 
 def load(name: str) -> dict:
@@ -87,11 +144,15 @@ def load(name: str) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("families", help="cut the series and property pools (reports/results/pool/pools/)")
+    f.add_argument("--threads", type=int, default=2)
     p = sub.add_parser("prepare")
     p.add_argument("--sets", nargs="*")
+    p.add_argument("--family", help="every pool of one family (target sets, series, property, classification)")
     p.add_argument("--threads", type=int, default=2)
     r = sub.add_parser("run")
     r.add_argument("--sets", nargs="*")
+    r.add_argument("--family", help="every pool of one family (target sets, series, property, classification)")
     r.add_argument("--models", nargs="*", default=["svm", "rf"])
     r.add_argument("--strategies", nargs="*")
     r.add_argument("--random-seeds", type=int, default=10)
@@ -105,8 +166,11 @@ def main(argv=None) -> int:
     c.add_argument("--trials", type=int, default=3)
     sub.add_parser("summary")
     a = ap.parse_args(argv)
+    if a.cmd == "families":
+        families(a.threads)
+        return 0
     if a.cmd == "prepare":
-        for name in a.sets or all_sets():
+        for name in a.sets or all_sets(a.family):
             print(prepare(name, a.threads), flush=True)
         return 0
     if a.cmd == "run":
@@ -114,7 +178,7 @@ def main(argv=None) -> int:
 
         RESULTS.mkdir(parents=True, exist_ok=True)
         strategies = a.strategies or list(P.STRATEGIES)
-        names = a.sets or all_sets()
+        names = a.sets or all_sets(a.family)
         for name in (names[::-1] if a.largest_first else names):
             if not (CACHE / f"{name}.npz").is_file():
                 print(f"{name}: not prepared, skipped", flush=True)

@@ -110,7 +110,7 @@ def store_smiles(path: str, positions: np.ndarray, method: str | None = None) ->
 
     from tmdlib.select import get_method
 
-    if method is not None and "smiles" not in get_method(method).needs:
+    if method is not None and "smiles" not in get_method(method).needs + get_method(method).uses:
         return None
     if "smiles" not in pq.read_schema(path).names:
         return None

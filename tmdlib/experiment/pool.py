@@ -66,8 +66,9 @@ def _binary(task) -> bool:
     return task.is_classification and task.single_label and not task.class_indices
 
 
-def load_pool(name: str, raw_root: str) -> dict:
-    r"""A built-in molecule set used whole as an unlabelled pool.
+def load_pool(name: str, raw_root: str, csv_path=None) -> dict:
+    r"""A built-in molecule set used whole as an unlabelled pool, or a cut pool's CSV (``smiles``, ``y``:
+    :mod:`tmdlib.experiment.families`) when ``csv_path`` is given.
 
     Returns
     -------
@@ -79,7 +80,12 @@ def load_pool(name: str, raw_root: str) -> dict:
     from ..datasets import load_builtin, to_dataset
     from ..datasets.task import table_task
 
-    table = load_builtin(name, raw_root)
+    if csv_path is None:
+        table = load_builtin(name, raw_root)
+    else:
+        from ..datasets.smiles import read_smiles_csv
+
+        table = read_smiles_csv(csv_path, "smiles", "y", task="regression", name=name)
     task = table_task(table)
     if task.num_targets != 1 or not (task.is_regression or _binary(task)):
         raise ValueError(f"{name}: the pool benchmark takes one regression or binary target, not {task.describe()}")
@@ -136,6 +142,12 @@ class PoolCase:
     def features(self) -> np.ndarray:
         """The pool's ECFP4 counts as float64, shape (P, d): what every round's difficulty reads, converted once."""
         return self.counts[self.pool].astype(np.float64)
+
+    @functools.cached_property
+    def D_fp(self) -> np.ndarray:
+        """The fingerprint distance of the pool, :math:`1 - K` (MinMax on ECFP4 counts: the SVR's own kernel),
+        shape (P, P): what the ``fpk`` first round and the ``:fp`` later rounds cluster on."""
+        return np.ascontiguousarray(1.0 - self.kernel)
 
     @property
     def kernel(self) -> np.ndarray:
@@ -251,8 +263,10 @@ def first_round(case: PoolCase, strategy: str, k: int, seed: int) -> tuple[np.nd
     if strategy == "tmd":
         res = kmedoids_coreset(case.D, k, seed=seed, restarts=5)
         return res.medoids, res.tau.astype(np.float64)
-    if strategy == "tmd-mix":
-        return rounds.mixed_medoids(case.D, k, 0.5, seed), None
+    if strategy in rounds.FIRST_PICKERS:  # the product's first rounds, on TMD or the fingerprint distance
+        kind, space = rounds.FIRST_PICKERS[strategy]
+        D = case.D_fp if space == "fp" else case.D
+        return rounds.first_picks(D, k, kind, seed, restarts=5 if kind == "medoids" else 3), None
     if strategy == "tmd-trim":
         return rounds.trimmed_medoids(case.D, k, 0.1, seed), None
     if strategy in ("fp-kmedoids", "maxmin"):
@@ -298,6 +312,11 @@ def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: i
                                       bool(weighted)) not in skip]
 
     for strategy in strategies:
+        if strategy == FULL:
+            out = [full_row(case, m, base) for m in todo(FULL, "cv", FULL_BUDGET, 0)]
+            if out:
+                yield out
+            continue
         for trial in _seeds(strategy, random_seeds, trials):
             out = []
             if ">" not in strategy:
@@ -317,11 +336,37 @@ def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: i
                 yield out
 
 
+#: The full-data reference: every pool member predicted by a model trained on the other folds (``FOLDS``-fold
+#: cross-fitting over the pool less the audit sample); its row has mode ``cv`` and budget ``FULL_BUDGET``.
+FULL = "full"
+FOLDS = 5
+FULL_BUDGET = 1.0 - 1.0 / FOLDS
+
+
+def full_row(case: PoolCase, model: str, base: dict, seed: int = 0) -> dict:
+    r"""The full-data error of ``model`` on a pool: :data:`FOLDS`-fold cross-fitting over the pool :math:`P` (each
+    member predicted by the model trained on the other folds, :math:`(1 - 1/F)\,|P|` labels), scored over all of
+    :math:`P` -- what labelling nearly everything would give, the reference of "labels to a target"."""
+    t0 = time.process_time()
+    rng = np.random.default_rng([int(seed), 0xF01D])
+    fold = rng.permutation(case.P) % FOLDS
+    pred = np.zeros(case.P)
+    for f in range(FOLDS):
+        test, train = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
+        pred[test] = fit_predict(case, model, train, None, test, seed)
+    metric, value = score(case, pred, np.arange(case.P))
+    return {**base, "model": model, "strategy": FULL, "mode": "cv", "budget": FULL_BUDGET, "trial": 0,
+            "weighted": False, "k": int(round(FULL_BUDGET * case.P)), "n_eval": case.P, "metric": metric,
+            "value": value, "epsilon": float("nan"), "seconds": round(time.process_time() - t0, 3)}
+
+
 def _rounds(case: PoolCase, strategy: str, trial: int, todo, row) -> list[dict]:
     from ..select.rounds import next_batch
 
     first, nxt = strategy.split(">")
     nxt, _, how = nxt.partition("/")
+    nxt, _, metric = nxt.partition(":")  # ``:fp``: the later rounds on the fingerprint distance, not TMD
+    D = case.D_fp if metric == "fp" else case.D
     if not any(todo(strategy, "rounds", b, trial) for b in BUDGETS):
         return []
     out = []
@@ -333,7 +378,7 @@ def _rounds(case: PoolCase, strategy: str, trial: int, todo, row) -> list[dict]:
     for b in BUDGETS[1:]:
         t0 = time.process_time()
         u = difficulty(case, picks, how, trial) if how else None
-        new = next_batch(case.D, picks, case.k(b) - picks.size, u, nxt, seed=trial, restarts=3)
+        new = next_batch(D, picks, case.k(b) - picks.size, u, nxt, seed=trial, restarts=3)
         picks = np.sort(np.concatenate([picks, new]))
         sec = time.process_time() - t0
         out += [row(m, strategy, "rounds", b, trial, False, picks, None, sec) for m in todo(strategy, "rounds", b, trial)]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["collect", "set_ratios", "summary_table", "labels_saved", "write_summary", "control_lines"]
+__all__ = ["collect", "set_ratios", "summary_table", "labels_saved", "write_summary", "control_lines",
+           "family_table", "labels_to_target", "target_table", "family_model"]
 
 
 def _error(row: dict) -> float:
@@ -121,6 +122,108 @@ def summary_table(cells: dict, model: str, mode: str, budgets=(0.05, 0.1, 0.2), 
         lines.append(f"| {lab} | " + " | ".join(cells_txt) + f" | {saved[0]} / {saved[1]} | "
                      + ("–" if e is None else f"{e:.3f}") + " |")
     return lines, records
+
+
+def family_model(family: str) -> str:
+    """The product's default model on a family: the Tanimoto SVR for regression pools, the forest for classes."""
+    return "rf" if family == "classification" else "svm"
+
+
+def family_table(cells: dict, strategies, budgets=(0.05, 0.1, 0.2)) -> tuple[list[str], list[dict]]:
+    r"""Each family on its own line, and the mean over families: per strategy (``(label, mode)``) and budget, the mean
+    ratio to Random over the family's pools (its default model, :func:`family_model`), the pools lost by more than
+    one Random sd and the worst pool; the last line of each strategy is the unweighted mean of the families' means.
+
+    Returns
+    -------
+    (list of str, list of dict)
+        Markdown lines and one record per (strategy, family, budget).
+    """
+    from ..experiment.families import FAMILIES, family_of
+
+    ratios = set_ratios(cells)
+    lines = ["| strategy | family | pools | " + " | ".join(f"{int(b * 100)} %: mean · lost > 1 sd · worst"
+                                                          for b in budgets) + " |",
+             "|---|---|---|" + "---|" * len(budgets)]
+    records = []
+    for label, mode in strategies:
+        fam_means = {b: [] for b in budgets}
+        for fam in FAMILIES:
+            model = family_model(fam)
+            txt, n = [], 0
+            for b in budgets:
+                per = {d: v for d, v in ratios.get((model, label, mode, round(b, 6)), {}).items()
+                       if family_of(d) == fam}
+                if not per:
+                    txt.append("–")
+                    continue
+                r = np.array([v[0] for v in per.values()])
+                worst = max(per, key=lambda d: per[d][0])
+                lost = int(sum(v[1] for v in per.values()))
+                n = max(n, len(per))
+                fam_means[b].append(float(r.mean()))
+                txt.append(f"{r.mean():.3f} · {lost} · {per[worst][0]:.2f}")
+                records.append({"strategy": label, "mode": mode, "family": fam, "model": model, "budget": b,
+                                "mean_ratio": float(r.mean()), "pools": len(per), "lost": lost,
+                                "worst": worst, "worst_ratio": float(per[worst][0])})
+            if n:
+                lines.append(f"| `{label}` ({mode}) | {fam} | {n} | " + " | ".join(txt) + " |")
+        means = [f"**{np.mean(fam_means[b]):.3f}** ({len(fam_means[b])} families)" if fam_means[b] else "–"
+                 for b in budgets]
+        lines.append(f"| `{label}` ({mode}) | **mean over families** | | " + " | ".join(means) + " |")
+    return lines, records
+
+
+def labels_to_target(cells: dict, dataset: str, model: str, label: str, mode: str, factor: float = 1.1):
+    r"""The budget (share of the pool less the audit sample) at which a strategy's mean error reaches ``factor`` × the
+    full-data error (the ``full`` row: cross-fitted over the pool), linear in :math:`\log b` between its budgets.
+
+    Returns
+    -------
+    (float or None, str)
+        The budget, and ``"="`` (reached between budgets), ``"<="`` (already below at the smallest budget: at most
+        that), ``">"`` (not reached at the largest: more than that); ``(None, "")`` without a full-data row.
+    """
+    full = cells.get((dataset, model, "full", "cv", 0.8))
+    budgets = sorted(b for (d, m, lab, mo, b) in cells if (d, m, lab, mo) == (dataset, model, label, mode))
+    if not full or not budgets:
+        return None, ""
+    target = factor * float(np.mean(full))
+    curve = [(b, float(np.mean(cells[(dataset, model, label, mode, b)]))) for b in budgets]
+    if curve[0][1] <= target:
+        return curve[0][0], "<="
+    for (b0, e0), (b1, e1) in zip(curve, curve[1:]):
+        if e1 <= target < e0:
+            t = (e0 - target) / (e0 - e1)
+            return math.exp(math.log(b0) + t * (math.log(b1) - math.log(b0))), "="
+    return curve[-1][0], ">"
+
+
+def target_table(cells: dict, strategies, factor: float = 1.1) -> list[str]:
+    """Per family and strategy: the median budget that reaches ``factor`` × the full-data error
+    (:func:`labels_to_target`; a pool not reached counts as beyond every budget), and how many pools reached it."""
+    from ..experiment.families import FAMILIES, family_of
+
+    lines = [f"| family | " + " | ".join(f"`{lab}` ({mo})" for lab, mo in strategies) + " |",
+             "|---|" + "---|" * len(strategies)]
+    for fam in FAMILIES:
+        model = family_model(fam)
+        pools = sorted({d for (d, m, lab, mo, b) in cells if m == model and lab == "full" and family_of(d) == fam})
+        if not pools:
+            continue
+        txt = []
+        for lab, mo in strategies:
+            got = [labels_to_target(cells, d, model, lab, mo, factor) for d in pools]
+            got = [g for g in got if g[0] is not None]
+            if not got:
+                txt.append("–")
+                continue
+            vals = sorted(math.inf if how == ">" else b for b, how in got)
+            med = vals[len(vals) // 2] if len(vals) % 2 else 0.5 * (vals[len(vals) // 2 - 1] + vals[len(vals) // 2])
+            reached = sum(1 for b, how in got if how != ">")
+            txt.append(("beyond" if math.isinf(med) else f"{100 * med:.1f} %") + f" ({reached}/{len(got)})")
+        lines.append(f"| {fam} | " + " | ".join(txt) + " |")
+    return lines
 
 
 def _per_set(cells: dict, dataset: str, models) -> list[str]:

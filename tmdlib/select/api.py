@@ -291,10 +291,10 @@ def select_graphs(data, method: str = "tmd", *, k: int | None = None, fraction: 
                                "the pool); use tmd, random, feature or wl, or select without a label ledger")
     if "graphs" in spec.needs and ds is None:
         raise InputError(None, f"method {method!r} needs the pool's graphs, not only a TMD matrix")
-    if "smiles" in spec.needs:
-        if smiles is None:
-            raise InputError(None, f"method {method!r} needs SMILES, and this dataset has none (it works on "
-                                   "molecule datasets ingested from SMILES or OGB)")
+    if "smiles" in spec.needs and smiles is None:
+        raise InputError(None, f"method {method!r} needs SMILES, and this dataset has none (it works on "
+                               "molecule datasets ingested from SMILES or OGB)")
+    if smiles is not None and ("smiles" in spec.needs or "smiles" in spec.uses):
         smiles = [str(s) for s in smiles]
         if len(smiles) != n:
             raise ValueError(f"smiles has {len(smiles)} entries, the pool has {n}")

@@ -102,6 +102,12 @@ def _tmd_memory(problem: Problem) -> float:
     return _matrix_bytes(problem) + (0 if problem.matrix is not None else 8.0 * problem.n * problem.n)
 
 
+def _rounds_memory(problem: Problem) -> float:
+    """``tmd-rounds``: the TMD matrix, and on a molecule pool the fingerprint distance beside it."""
+    extra = 8.0 * problem.n * problem.n if problem.smiles is not None and problem.engine != "scalable" else 0.0
+    return _tmd_memory(problem) + extra
+
+
 def _random(problem: Problem) -> Picked:
     """``k`` uniform picks; already-labelled members first (all of them when they fit, else ``k`` among them)."""
     from .baselines import random_selection
@@ -208,36 +214,55 @@ def _tmd_rounds(problem: Problem) -> Picked:
     return picked
 
 
-def _first_round(problem: Problem) -> Picked:
-    """Round one of ``tmd-rounds``: option ``first`` (default :data:`tmdlib.select.rounds.DEFAULT_FIRST`), ``tmd-mix``
-    or the paper's ``tmd`` k-medoids."""
-    from .rounds import DEFAULT_FIRST
+def _space(problem: Problem, first: str) -> tuple[str, np.ndarray]:
+    """The distance ``tmd-rounds`` picks on (:data:`tmdlib.select.rounds.FIRST_PICKERS`): the fingerprint distance of
+    a molecule pool (:func:`tmdlib.select.rounds.picking_distance`, computed once per selection), else the TMD
+    matrix; returns its name and the matrix."""
+    from .rounds import FIRST_PICKERS, picking_distance
+
+    if FIRST_PICKERS[first][1] == "fp" and problem.smiles is not None:
+        if problem.distance is None:
+            problem.distance = picking_distance(problem.smiles)
+        return "fp", problem.distance
+    return "tmd", _matrix_of(problem)
+
+
+def _first_of(problem: Problem) -> str:
+    from .rounds import DEFAULT_FIRST, FIRST_PICKERS
 
     first = str(problem.options.get("first") or DEFAULT_FIRST)
-    if first == "tmd-mix":
-        return _tmd_mix(problem)
-    if first != "tmd":
-        raise InputError(None, f"tmd-rounds' first round is tmd-mix or tmd, not {first!r}")
-    picked = _kmedoids(problem, _matrix_of(problem))
-    picked.info["first"] = "tmd"
-    return picked
+    if first not in FIRST_PICKERS:
+        raise InputError(None, f"tmd-rounds' first round is one of {', '.join(FIRST_PICKERS)}, not {first!r}")
+    return first
+
+
+def _first_round(problem: Problem) -> Picked:
+    """Round one of ``tmd-rounds``: option ``first`` (default :data:`tmdlib.select.rounds.DEFAULT_FIRST`), one of
+    :data:`tmdlib.select.rounds.FIRST_PICKERS`, on its space (:func:`_space`); τ and ε from the TMD assignment."""
+    from .rounds import FIRST_PICKERS, first_picks
+
+    first = _first_of(problem)
+    space, P = _space(problem, first)
+    pos = first_picks(P, problem.k, FIRST_PICKERS[first][0], problem.seed, fixed=problem.fixed,
+                      restarts=int(problem.options.get("restarts", 3)))
+    return _with_tau(problem, _matrix_of(problem), pos, {"first": first, "space": space})
 
 
 def _next_round(problem: Problem) -> Picked:
     """A later round of ``tmd-rounds``: the labelled members (and a control arm), ``fixed``, kept; the rest of the
-    budget by :func:`tmdlib.select.rounds.next_batch`."""
+    budget by :func:`tmdlib.select.rounds.next_batch` on the first round's space."""
     from .rounds import DEFAULT_NEXT, next_batch
 
     diff = problem.options.get("difficulty")
-    D = _matrix_of(problem)
     strategy = str(problem.options.get("strategy") or DEFAULT_NEXT)
-    if diff is None and strategy not in ("tmd", "random"):
+    if diff is None and strategy not in ("tmd", "random", "strat"):
         strategy = "tmd"  # no difficulty (a pool without SMILES or fingerprints): the coreset grows
+    space, P = _space(problem, _first_of(problem))
     kept = np.flatnonzero(problem.fixed)
     cand = None if problem.options.get("exclude") is None else ~np.asarray(problem.options["exclude"], dtype=bool)
-    new = next_batch(D, kept, problem.k - kept.size, diff, strategy, problem.seed, candidates=cand,
+    new = next_batch(P, kept, problem.k - kept.size, diff, strategy, problem.seed, candidates=cand,
                      restarts=int(problem.options.get("restarts", 3)))
-    return _with_tau(problem, D, np.concatenate([kept, new]), {"strategy": strategy, **(
+    return _with_tau(problem, _matrix_of(problem), np.concatenate([kept, new]), {"strategy": strategy, "space": space, **(
         {"difficulty_from": problem.options["difficulty_from"]} if diff is not None and
         problem.options.get("difficulty_from") else {})})
 
@@ -284,9 +309,10 @@ register(MethodSpec("wl", _wl, needs=("graphs",), summary="k-medoids on the WL s
 register(MethodSpec("tmd-mix", _tmd_mix, needs=("tmd",), summary="half uniform, half k-medoids on TMD around it "
                     "(a first round that cannot stray far from Random)", memory=_tmd_memory,
                     max_pool_hint="use tmd with the scalable engine"))
-register(MethodSpec("tmd-rounds", _tmd_rounds, needs=("tmd",), label_free=False,
-                    summary="the pool setting's rounds: tmd-mix first, then picks steered by the labels so far "
-                    "(difficulty x TMD coverage)", memory=_tmd_memory, max_pool_hint="use tmd with the scalable engine"))
+register(MethodSpec("tmd-rounds", _tmd_rounds, needs=("tmd",), label_free=False, uses=("smiles",),
+                    summary="the pool setting's rounds: a label-free first round, then picks steered by the labels "
+                    "so far (on a molecule pool in the fingerprint space), the TMD certificate of every round",
+                    memory=_rounds_memory, max_pool_hint="use tmd with the scalable engine"))
 _CHEM = {
     "maxmin": ("RDKit MaxMin diversity picker on ECFP4 (Tanimoto)", False, "use leader or tmd (scalable)"),
     "leader": ("RDKit sphere exclusion (LeaderPicker) on ECFP4, threshold searched to k", True, "use maxmin"),

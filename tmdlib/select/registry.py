@@ -130,6 +130,9 @@ class MethodSpec:
         is allocated (:func:`~tmdlib.select.select_graphs` refuses what does not fit).
     max_pool_hint : str
         What to use instead when the memory estimate does not fit.
+    uses : tuple of str
+        What the method reads when the pool has it, without needing it (``"smiles"``: ``tmd-rounds`` picks on the
+        fingerprint distance of a molecule pool, on TMD otherwise).
     """
 
     name: str
@@ -141,6 +144,7 @@ class MethodSpec:
     summary: str = ""
     memory: Callable[[Problem], float] | None = None
     max_pool_hint: str = ""
+    uses: tuple = ()
 
 
 METHODS: dict[str, MethodSpec] = {}

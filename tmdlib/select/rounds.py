@@ -30,19 +30,39 @@ informative and diverse (batch active learning, not top-k uncertainty):
                           :math:`w_i = u_i/\bar u + \lambda` (the difficult regions get more medoids, every region some)
 ``tmd``                   k-medoids with :math:`S` kept (the coreset grown: what round two did before)
 ``random``                uniform among the candidates
+``strat``                 stratified random (:func:`stratified_picks`): the labelled set topped up towards a
+                          proportional share of every TMD cluster, uniform inside each
+``strat-unc``             the same with each cluster's share weighted by its members' :math:`u_i/\bar u + \lambda`
 ========================  ============================================================================================
+
+**Stratified random** (:func:`stratified_picks`, first round ``strat``).  The pool is cut into :math:`c` TMD
+clusters (k-medoids; :math:`c = k` by default) and each cluster :math:`C` receives a quota
+:math:`q_C = k\,|C|/n` of the picks, rounded systematically (one uniform offset on the cumulative quotas: every
+cluster gets :math:`\lfloor q_C\rfloor` or :math:`\lceil q_C\rceil`, :math:`\mathbb E = q_C`, the total exactly
+:math:`k`); inside a cluster the picks are uniform.  Every member is then picked with probability exactly
+:math:`k/n`, as under Random -- the labelled set follows the pool's density, where most of a congeneric series is --,
+but a draw can no longer leave a region empty or pile up in one (proportional allocation: Random's expectation with
+less variance).  In a later round the quotas are those of the whole labelled set, less what each cluster already
+holds (its deficit, never negative).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
+__all__ = ["stratified_picks", "first_picks", "FIRST_PICKERS", "picking_distance", "default_strategy",
+           "union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
            "isolation", "knn_difficulty", "default_method", "DEFAULT_FIRST",
            "check_control", "forest_difficulty", "DIFFICULTIES", "DEFAULT_DIFFICULTY", "default_weighting"]
 
 #: The later-round strategies of :func:`next_batch`.
-NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "random")
-#: The default first round of ``tmd-rounds`` and its later-round strategy (chosen on the pool benchmark:
+NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "random", "strat", "strat-unc")
+#: First rounds (no label yet), by name: ``(kind, space)``.  The kind is ``mix`` (:func:`mixed_medoids`, half
+#: uniform), ``medoids`` (k-medoids) or ``strat`` (:func:`stratified_picks`); the space is the distance it picks on:
+#: ``tmd`` (the pool's TMD matrix) or ``fp`` (:func:`picking_distance`: the Tanimoto distance of ECFP4 counts, the
+#: default molecule model's own kernel; a pool without SMILES falls back to TMD).  Later rounds pick on the same space.
+FIRST_PICKERS = {"tmd-mix": ("mix", "tmd"), "tmd": ("medoids", "tmd"), "strat": ("strat", "tmd"),
+                 "fpk-mix": ("mix", "fp"), "fpk": ("medoids", "fp"), "strat-fp": ("strat", "fp")}
+#: The default first round of ``tmd-rounds`` and its later-round strategy (chosen on the pool benchmark's families:
 #: docs/pool-benchmark.md).
 DEFAULT_FIRST = "tmd-mix"
 DEFAULT_NEXT = "tmd-unc"
@@ -50,6 +70,54 @@ DEFAULT_NEXT = "tmd-unc"
 #: (:func:`knn_difficulty`); the default chosen on the pool benchmark.
 DIFFICULTIES = ("forest", "knn")
 DEFAULT_DIFFICULTY = "forest"
+
+
+def default_strategy(first: str | None = None, nxt: str | None = None, difficulty: str | None = None) -> str:
+    """The pool benchmark's name of a rounds strategy, ``<first>><next>[:fp]/<difficulty>`` (the defaults when not
+    given): the later rounds on the first round's space."""
+    first = first or DEFAULT_FIRST
+    space = FIRST_PICKERS[first][1]
+    return f"{first}>{nxt or DEFAULT_NEXT}{':fp' if space == 'fp' else ''}/{difficulty or DEFAULT_DIFFICULTY}"
+
+
+def picking_distance(smiles) -> np.ndarray:
+    r"""The fingerprint space the ``fp`` pickers work in: :math:`1 - K_{\mathrm{MinMax}}` of ECFP4 counts
+    (:func:`tmdlib.chem.models.minmax_kernel`, the Tanimoto SVR's kernel).  Imports RDKit.
+
+    Parameters
+    ----------
+    smiles : sequence of str, length n
+
+    Returns
+    -------
+    ndarray of float64, shape (n, n)
+        Symmetric, zero diagonal, values in [0, 1].
+    """
+    from ..chem.fingerprints import ecfp4_counts
+    from ..chem.models import minmax_kernel
+
+    D = 1.0 - minmax_kernel(ecfp4_counts(list(smiles)))
+    np.fill_diagonal(D, 0.0)
+    return np.ascontiguousarray(D)
+
+
+def first_picks(D: np.ndarray, k: int, kind: str, seed: int = 0, *, fixed=None, restarts: int = 3) -> np.ndarray:
+    """A label-free first round of ``k`` picks on the distance ``D`` (``fixed`` kept): ``kind`` one of ``mix``,
+    ``medoids``, ``strat`` (:data:`FIRST_PICKERS`).
+
+    Returns
+    -------
+    ndarray of int64, shape (k,), sorted
+    """
+    from .coreset import kmedoids_coreset
+
+    if kind == "mix":
+        return mixed_medoids(D, k, 0.5, seed, fixed=fixed, restarts=restarts)
+    if kind == "strat":
+        return stratified_picks(D, k, seed, fixed=fixed, restarts=restarts)
+    if kind == "medoids":
+        return kmedoids_coreset(D, k, seed=seed, restarts=restarts, fixed=fixed).medoids.astype(np.int64)
+    raise ValueError(f"unknown first-round kind {kind!r}: mix, medoids, strat")
 
 
 def default_method(method: str, production: bool, scalable: bool = False) -> str:
@@ -239,6 +307,76 @@ def mixed_medoids(D: np.ndarray, k: int, share: float = 0.5, seed: int = 0, *, c
     return np.sort(_kmedoids(D, int(k), seed, cand, keep, restarts)).astype(np.int64)
 
 
+def _systematic(quota: np.ndarray, total: int, rng) -> np.ndarray:
+    """Integer counts with ``E[count] = quota`` (scaled to sum to ``total``), each the floor or ceil of its quota, the
+    sum exactly ``total``: the number of points ``u, u+1, ...`` in each cumulative interval."""
+    q = np.asarray(quota, dtype=np.float64)
+    q = q * (float(total) / q.sum()) if q.sum() > 0 else np.zeros_like(q)
+    edges = np.concatenate([[0.0], np.cumsum(q)])
+    u = float(rng.random())
+    return (np.floor(edges[1:] - u + 1.0) - np.floor(edges[:-1] - u + 1.0)).astype(np.int64).clip(0)
+
+
+def stratified_picks(D: np.ndarray, k: int, seed: int = 0, *, strata: int | None = None, candidates=None,
+                     fixed=None, weights=None, restarts: int = 3) -> np.ndarray:
+    r"""Stratified random picks over TMD clusters (module doc, "Stratified random").
+
+    Parameters
+    ----------
+    D : ndarray, shape (n, n)
+        Exact TMD matrix of the pool.
+    k : int
+        Total picks, ``fixed`` included.
+    seed : int
+    strata : int, optional
+        Clusters :math:`c` (k-medoids on ``D``); default ``k``, at most the number of members.
+    candidates, fixed : bool mask or int positions, optional
+        Who may be picked (default: all); who is labelled already (kept, counted in its cluster's share).
+    weights : ndarray, shape (n,), optional
+        A cluster's share is proportional to the sum of its members' weights (default: its size).
+    restarts : int
+
+    Returns
+    -------
+    ndarray of int64, shape (k,), sorted
+        ``fixed`` and the new picks.
+    """
+    from .coreset import kmedoids_coreset
+
+    cand, fix = _who(D, candidates, fixed)
+    n = D.shape[0]
+    new = int(k) - int(fix.sum())
+    free = cand & ~fix
+    if new < 0 or free.sum() < new:
+        raise ValueError(f"cannot pick {k} with {int(fix.sum())} fixed among {int((cand | fix).sum())} candidates")
+    rng = np.random.default_rng([int(seed), 0x57A7])
+    if new == 0:
+        return np.flatnonzero(fix).astype(np.int64)
+    c = int(min(max(1, strata or int(k)), n))
+    labels = kmedoids_coreset(D, c, seed=int(seed), restarts=int(restarts)).labels
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    mass = np.bincount(labels, weights=w, minlength=c)
+    have = np.bincount(labels[fix], minlength=c)
+    room = np.bincount(labels[free], minlength=c)
+    deficit = np.maximum(mass / mass.sum() * int(k) - have, 0.0)
+    deficit = np.where(room > 0, deficit, 0.0)
+    picks = list(np.flatnonzero(fix))
+    left = new
+    while left > 0:  # a quota above a cluster's room is capped and its excess allocated again
+        if deficit.sum() <= 0:
+            deficit = room.astype(np.float64)
+        count = np.minimum(_systematic(deficit, left, rng), room)
+        for j in np.flatnonzero(count):
+            pool = np.flatnonzero(free & (labels == j))
+            got = rng.choice(pool, size=int(count[j]), replace=False)
+            picks.extend(got.tolist())
+            free[got] = False
+        room -= count
+        left -= int(count.sum())
+        deficit = np.where(room > 0, np.maximum(deficit - count, 0.0), 0.0)
+    return np.sort(np.asarray(picks, dtype=np.int64))
+
+
 def trimmed_medoids(D: np.ndarray, k: int, trim: float = 0.1, seed: int = 0, *, neighbours: int = 5,
                     candidates=None, fixed=None, restarts: int = 3) -> np.ndarray:
     r"""k-medoids whose medoids avoid the most isolated ``trim`` share of the pool.
@@ -305,6 +443,14 @@ def next_batch(D: np.ndarray, labelled, k_new: int, difficulty=None, strategy: s
     rng = np.random.default_rng([int(seed), 0xB47])
     if strategy == "random":
         return np.sort(rng.choice(np.flatnonzero(cand), size=k_new, replace=False)).astype(np.int64)
+    if strategy in ("strat", "strat-unc"):
+        w = mem.astype(np.float64)
+        if strategy == "strat-unc":
+            u = _difficulty(difficulty, n)
+            w = (u / (u[mem].mean() or 1.0) + float(floor)) * mem
+        allp = stratified_picks(D, int(lab.sum()) + k_new, seed, candidates=cand, fixed=lab, weights=w,
+                                restarts=restarts)
+        return np.sort(np.setdiff1d(allp, np.flatnonzero(lab))).astype(np.int64)
     if strategy in ("tmd", "tmd-unc"):
         sub = np.flatnonzero(mem | lab | cand)
         Ds = np.asarray(D[np.ix_(sub, sub)], dtype=np.float64)

@@ -87,3 +87,29 @@ def test_ratios_losses_and_labels_saved():
     assert R.labels_saved(cells, "A", "svm", "s", "oneshot", 0.2) == pytest.approx(1 - np.sqrt(0.02) / 0.2)
     lines, records = R.summary_table(cells, "svm", "oneshot")
     assert records[0]["strategy"] == "s" and records[0]["worse_1sd"] == 0 and "s" in lines[2]
+
+
+def test_families_are_named_and_cut_from_shipped_data():
+    from tmdlib.experiment import families as F
+
+    assert [F.family_of(n) for n in ("ACE-CHEMBL204_Ki", "series-CHEMBL204_Ki", "moses-logp", "ogbg-molbace")] == \
+        ["target sets", "series", "property", "classification"]
+    smiles = ["c1ccccc1C(=O)N" + "C" * i for i in range(8)] + ["OCCO", "CCCCCCCCCCCCCCCCCC(=O)O"]
+    members = F.series_members(smiles, 0.6)
+    assert set(members.tolist()) <= set(range(8)) and members.size >= 4  # the amides, not the odd two
+    y = F.property_values(["CCO", "c1ccccc1", "not a smiles"], "logp")
+    assert y[0] < y[1] and np.isnan(y[2])
+    a, b = F.property_pool_members(100, 0, 30), F.property_pool_members(100, 1, 30)
+    assert a.size == b.size == 30 and not set(a.tolist()) & set(b.tolist())
+
+
+def test_full_data_reference_and_labels_to_target(data):
+    rows = [r for rs in P.run_set(data, ["svm"], ["full"]) for r in rs]
+    assert len(rows) == 1 and rows[0]["mode"] == "cv" and rows[0]["n_eval"] == rows[0]["n_pool"]
+    cells = R.collect([_row("A", "full", 0.8, 1.0, mode="cv")] +
+                      [_row("A", "s", b, v) for b, v in ((0.05, 1.5), (0.1, 1.2), (0.2, 1.0))] +
+                      [_row("A", "t", b, v) for b, v in ((0.05, 1.5), (0.1, 1.3), (0.2, 1.2))])
+    b, how = R.labels_to_target(cells, "A", "svm", "s", "oneshot", 1.1)
+    assert how == "=" and b == pytest.approx(np.exp(np.log(0.1) + 0.5 * np.log(2)))  # 1.1 halfway in log b
+    assert R.labels_to_target(cells, "A", "svm", "t", "oneshot", 1.1) == (0.2, ">")
+    assert "(1/1)" in R.target_table(cells, [("s", "oneshot")])[2]

@@ -144,3 +144,32 @@ def test_auto_keeps_the_papers_coreset_where_the_scalable_engine_runs():
     assert rounds.default_method("auto", True, scalable=True) == "tmd"
     assert rounds.default_method("tmd-rounds", True, scalable=True) == "tmd-rounds"
 
+
+
+def test_stratified_picks_give_every_member_the_same_chance():
+    """Proportional allocation with systematic rounding: each member is picked with probability k/n exactly, a
+    dense region and a small far one alike (Random's expectation), and no draw leaves the far cluster empty."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 1, (90, 2)), rng.normal(9, 0.5, (30, 2))])
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    hits = np.zeros(len(X))
+    for seed in range(300):
+        p = rounds.stratified_picks(D, 12, seed, strata=4, restarts=1)
+        assert p.shape == (12,) and np.unique(p).size == 12
+        assert (p >= 90).sum() == 3  # the far cluster's share: 12 * 30/120, whatever the draw
+        hits[p] += 1
+    assert hits[:90].mean() / 300 == pytest.approx(0.1, abs=0.01)
+    assert hits[90:].mean() / 300 == pytest.approx(0.1, abs=0.01)
+
+
+def test_stratified_later_round_fills_the_deficits(mutag_D):
+    n = mutag_D.shape[0]
+    lab = np.arange(20)  # the first 20 members only: a lopsided labelled set
+    new = rounds.next_batch(mutag_D, lab, 18, None, "strat", seed=1)
+    assert new.shape == (18,) and not set(new.tolist()) & set(lab.tolist())
+    assert (new >= 20).sum() == 18 and np.array_equal(new, rounds.next_batch(mutag_D, lab, 18, None, "strat", seed=1))
+    u = np.ones(n)
+    hard = np.arange(n) >= n // 2
+    u[hard] = 10.0
+    steered = rounds.next_batch(mutag_D, lab, 18, u, "strat-unc", seed=1)
+    assert hard[steered].sum() > hard[new].sum()  # the difficult half gets a larger share
