@@ -176,7 +176,7 @@ def main(argv=None) -> int:
         seen, rows = set(), []
         for d in [RESULTS] + [Path(t) for t in a.truth]:
             for f in sorted(d.glob("*.csv")):
-                if f.name != "control.csv" and f.name not in seen:
+                if not f.name.startswith("control") and f.name not in seen:
                     seen.add(f.name)
                     rows += read_rows(f)
         with open(RESULTS / "control.csv", newline="", encoding="utf-8") as fh:

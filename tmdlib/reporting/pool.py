@@ -268,7 +268,7 @@ def write_summary(results_dir, out: str | None = None) -> str:
     from ..experiment.pool import read_rows
 
     d = Path(results_dir)
-    rows = [r for f in sorted(d.glob("*.csv")) if f.name != "control.csv" for r in read_rows(f)]
+    rows = [r for f in sorted(d.glob("*.csv")) if not f.name.startswith("control") for r in read_rows(f)]
     cells = collect(rows)
     models = [m for m in ("svm", "rf") if any(k[1] == m for k in cells)]
     sets = sorted({k[0] for k in cells})
