@@ -9,6 +9,8 @@ sample (RMSE for regression, ROC-AUC for classes).  The protocol is :mod:`tmdlib
 
     .venv/bin/python benchmarks/pool_benchmark.py prepare              # whole-pool TMD matrices + ECFP4 counts (cached)
     .venv/bin/python benchmarks/pool_benchmark.py run [--sets ...] [--models svm rf] [--strategies ...]
+    .venv/bin/python benchmarks/pool_benchmark.py control              # the Random control's verdicts (control.csv)
+    .venv/bin/python benchmarks/pool_benchmark.py control-report       # right / wrong / undecided per family
     .venv/bin/python benchmarks/pool_benchmark.py summary              # reports/results/pool/summary.md
 
 ``run`` appends rows to ``reports/results/pool/<set>.csv`` as soon as a set's cell is done and skips rows already
@@ -164,6 +166,9 @@ def main(argv=None) -> int:
     c.add_argument("--strategy", default=None, help="default: tmd-rounds' default (first>next/difficulty)")
     c.add_argument("--share", type=float, default=0.2)
     c.add_argument("--trials", type=int, default=3)
+    cr = sub.add_parser("control-report", help="the control's right / wrong / undecided per family (control.md)")
+    cr.add_argument("--truth", nargs="*", default=[],
+                    help="more folders of benchmark rows to read the truth from (default: the results folder)")
     sub.add_parser("summary")
     a = ap.parse_args(argv)
     if a.cmd == "families":
@@ -215,8 +220,9 @@ def main(argv=None) -> int:
         for name in a.sets or all_sets():
             if not (CACHE / f"{name}.npz").is_file():
                 continue
-            model = "svm" if str(load(name)["task"]) == P.REGRESSION else "rf"
-            rows = P.run_control(load(name), strategy, model, a.share, a.trials, skip=done)
+            data = load(name)
+            model = "svm" if str(data["task"]) == P.REGRESSION else "rf"
+            rows = P.run_control(data, strategy, model, a.share, a.trials, skip=done)
             new = not out.is_file()
             with open(out, "a", newline="") as fh:
                 w = csv.DictWriter(fh, fieldnames=P.CONTROL_COLUMNS)
@@ -224,6 +230,23 @@ def main(argv=None) -> int:
                     w.writeheader()
                 w.writerows(rows)
             print(f"{name}: {len(rows)} control rows", flush=True)
+        return 0
+    if a.cmd == "control-report":
+        import csv
+
+        from tmdlib.experiment.pool import read_rows
+        from tmdlib.reporting.pool import collect, control_lines
+
+        seen, rows = set(), []
+        for d in [RESULTS] + [Path(t) for t in a.truth]:
+            for f in sorted(d.glob("*.csv")):
+                if not f.name.startswith("control") and f.name not in seen:
+                    seen.add(f.name)
+                    rows += read_rows(f)
+        with open(RESULTS / "control.csv", newline="", encoding="utf-8") as fh:
+            text = "\n".join(control_lines(list(csv.DictReader(fh)), collect(rows)))
+        (RESULTS / "control.md").write_text("# " + text.lstrip("# ") + "\n", encoding="utf-8")
+        print(text)
         return 0
     if a.cmd == "summary":
         from tmdlib.reporting.pool import write_summary

@@ -384,7 +384,8 @@ def log_production(metrics: dict, info: dict, graphs: str, selection: str, model
     flat.update({"coreset_loss_weighted": metrics["coreset_loss_weighted"], "c_epsilon": b.get("c_epsilon"),
                  "loss_scale": b.get("loss_scale"), "epsilon": b.get("epsilon")})  # ε: the whole labelled set's
     control = metrics.get("control") or {}
-    flat.update({f"control.{k}": control.get(k) for k in ("difference", "low", "high", "control", "strategy")
+    flat.update({f"control.{k}": control.get(k) for k in ("difference", "low", "high", "control", "strategy", "n",
+                                                           "folds", "n_arm", "labels_needed")
                  if isinstance(control.get(k), (int, float))})
     inputs = [graphs, selection, model, train_info]
     # the DVC stage is the run's name: evaluate@NAME, or evaluate_nodes@NAME for the node-subsampled model

@@ -106,11 +106,13 @@ def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
     _sh([DVC, "repro", "audit@POOL"], ws, env)  # evaluate, and the node stages: off here (nodes.method: auto)
     metrics = json.loads((ws / "data/metrics/POOL/metrics.json").read_text())
     c = metrics["control"]
-    assert c["n_control"] == c["n_strategy"] == len(control) and c["verdict"] in (
+    assert c["n_control"] == len(control) and c["n_strategy"] == len(strategy) and c["verdict"] in (
         "strategy better", "Random better", "undecided")
-    assert c["low"] <= c["difference"] <= c["high"] and c["n"] == metrics["audit_labelled"]
+    # cross-fitted over every uniform label: the audit sample and the control arm (issue 67)
+    assert c["low"] <= c["difference"] <= c["high"] and c["n"] == metrics["audit_labelled"] + len(control)
+    assert c["folds"] == 5 and c["n_arm"] >= len(control) and "labels_needed" in c
     summary = _sh([TMDSUB, "summary"], ws, env).stdout
-    assert "Random control" in summary
+    assert "Random control (5-fold cross-fitting over" in summary
     # a production molecule pool: node subsampling off by default (issues 61, 63), said once, nothing trained
     off = "node subsampling: off (production molecule pool; nodes.method: auto)"
     assert summary.count(off) == 1 and "evaluate_nodes@POOL" not in summary and "train_nodes@POOL" not in summary

@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = ["load_pool", "PoolCase", "FIRST", "NEXT", "STRATEGIES", "BUDGETS", "COLUMNS", "KEY", "row_key",
            "run_set", "read_rows", "append_rows", "fit_predict", "difficulty", "svr_on_kernel", "run_control",
-           "CONTROL_COLUMNS"]
+           "CONTROL_COLUMNS", "control_round"]
 
 #: The task name of the regression sets (the results' ``task`` column).
 REGRESSION = "regression"
@@ -151,12 +151,22 @@ class PoolCase:
 
     @property
     def kernel(self) -> np.ndarray:
-        """MinMax kernel of the pool (the SVR's), shape (P, P), computed once."""
+        """MinMax kernel of the pool (the SVR's), shape (P, P), computed once (read from :attr:`set_kernel` when that
+        was computed first)."""
         if self._kernel is None:
             from ..chem.models import minmax_kernel
 
-            self._kernel = minmax_kernel(self.counts[self.pool])
+            self._kernel = (minmax_kernel(self.counts[self.pool]) if "set_kernel" not in self.__dict__ else
+                            np.ascontiguousarray(self.set_kernel[np.ix_(self.pool, self.pool)]))
         return self._kernel
+
+    @functools.cached_property
+    def set_kernel(self) -> np.ndarray:
+        """MinMax kernel of the whole set (pool and audit sample), shape (N, N): the Random control's cross-fitting
+        trains on audit members too."""
+        from ..chem.models import minmax_kernel
+
+        return minmax_kernel(self.counts)
 
 
 def svr_on_kernel(K: np.ndarray, train: np.ndarray, y: np.ndarray, w, predict: np.ndarray, *,
@@ -204,17 +214,21 @@ def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.nd
         return svr_on_kernel(case.kernel, train, y, w, predict,
                              K_predict=None if X_predict is None else minmax_kernel(X_predict, X[train]))
     if model == "rf":
-        from ..chem.forest import fit_forest
-
-        Xp = X[predict] if X_predict is None else X_predict
-        if case.regression:
-            return fit_forest(X[train], y, sample_weight=w, seed=seed, n_estimators=RF_TREES).predict(Xp)
-        if np.unique(y).size < 2:  # one class picked: a constant score
-            return np.full(len(Xp), float(y[0]))
-        f = fit_forest(X[train], y.astype(int), sample_weight=w, task="classification", seed=seed,
-                       n_estimators=RF_TREES)
-        return f.predict_proba(Xp)[:, list(f.classes_).index(1)]
+        return _forest(case, X[train], y, w, X[predict] if X_predict is None else X_predict, seed)
     raise ValueError(f"unknown model {model!r}: svm, rf")
+
+
+def _forest(case: PoolCase, X, y, w, Xp, seed: int) -> np.ndarray:
+    """The benchmark's forest fitted on ``X, y`` (weights ``w`` or None): its predictions on ``Xp``, or the positive
+    class's probability."""
+    from ..chem.forest import fit_forest
+
+    if case.regression:
+        return fit_forest(X, y, sample_weight=w, seed=seed, n_estimators=RF_TREES).predict(Xp)
+    if np.unique(y).size < 2:  # one class picked: a constant score
+        return np.full(len(Xp), float(y[0]))
+    f = fit_forest(X, y.astype(int), sample_weight=w, task="classification", seed=seed, n_estimators=RF_TREES)
+    return f.predict_proba(Xp)[:, list(f.classes_).index(1)]
 
 
 def score(case: PoolCase, pred: np.ndarray, at: np.ndarray) -> tuple[str, float]:
@@ -419,53 +433,110 @@ def read_rows(path) -> list[dict]:
 
 
 #: Columns of ``control.csv``: the Random control's verdict in round two (5 % → 10 %), one row per (set, trial).
+#: ``verdict`` … ``more_needed``: the rule (:func:`tmdlib.models.evaluate.cross_fit_arms`); ``old_*``: the rule before
+#: issue 67 (one model per arm of the control arm's size, compared on the audit sample only), kept for comparison;
+#: ``round_ratio``: the round's own truth (the strategy's picks over as many uniform ones, on the rest of the pool).
 CONTROL_COLUMNS = ("dataset", "model", "strategy", "trial", "share", "n_control", "n_audit", "verdict", "difference",
-                   "low", "high", "metric", "value")
+                   "low", "high", "metric", "value", "n", "folds", "repeats", "n_arm", "labels_needed", "more_needed",
+                   "old_verdict", "old_difference", "old_low", "old_high", "round_ratio")
+#: Uniform draws the round's truth (``round_ratio``) averages over.
+ROUND_TRUTH_DRAWS = 10
+
+
+def control_round(case: PoolCase, strategy: str, share: float, trial: int):
+    """Round two of ``strategy`` with a Random control arm, as production draws it: round one by the first picker at
+    5 %, then ``share`` of round two's new picks drawn uniformly (the arm), the rest by the strategy with the arm kept.
+
+    Returns
+    -------
+    base, arm, strat : ndarray of int
+        Pool positions: round one's picks, the control arm, the strategy's new picks.
+    """
+    from ..select.rounds import next_batch
+
+    first, nxt = strategy.split(">")
+    nxt, _, how = nxt.partition("/")
+    picks, _ = first_round(case, first, case.k(BUDGETS[0]), trial)
+    new = case.k(BUDGETS[1]) - picks.size
+    m = int(math.ceil(share * new))
+    rng = np.random.default_rng([trial, 0xC0A7])
+    arm = np.sort(rng.choice(np.setdiff1d(np.arange(case.P), picks), size=m, replace=False))
+    u = difficulty(case, picks, how, trial) if how else None
+    strat = next_batch(case.D, np.concatenate([picks, arm]), new - m, u, nxt, seed=trial, restarts=3)
+    return picks, arm, np.sort(np.asarray(strat, dtype=np.int64))
+
+
+def _set_scorer(case: PoolCase, model: str, seed: int):
+    """``fit_predict(train, predict)`` on positions in the whole set (pool and audit sample): the benchmark's model
+    trained on ``train``'s labels, its scores on ``predict`` (what :func:`~tmdlib.models.evaluate.cross_fit_arms`
+    calls)."""
+    def fit_predict(train, predict):
+        train, predict = np.asarray(train, dtype=np.int64), np.asarray(predict, dtype=np.int64)
+        if model == "svm":
+            return svr_on_kernel(case.set_kernel, train, case.y[train], None, predict)
+        return _forest(case, case.counts[train], case.y[train], None, case.counts[predict], seed)
+
+    return fit_predict
+
+
+def _round_truth(case: PoolCase, model: str, base, taken, strat, trial: int) -> float:
+    """The round's own truth: the error of a model on round one's picks plus the strategy's, over the mean error of
+    one on round one's plus as many uniform picks (``ROUND_TRUTH_DRAWS`` draws among the pool not yet labelled), each
+    scored on the pool members neither model saw (below 1: the strategy's picks did better this round)."""
+    rng = np.random.default_rng([trial, 0x7A0])
+    free = np.setdiff1d(np.arange(case.P), taken)
+    s_pred = fit_predict(case, model, np.concatenate([base, strat]), None, free, trial)
+    err = []
+    for _ in range(ROUND_TRUTH_DRAWS):
+        uni = np.sort(rng.choice(free, size=strat.size, replace=False))
+        keep = ~np.isin(free, uni)
+        r_pred = fit_predict(case, model, np.concatenate([base, uni]), None, free[keep], trial)
+        err.append((score(case, s_pred[keep], free[keep])[1], score(case, r_pred, free[keep])[1]))
+    e = np.asarray(err)
+    if not case.regression:
+        e = 1.0 - e  # ROC-AUC → error
+    return float(e[:, 0].mean() / e[:, 1].mean())
 
 
 def run_control(data: dict, strategy: str, model: str = "svm", share: float = 0.2, trials: int = 3,
                 skip=frozenset()) -> list[dict]:
     r"""The Random control of production (``select.control``) replayed on a pool: how often is its verdict right?
 
-    Round one by the strategy's first picker at 5 %; round two to 10 % spends ``share`` of its new picks on a uniform
-    draw (the control arm), the rest by the strategy with that draw kept; :func:`tmdlib.models.evaluate.compare_arms`'s
-    rule then trains one model per arm (round one's labels plus as many of the round's picks of each arm) and compares
-    them on the audit sample.  ``value`` is the error of the round's full model (every label) on the rest of the pool:
+    Round two with a control arm as production draws it (:func:`control_round`), then **the production rule**,
+    :func:`tmdlib.models.evaluate.cross_fit_arms`, with the benchmark's model on the set (the audit sample and the
+    control arm are the uniform labels it cross-fits over).  Beside it, for comparison: the rule before issue 67
+    (``old_*``: one model per arm of the control arm's size, the strategy's picks subsampled to it, compared on the
+    audit sample by :func:`~tmdlib.models.evaluate.control_verdict`) and the round's own truth (``round_ratio``,
+    :func:`_round_truth`).  ``value`` is the error of the round's full model (every label) on the rest of the pool:
     against the strategy's rounds rows without a control it says what the control costs.  The verdict's truth is read
     from the benchmark's rows (the strategy's ratio to Random at 10 %) by :mod:`tmdlib.reporting.pool`.
     """
-    from ..models.evaluate import control_verdict
-    from ..select.rounds import next_batch
+    from ..models.evaluate import control_verdict, cross_fit_arms
 
     case = PoolCase(data["name"], data["y"], data["counts"], data["tmd"], data["smiles"], data["graph_ids"],
                     data["task"])
     if model == "svm" and not case.regression:
         return []
-    first, nxt = strategy.split(">")
-    nxt, _, how = nxt.partition("/")
     out = []
     audit_x = case.counts[case.audit]
     for trial in range(int(trials)):
         if (case.name, model, strategy, trial) in skip:
             continue
-        picks, _ = first_round(case, first, case.k(BUDGETS[0]), trial)
-        new = case.k(BUDGETS[1]) - picks.size
-        m = int(math.ceil(share * new))
-        rng = np.random.default_rng([trial, 0xC0A7])
-        arm = np.sort(rng.choice(np.setdiff1d(np.arange(case.P), picks), size=m, replace=False))
-        kept = np.concatenate([picks, arm])
-        u = difficulty(case, picks, how, trial) if how else None
-        strat = next_batch(case.D, kept, new - m, u, nxt, seed=trial, restarts=3)
-        sub = np.sort(np.random.default_rng([trial, 0xA53]).choice(strat, size=m, replace=False))
-        preds = [fit_predict(case, model, np.concatenate([picks, a]), None, picks, trial, X_predict=audit_x)
-                 for a in (arm, sub)]
-        v = control_verdict(preds[0], preds[1], case.y[case.audit], case.spec, seed=trial)
-        allp = np.sort(np.concatenate([kept, strat]))
+        base, arm, strat = control_round(case, strategy, share, trial)
+        pos = case.pool
+        v = cross_fit_arms(_set_scorer(case, model, trial), lambda ids: case.y[ids], pos[base], pos[arm], pos[strat],
+                           case.audit, case.spec, seed=trial)
+        sub = np.sort(np.random.default_rng([trial, 0xA53]).choice(strat, size=arm.size, replace=False))
+        old = [fit_predict(case, model, np.concatenate([base, a]), None, base, trial, X_predict=audit_x)
+               for a in (arm, sub)]
+        o = control_verdict(old[0], old[1], case.y[case.audit], case.spec, seed=trial)
+        allp = np.sort(np.concatenate([base, arm, strat]))
         rest = np.setdiff1d(np.arange(case.P), allp)
         metric, value = score(case, fit_predict(case, model, allp, None, rest, trial), rest)
         out.append({"dataset": case.name, "model": model, "strategy": strategy, "trial": trial, "share": share,
-                    "n_control": m, "n_audit": int(case.audit.size), "verdict": v["verdict"],
-                    "difference": v["difference"], "low": v["low"], "high": v["high"], "metric": metric,
-                    "value": value})
+                    "n_control": int(arm.size), "n_audit": int(case.audit.size), "metric": metric, "value": value,
+                    **{k: v.get(k) for k in ("verdict", "difference", "low", "high", "n", "folds", "repeats",
+                                             "n_arm", "labels_needed", "more_needed")},
+                    **{f"old_{k}": o[k] for k in ("verdict", "difference", "low", "high")},
+                    "round_ratio": _round_truth(case, model, base, allp, strat, trial)})
     return out
-

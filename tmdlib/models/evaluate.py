@@ -29,7 +29,8 @@ from ..guarantees.losses import trivial_loss
 from ..metrics import headline, higher_is_better, score
 
 __all__ = ["pool_estimate", "weighted_loss", "constant_outputs", "compare_with_constant", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE",
-           "control_verdict", "compare_arms"]
+           "control_verdict", "compare_arms", "cross_fit_arms", "labels_needed", "errors_verdict",
+           "CONTROL_FOLDS", "CONTROL_REPEATS", "CONTROL_CONFIDENCE"]
 
 #: What production mode cannot measure, and why (reported as such in metrics.json).
 NOT_MEASURABLE = {
@@ -251,23 +252,16 @@ def _comparable(task) -> bool:
 
 def control_verdict(pred_control, pred_strategy, y, task, *, confidence: float = 0.9, n_boot: int = 2000,
                     seed: int = 0) -> dict:
-    r"""Is the strategy better than Random on this pool?  The two arms' models compared on the shared audit sample.
+    r"""Is the strategy better than Random on this pool?  The two arms' models compared on shared test members.
 
-    With :math:`e^R_i, e^S_i` the errors of the control (Random) arm's and the strategy arm's models on audit member
-    :math:`i` -- squared errors for regression, the Brier score :math:`(p_i - y_i)^2` for a binary task --, the
-    statistic is the difference of the two root mean errors,
-
-    .. math:: \Delta = \sqrt{\overline{e^S}} - \sqrt{\overline{e^R}}
-
-    (the RMSE difference for regression; negative: the strategy's model is better), with a **paired** percentile
-    bootstrap interval over the audit members (``scipy.stats.bootstrap``, ``paired=True``: both arms are scored on
-    the same resampled members).  The verdict is ``"strategy better"`` when the interval lies below 0, ``"Random
-    better"`` above, else ``"undecided"``.
+    With :math:`e^R_i, e^S_i` the errors of the control (Random) arm's and the strategy arm's models on test member
+    :math:`i` -- squared errors for regression, the Brier score :math:`(p_i - y_i)^2` for a binary task --,
+    :func:`errors_verdict`.
 
     Parameters
     ----------
     pred_control, pred_strategy : ndarray, shape (m,)
-        Predictions (regression) or positive-class probabilities (binary) of the two arms' models on the audit sample.
+        Predictions (regression) or positive-class probabilities (binary) of the two arms' models on the members.
     y : ndarray, shape (m,)
     task : TaskSpec
         Regression, or one binary label.
@@ -278,14 +272,46 @@ def control_verdict(pred_control, pred_strategy, y, task, *, confidence: float =
     Returns
     -------
     dict
+        :func:`errors_verdict`'s.
+    """
+    y = np.asarray(y, dtype=np.float64).ravel()
+    a = (np.asarray(pred_control, dtype=np.float64).ravel() - y) ** 2
+    b = (np.asarray(pred_strategy, dtype=np.float64).ravel() - y) ** 2
+    return errors_verdict(a, b, task, confidence=confidence, n_boot=n_boot, seed=seed)
+
+
+def errors_verdict(err_control, err_strategy, task, *, confidence: float = 0.9, n_boot: int = 2000,
+                   seed: int = 0) -> dict:
+    r"""The paired comparison of two arms' per-member errors.
+
+    With :math:`e^R_i, e^S_i` the Random arm's and the strategy arm's errors on test member :math:`i` (squared errors,
+    or Brier scores), the statistic is the difference of the two root mean errors,
+
+    .. math:: \Delta = \sqrt{\overline{e^S}} - \sqrt{\overline{e^R}}
+
+    (the RMSE difference for regression; negative: the strategy's model is better), with a **paired** percentile
+    bootstrap interval over the members (``scipy.stats.bootstrap``, ``paired=True``: both arms are scored on the same
+    resampled members).  The verdict is ``"strategy better"`` when the interval lies below 0, ``"Random better"``
+    above, else ``"undecided"``.
+
+    Parameters
+    ----------
+    err_control, err_strategy : ndarray, shape (m,)
+        Non-negative per-member errors of the two arms.
+    task : TaskSpec
+        Regression, or one binary label.
+    confidence, n_boot, seed
+
+    Returns
+    -------
+    dict
         ``difference``, ``low``, ``high``, ``confidence``, ``n``, ``verdict``, ``metric``, ``control``, ``strategy``
         (each arm's root mean error).
     """
     from scipy.stats import bootstrap
 
-    y = np.asarray(y, dtype=np.float64).ravel()
-    a = (np.asarray(pred_control, dtype=np.float64).ravel() - y) ** 2
-    b = (np.asarray(pred_strategy, dtype=np.float64).ravel() - y) ** 2
+    a = np.asarray(err_control, dtype=np.float64).ravel()
+    b = np.asarray(err_strategy, dtype=np.float64).ravel()
     if not _comparable(task):
         raise ValueError(f"the control verdict takes a regression or binary task, not {task.describe()}")
     metric = "rmse" if task.is_regression else "root Brier score"
@@ -293,13 +319,13 @@ def control_verdict(pred_control, pred_strategy, y, task, *, confidence: float =
     def stat(ea, eb, axis=-1):
         return np.sqrt(np.mean(eb, axis=axis)) - np.sqrt(np.mean(ea, axis=axis))
 
-    diff = float(stat(a, b))
-    out = {"metric": metric, "difference": diff, "confidence": float(confidence), "n": int(y.size),
-           "control": float(np.sqrt(a.mean())) if y.size else None,
-           "strategy": float(np.sqrt(b.mean())) if y.size else None}
-    if y.size < 5:
+    diff = float(stat(a, b)) if a.size else None
+    out = {"metric": metric, "difference": diff, "confidence": float(confidence), "n": int(a.size),
+           "control": float(np.sqrt(a.mean())) if a.size else None,
+           "strategy": float(np.sqrt(b.mean())) if a.size else None}
+    if a.size < 5:
         return {**out, "low": None, "high": None, "verdict": "undecided",
-                "note": f"{y.size} labelled audit members: too few to compare the arms"}
+                "note": f"{a.size} labelled test members: too few to compare the arms"}
     res = bootstrap((a, b), stat, paired=True, vectorized=True, confidence_level=float(confidence),
                     n_resamples=int(n_boot), method="percentile", random_state=np.random.default_rng(seed))
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -307,14 +333,150 @@ def control_verdict(pred_control, pred_strategy, y, task, *, confidence: float =
     return {**out, "low": low, "high": high, "verdict": verdict}
 
 
-def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, task, *, confidence: float = 0.9,
-                 seed: int = 0) -> dict:
-    r"""The Random control of a round: one model per arm, each on its own labels, compared on the audit sample.
+#: Folds of the Random control's cross-fitting (:func:`cross_fit_arms`).
+CONTROL_FOLDS = 5
+#: Fold splits it averages each member's errors over.
+CONTROL_REPEATS = 3
+#: The control's confidence (at least; production passes the stage's when higher): a wrong verdict is worse than
+#: "undecided", and at 90 % a strategy drawing like Random was called better or worse in 15 % of the series pools'
+#: rounds, at 95 % in 8 % (issue 67's measurement, docs/pool-benchmark.md).
+CONTROL_CONFIDENCE = 0.95
 
-    The control arm's model is trained on the labels of the earlier rounds (``base``) and of the round's uniform picks
-    (``control``); the strategy arm's on ``base`` and as many of the round's other picks (``strategy``), drawn
-    uniformly among them (seeded), so that both models see the same number of labels and differ only in how the
-    round chose them.  Both are scored on the labelled audit sample by :func:`control_verdict`.
+
+def labels_needed(err_control, err_strategy, confidence: float = 0.9) -> int | None:
+    r"""Uniform test labels a decision needs on this pool: :math:`n^\ast = \lceil (z\,s_d / |\bar d|)^2 \rceil`.
+
+    :math:`d_i = e^S_i - e^R_i` are the paired differences of the two arms' per-member errors (squared errors or
+    Brier scores), :math:`\bar d, s_d` their mean and standard deviation, :math:`z` the standard normal quantile at
+    :math:`(1+\gamma)/2`: the sample size at which a two-sided interval of confidence :math:`\gamma` around a mean
+    difference this large would just exclude 0 (the normal approximation of the paired comparison).  ``None`` when
+    the arms' errors are identical (no number of labels decides).
+
+    Parameters
+    ----------
+    err_control, err_strategy : ndarray, shape (n,)
+    confidence : float
+
+    Returns
+    -------
+    int or None
+    """
+    from statistics import NormalDist
+
+    d = np.asarray(err_strategy, dtype=np.float64).ravel() - np.asarray(err_control, dtype=np.float64).ravel()
+    mean = float(d.mean()) if d.size else 0.0
+    if d.size < 2 or mean == 0.0:
+        return None
+    z = NormalDist().inv_cdf((1.0 + float(confidence)) / 2.0)
+    return int(np.ceil((z * float(d.std(ddof=1)) / abs(mean)) ** 2))
+
+
+def cross_fit_arms(fit_predict, labels_of, base, control, strategy, audit, task, *, folds: int = CONTROL_FOLDS,
+                   repeats: int = CONTROL_REPEATS, confidence: float = CONTROL_CONFIDENCE, n_boot: int = 2000,
+                   seed: int = 0) -> dict:
+    r"""The Random control of a round, cross-fitted over every uniformly drawn label the round has.
+
+    The uniform members :math:`U = \mathcal A \cup C` (the audit sample and the round's control arm: both drawn
+    uniformly from the pool) are split into :math:`K` folds :math:`U_1, \dots, U_K` (seeded), ``repeats`` times
+    with different splits.  For fold :math:`f`, with :math:`a = \min(\min_f |U \setminus U_f|,\ |S|)` labels per
+    arm,
+
+    * the **Random** model is trained on the earlier rounds' labels :math:`B` plus :math:`a` members of
+      :math:`U \setminus U_f` drawn uniformly;
+    * the **strategy** model on :math:`B` plus :math:`a` of the round's strategy picks :math:`S` drawn uniformly (all
+      of them when :math:`a = |S|`: one model then serves every fold);
+
+    both predict :math:`U_f`, which neither saw.  Every member of :math:`U` is thus predicted by each arm by models
+    that never trained on it, the arms have as many labels each and differ only in how the round chose them.  Each
+    member's errors :math:`e^R_i, e^S_i` (squared errors, or Brier scores) are averaged over the repeats (errors,
+    not predictions: an average of models would be a better model than either arm's), :func:`errors_verdict`
+    compares the arms over all of :math:`U` (paired bootstrap), and :func:`labels_needed` states how many uniform
+    test labels a decision needs on this pool.
+
+    Parameters
+    ----------
+    fit_predict : callable
+        ``fit_predict(train_ids, predict_ids) -> ndarray, shape (len(predict_ids),)``: a fresh model trained on the
+        labels of ``train_ids`` (unit weights), its predictions (regression) or positive-class probabilities (binary)
+        on ``predict_ids``.
+    labels_of : callable
+        ``labels_of(ids) -> ndarray``: the labels as stored (first column read).
+    base, control, strategy, audit : ndarray of int
+        Labelled ids: earlier rounds, the round's uniform control arm, the round's strategy picks, the audit sample.
+    task : TaskSpec
+        Regression, or one binary label.
+    folds : int
+        :math:`K` (at most :math:`|U|`).
+    repeats : int
+        Fold splits (each member's errors averaged over them).
+    confidence, n_boot, seed
+
+    Returns
+    -------
+    dict
+        :func:`errors_verdict`'s (``n``: the uniform test members :math:`|U|`), plus ``n_base``, ``n_control`` (the
+        arm's size :math:`|C|`), ``n_audit``, ``n_strategy`` (:math:`|S|`), ``n_arm`` (:math:`a`), ``folds``,
+        ``repeats``, ``labels_needed`` (:func:`labels_needed`; None when no number decides), ``more_needed``
+        (beyond :math:`|U|`; 0 once decided) and ``rule``.
+
+    Raises
+    ------
+    ValueError
+        A training set would hold a member it is tested on (``base`` or ``strategy`` meeting :math:`U`).
+    """
+    base, control, strategy, audit = (np.asarray(a, dtype=np.int64).ravel() for a in (base, control, strategy, audit))
+    test = np.union1d(audit, control)
+    k = int(max(2, min(int(folds), test.size))) if test.size >= 2 else 0
+    r = int(max(1, repeats))
+    facts = {"n_base": int(base.size), "n_control": int(control.size), "n_audit": int(audit.size),
+             "n_strategy": int(strategy.size), "folds": k, "repeats": r,
+             "rule": f"{k}-fold cross-fitting ({r} splits) over the uniform labels (audit sample and control arm): "
+                     "per fold, the earlier rounds' labels plus as many of the other folds' uniform labels (Random) "
+                     "or of the round's strategy picks (strategy) train one model each, both predict the fold; the "
+                     "arms' errors are compared over every uniform label (paired bootstrap)"}
+    if np.intersect1d(np.concatenate([base, strategy]), test).size:
+        raise ValueError("the control's cross-fitting would test on a trained member (earlier rounds' or strategy "
+                         "picks among the uniform labels)")
+    a = int(min(test.size - int(np.ceil(test.size / k)), strategy.size)) if k else 0
+    if a < 2 or test.size < 5 or not _comparable(task):
+        why = ("a regression or binary task" if not _comparable(task) else
+               f"at least 2 labels per arm ({a}: {strategy.size} strategy picks, {test.size} uniform labels) and 5 "
+               f"uniform labels to test on ({test.size})")
+        return {**facts, "n_arm": a, "n": int(test.size), "verdict": "undecided", "difference": None, "low": None,
+                "high": None, "labels_needed": None, "more_needed": None, "note": f"not compared: needs {why}"}
+    y = np.asarray(labels_of(test), dtype=np.float64).reshape(test.size, -1)[:, 0]
+    err = np.zeros((2, test.size), dtype=np.float64)
+
+    def errors(train, part):
+        if np.intersect1d(train, part).size:  # never trained and tested on the same member
+            raise ValueError("the control's cross-fitting would test on a trained member")
+        at = np.searchsorted(test, part)
+        return at, (np.asarray(fit_predict(train, part), dtype=np.float64).ravel() - y[at]) ** 2
+
+    if a == strategy.size:  # the strategy's whole round: one model, trained on none of U, predicts all of it
+        at, e = errors(np.concatenate([base, strategy]), test)
+        err[1, at] = r * e
+    rng = np.random.default_rng([int(seed), 0xA53])
+    for rep in range(r):
+        perm = np.random.default_rng([int(seed), 0xC0F1, rep]).permutation(test)
+        for part in np.array_split(perm, k):
+            rest = np.setdiff1d(test, part)
+            at, e = errors(np.concatenate([base, np.sort(rng.choice(rest, size=a, replace=False))]), part)
+            err[0, at] += e
+            if a < strategy.size:
+                at, e = errors(np.concatenate([base, np.sort(rng.choice(strategy, size=a, replace=False))]), part)
+                err[1, at] += e
+    err /= r
+    v = errors_verdict(err[0], err[1], task, confidence=confidence, n_boot=n_boot, seed=seed)
+    need = labels_needed(err[0], err[1], confidence)
+    more = 0 if v["verdict"] != "undecided" else (None if need is None else max(need - int(test.size), 0))
+    return {**facts, "n_arm": a, **v, "labels_needed": need, "more_needed": more}
+
+
+def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, task, *,
+                 confidence: float = CONTROL_CONFIDENCE, seed: int = 0, folds: int = CONTROL_FOLDS,
+                 repeats: int = CONTROL_REPEATS) -> dict:
+    r"""The Random control of a round in production: :func:`cross_fit_arms` with the trained model's kind.
 
     Parameters
     ----------
@@ -327,33 +489,20 @@ def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, tas
     base, control, strategy, audit : ndarray of int
         Graph ids, labelled.
     task : TaskSpec
-    confidence, seed
+    confidence : float
+        At least :data:`CONTROL_CONFIDENCE` is used.
+    seed, folds, repeats
 
     Returns
     -------
     dict
-        :func:`control_verdict`'s, plus ``n_base``, ``n_control``, ``n_strategy`` (labels each arm's model had beyond
-        ``base``) and ``rule``.
+        :func:`cross_fit_arms`'s.
     """
     from .predict import probabilities
 
-    base, control, strategy, audit = (np.asarray(a, dtype=np.int64) for a in (base, control, strategy, audit))
-    m = int(min(control.size, strategy.size))
-    rng = np.random.default_rng([int(seed), 0xA53])
-    control_arm = control if control.size == m else np.sort(rng.choice(control, size=m, replace=False))
-    strategy_arm = np.sort(rng.choice(strategy, size=m, replace=False)) if m else strategy[:0]
-    facts = {"n_base": int(base.size), "n_control": m, "n_strategy": m,
-             "rule": "each arm's model: the earlier rounds' labels plus as many of the round's picks of its arm "
-                     "(the strategy's drawn uniformly); compared on the labelled audit sample"}
-    if m < 2 or audit.size < 5 or not _comparable(task):
-        why = ("a regression or binary task" if not _comparable(task) else
-               f"at least 2 labelled picks per arm ({m}) and 5 labelled audit members ({audit.size})")
-        return {**facts, "verdict": "undecided", "difference": None, "low": None, "high": None,
-                "note": f"not compared: needs {why}"}
-    preds = []
-    for arm in (control_arm, strategy_arm):
-        ids = np.concatenate([base, arm])
-        out = make().fit(inputs_of(ids), labels_of(ids), np.ones(ids.size), task).outputs(inputs_of(audit))
-        preds.append(np.asarray(out)[:, 0] if task.is_regression else probabilities(out, task)[:, 1])
-    y = np.asarray(labels_of(audit), dtype=np.float64).reshape(audit.size, -1)[:, 0]
-    return {**facts, **control_verdict(preds[0], preds[1], y, task, confidence=confidence, seed=seed)}
+    def fit_predict(train, predict):
+        out = make().fit(inputs_of(train), labels_of(train), np.ones(train.size), task).outputs(inputs_of(predict))
+        return np.asarray(out)[:, 0] if task.is_regression else probabilities(out, task)[:, 1]
+
+    return cross_fit_arms(fit_predict, labels_of, base, control, strategy, audit, task, folds=folds,
+                          repeats=repeats, confidence=max(float(confidence), CONTROL_CONFIDENCE), seed=seed)

@@ -237,6 +237,9 @@ def _estimate_section(f: Mapping) -> dict:
         rows += [("Random control: verdict", c.get("verdict")), ("Random control: difference (strategy − Random)",
                   c.get("difference")), ("Random control: interval", None if c.get("low") is None else
                                          f"[{_fmt(c['low'])}, {_fmt(c['high'])}]"),
+                 ("Random control: uniform labels used (audit + control arm)", c.get("n")),
+                 ("Random control: folds", c.get("folds")), ("Random control: labels per arm", c.get("n_arm")),
+                 ("Random control: uniform labels a decision needs", c.get("labels_needed")),
                  ("Random control: rule", c.get("rule") or c.get("note"))]
         text += " " + control_line(c)
     return _section("Pool estimate (production: the audit sample)", rows, text=text, tone=tone)

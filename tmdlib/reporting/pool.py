@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["collect", "set_ratios", "summary_table", "labels_saved", "write_summary", "control_lines",
-           "family_table", "labels_to_target", "target_table", "family_model"]
+           "family_table", "labels_to_target", "target_table", "family_model", "control_counts"]
 
 
 def _error(row: dict) -> float:
@@ -249,44 +249,112 @@ def _per_set(cells: dict, dataset: str, models) -> list[str]:
     return lines
 
 
-def control_lines(control_rows: list[dict], cells: dict) -> list[str]:
-    r"""How often the Random control's verdict is right, and what the control costs.
+def _judge(verdict: str, ratio: float | None) -> str | None:
+    """``right`` / ``wrong`` / ``undecided`` of one verdict against a ratio to Random (below 1: the strategy did
+    better); None without a truth."""
+    if ratio is None or not math.isfinite(ratio):
+        return None
+    if verdict == "undecided":
+        return "undecided"
+    return "right" if (verdict == "strategy better") == (ratio < 1.0) else "wrong"
 
-    A verdict is **right** when it names the side the benchmark measured on the whole rest of the pool: ``strategy
-    better`` on a set where the strategy's mean error in rounds at 10 % is below Random's, ``Random better`` where it
-    is above; ``undecided`` is counted apart.  The **cost**: the error of the round's model with the control arm in it,
-    over the same strategy's without (same set, model and trial), at 10 %.
+
+def control_counts(control_rows: list[dict], cells: dict) -> dict:
+    r"""Right / wrong / undecided per family, for the rule (``verdict``) and the rule before issue 67
+    (``old_verdict``), against two truths.
+
+    * **benchmark**: the strategy's mean error in rounds at 10 % over Random's mean at 10 % on the whole rest of the
+      pool (:func:`set_ratios`; the issue's truth: is the strategy, as a procedure, better than Random on this pool?);
+    * **round**: ``round_ratio``, this round's strategy picks over as many uniform ones (each on top of round one's),
+      on the pool members neither saw (the question a user asks: would Random have done better this round?).
+
+    Returns
+    -------
+    dict
+        ``{family: {"sets", "runs", "new", "old", "new_round", "old_round": Counter of right / wrong / undecided,
+        "labels_needed": [int], "n": [int], "folds": int}}``; ``"all"`` sums the families.
+    """
+    from collections import Counter
+
+    from ..experiment.families import family_of
+
+    ratios = set_ratios(cells)
+    out: dict = {}
+    for r in control_rows:
+        truth = ratios.get((r["model"], r["strategy"], "rounds", 0.1), {}).get(r["dataset"])
+        rr = r.get("round_ratio")
+        rr = float(rr) if rr not in (None, "", "None") else None
+        for fam in (family_of(r["dataset"]), "all"):
+            f = out.setdefault(fam, {"sets": set(), "runs": 0, "labels_needed": [], "n": [], "folds": None,
+                                     **{k: Counter() for k in ("new", "old", "new_round", "old_round")}})
+            f["sets"].add(r["dataset"])
+            f["runs"] += 1
+            for key, col, t in (("new", "verdict", truth and truth[0]), ("old", "old_verdict", truth and truth[0]),
+                                ("new_round", "verdict", rr), ("old_round", "old_verdict", rr)):
+                j = _judge(str(r.get(col) or ""), t) if r.get(col) else None
+                if j:
+                    f[key][j] += 1
+            if r.get("labels_needed") not in (None, "", "None"):
+                f["labels_needed"].append(int(float(r["labels_needed"])))
+            if r.get("n") not in (None, "", "None"):
+                f["n"].append(int(float(r["n"])))
+            if r.get("folds") not in (None, "", "None"):
+                f["folds"] = int(float(r["folds"]))
+    return out
+
+
+def _rwu(c) -> str:
+    n = sum(c.values())
+    if not n:
+        return "–"
+    return (f"{c['right']} / {c['wrong']} / {c['undecided']} "
+            f"({100 * c['wrong'] / n:.0f} % wrong, {100 * c['undecided'] / n:.0f} % undecided)")
+
+
+def control_lines(control_rows: list[dict], cells: dict) -> list[str]:
+    r"""How often the Random control's verdict is right, per family, the rule before issue 67 beside it, and what the
+    control costs.
+
+    A verdict is **right** when it names the side the truth measured (:func:`control_counts`: the benchmark's ratio to
+    Random at 10 %, and the round's own ratio); ``undecided`` is counted apart.  The **cost**: the error of the
+    round's model with the control arm in it, over the same strategy's without (same set, model and trial), at 10 %.
     """
     if not control_rows:
         return []
-    ratios = set_ratios(cells)
-    right = wrong = undecided = 0
+    counts = control_counts(control_rows, cells)
     costs = []
     for r in control_rows:
-        key = (r["model"], r["strategy"], "rounds", 0.1)
-        truth = ratios.get(key, {}).get(r["dataset"])
-        if truth is None:
-            continue
-        if r["verdict"] == "undecided":
-            undecided += 1
-        elif (r["verdict"] == "strategy better") == (truth[0] < 1.0):
-            right += 1
-        else:
-            wrong += 1
         same = cells.get((r["dataset"], r["model"], r["strategy"], "rounds", 0.1))
         if same:
             err = float(r["value"]) if r["metric"] == "rmse" else 1.0 - float(r["value"])
             costs.append(err / float(np.mean(same)))
-    n = right + wrong + undecided
-    if not n:
-        return []
     share = float(control_rows[0]["share"])
-    return [f"## The Random control (select.control: {share:g}) replayed in round two (5 % → 10 %)", "",
-            f"{n} verdicts ({len({r['dataset'] for r in control_rows})} sets, strategy "
-            f"`{control_rows[0]['strategy']}`): **{right} right, {wrong} wrong, {undecided} undecided** "
-            f"(right: the side the whole rest of the pool measured; 90 % paired-bootstrap intervals on the audit "
-            f"sample). What the control costs: the round's model with the control arm in it has "
-            f"{float(np.mean(costs)):.3f}× the error of the strategy's without it (mean over {len(costs)} runs).", ""]
+    c = counts.get("all") or {}
+    lines = [f"## The Random control (select.control: {share:g}) replayed in round two (5 % → 10 %)", "",
+             f"{c.get('runs', 0)} verdicts ({len(c.get('sets', ()))} sets, strategy "
+             f"`{control_rows[0]['strategy']}`). The rule: {c.get('folds') or '–'}-fold cross-fitting over every "
+             "uniform label of the round (the audit sample and the control arm), each arm trained on the earlier "
+             "rounds' labels plus as many labels of its own (up to all the round's strategy picks), 95 % paired "
+             "bootstrap over every uniform label. Before (issue 60): one model per arm of the control arm's size, "
+             "compared on the audit sample only. Right / wrong / undecided against the benchmark's truth (the "
+             "strategy's ratio to Random at 10 % on the rest of the pool) and against the round's own truth (this "
+             "round's strategy picks against as many uniform ones).", "",
+             "| family | sets | verdicts | rule: right / wrong / undecided | before | rule vs the round's truth | "
+             "before vs the round's truth | uniform labels used (median) | labels a decision needs (median) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    from ..experiment.families import FAMILIES
+
+    for fam in [f for f in FAMILIES if f in counts] + ["all"]:
+        f = counts[fam]
+        need = f"{int(np.median(f['labels_needed']))}" if f["labels_needed"] else "–"
+        used = f"{int(np.median(f['n']))}" if f["n"] else "–"
+        lines.append(f"| {fam} | {len(f['sets'])} | {f['runs']} | {_rwu(f['new'])} | {_rwu(f['old'])} | "
+                     f"{_rwu(f['new_round'])} | {_rwu(f['old_round'])} | {used} | {need} |")
+    if costs:
+        lines += ["", f"What the control costs: the round's model with the control arm in it has "
+                      f"{float(np.mean(costs)):.3f}× the error of the strategy's without it (mean over {len(costs)} "
+                      "runs)."]
+    return lines + [""]
 
 
 def write_summary(results_dir, out: str | None = None) -> str:
@@ -294,7 +362,7 @@ def write_summary(results_dir, out: str | None = None) -> str:
     from ..experiment.pool import read_rows
 
     d = Path(results_dir)
-    rows = [r for f in sorted(d.glob("*.csv")) if f.name != "control.csv" for r in read_rows(f)]
+    rows = [r for f in sorted(d.glob("*.csv")) if not f.name.startswith("control") for r in read_rows(f)]
     cells = collect(rows)
     models = [m for m in ("svm", "rf") if any(k[1] == m for k in cells)]
     sets = sorted({k[0] for k in cells})

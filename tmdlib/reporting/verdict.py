@@ -129,14 +129,28 @@ def estimate_line(est: Mapping) -> str:
 
 
 def control_line(control: Mapping) -> str:
-    """The Random control's verdict (``select.control``): is the strategy better than Random on this pool?"""
+    """The Random control's verdict (``select.control``): is the strategy better than Random on this pool?  With the
+    uniform labels it used (audit sample and control arm), its folds, and the labels a decision needs."""
     if control.get("difference") is None:
         return f"Random control: {control.get('verdict', 'undecided')} ({control.get('note', 'not compared')})"
-    return (f"Random control ({control['n_control']} uniform vs {control['n_strategy']} strategy picks this round, "
-            f"{control['n']} audit graphs): {control['metric']} {control['strategy']:.4g} (strategy) vs "
+    if control.get("folds"):
+        how = (f"{control['folds']}-fold cross-fitting over {control['n']} uniform labels ({control.get('n_audit')} "
+               f"audit + {control.get('n_control')} control arm), {control.get('n_arm')} labels per arm")
+    else:  # a metrics.json written before issue 67: one model per arm, the audit sample only
+        how = (f"{control['n_control']} uniform vs {control['n_strategy']} strategy picks this round, "
+               f"{control['n']} audit graphs")
+    need = control.get("labels_needed")
+    if need is None:
+        tail = ""
+    elif control["verdict"] == "undecided":
+        tail = (f"; a decision needs about {need} uniform labels on this pool"
+                + (f" ({control['more_needed']} more)" if control.get("more_needed") else ""))
+    else:
+        tail = f"; about {need} uniform labels suffice for it on this pool"
+    return (f"Random control ({how}): {control['metric']} {control['strategy']:.4g} (strategy) vs "
             f"{control['control']:.4g} (Random), difference {control['difference']:+.4g} "
             f"[{control['low']:+.4g}, {control['high']:+.4g}] at {100 * control['confidence']:g} %: "
-            f"{control['verdict']}")
+            f"{control['verdict']}{tail}")
 
 
 def verdict_lines(metrics: Mapping | None, node_bound: Mapping | None = None) -> list[str]:

@@ -64,8 +64,28 @@ def test_rows_round_trip_through_the_csv(data, tmp_path):
 
 def test_the_control_replay_gives_a_verdict(data):
     out = P.run_control(data, "tmd-mix>tmd-unc/forest", "svm", 0.2, trials=1)
-    assert len(out) == 1 and out[0]["verdict"] in ("strategy better", "Random better", "undecided")
-    assert out[0]["n_control"] >= 1 and out[0]["value"] > 0
+    r = out[0]
+    assert len(out) == 1 and r["verdict"] in ("strategy better", "Random better", "undecided")
+    assert r["n_control"] >= 1 and r["value"] > 0 and r["round_ratio"] > 0
+    # the production rule's numbers: every uniform label (audit + arm), cross-fitted; the old rule's beside them
+    assert r["n"] == r["n_audit"] + r["n_control"] and r["folds"] == 5 and r["n_arm"] >= r["n_control"]
+    assert r["old_verdict"] in ("strategy better", "Random better", "undecided") and set(r) == set(P.CONTROL_COLUMNS)
+
+
+def test_control_counts_per_family():
+    rows = [_row(d, "random", 0.1, 1.0, t) for d in ("ACE-X", "series-X") for t in range(2)]
+    rows += [_row("ACE-X", "s", 0.1, 0.9, mode="rounds"), _row("series-X", "s", 0.1, 1.1, mode="rounds")]
+    cells = R.collect(rows)
+    ctl = [{"dataset": "ACE-X", "model": "svm", "strategy": "s", "verdict": "strategy better",
+            "old_verdict": "Random better", "round_ratio": "0.95", "labels_needed": "80", "n": "60", "folds": "5"},
+           {"dataset": "series-X", "model": "svm", "strategy": "s", "verdict": "strategy better",
+            "old_verdict": "undecided", "round_ratio": "0.97", "labels_needed": "300", "n": "53", "folds": "5"}]
+    c = R.control_counts(ctl, cells)
+    assert c["target sets"]["new"]["right"] == 1 and c["target sets"]["old"]["wrong"] == 1
+    assert c["series"]["new"]["wrong"] == 1 and c["series"]["new_round"]["right"] == 1
+    assert c["series"]["old"]["undecided"] == 1 and c["all"]["runs"] == 2 and c["all"]["labels_needed"] == [80, 300]
+    lines = R.control_lines([{**r, "share": "0.2", "metric": "rmse", "value": "1.0"} for r in ctl], cells)
+    assert any(line.startswith("| series | 1 | 1 | 0 / 1 / 0") for line in lines)
 
 
 def _row(dataset, strategy, budget, value, trial=0, mode="oneshot"):
