@@ -100,13 +100,15 @@ def families(threads: int) -> None:
         print(f"{name}: {keep.size} molecules, {F.PROPERTIES[prop]} (computed)", flush=True)
 
 
-def prepare(name: str, threads: int) -> dict:
-    """The whole set as a pool: SMILES, labels, ECFP4 counts and the exact TMD matrix, cached as plain arrays."""
+def prepare(name: str, threads: int, tmd: bool = True) -> dict:
+    """The whole set as a pool: SMILES, labels and ECFP4 counts (``<name>.npz``), and the exact TMD matrix
+    (``<name>.tmd.npy``, skipped with ``tmd=False``: the fingerprint strategies run without it, their ε unknown),
+    cached as plain arrays."""
     from tmdlib.experiment.pool import load_pool
 
     path = CACHE / f"{name}.npz"
     mpath = CACHE / f"{name}.tmd.npy"
-    if path.is_file() and mpath.is_file():
+    if path.is_file() and (mpath.is_file() or not tmd):
         return {"name": name, "cached": True}
     from tmdlib import tmd_matrix
     from tmdlib.chem.fingerprints import ecfp4_counts
@@ -114,16 +116,19 @@ def prepare(name: str, threads: int) -> dict:
 
     p = load_pool(name, str(ROOT / "data" / "raw"), csv_path=POOLS / f"{name}.csv" if _is_cut(name) else None)
     CACHE.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    D = tmd_matrix(p["ds"], DEPTH, WEIGHTS, num_threads=threads)
-    seconds = time.perf_counter() - t0
-    tmp = mpath.with_suffix(".tmp.npy")
-    np.save(tmp, D)
-    tmp.replace(mpath)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, smiles=np.array(p["smiles"], dtype=str), y=p["y"], graph_ids=p["graph_ids"],
-                        counts=ecfp4_counts(p["smiles"]), task=np.array(p["task"]), seconds=np.array(seconds))
-    tmp.replace(path)
+    seconds = float("nan")
+    if tmd:
+        t0 = time.perf_counter()
+        D = tmd_matrix(p["ds"], DEPTH, WEIGHTS, num_threads=threads)
+        seconds = time.perf_counter() - t0
+        tmp = mpath.with_suffix(".tmp.npy")
+        np.save(tmp, D)
+        tmp.replace(mpath)
+    if not path.is_file():
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez_compressed(tmp, smiles=np.array(p["smiles"], dtype=str), y=p["y"], graph_ids=p["graph_ids"],
+                            counts=ecfp4_counts(p["smiles"]), task=np.array(p["task"]), seconds=np.array(seconds))
+        tmp.replace(path)
     return {"name": name, "cached": False, "n": len(p["y"]), "seconds": round(seconds, 1)}
 
 
@@ -136,7 +141,8 @@ def _is_cut(name: str) -> bool:
 def load(name: str) -> dict:
     with np.load(CACHE / f"{name}.npz", allow_pickle=False) as z:
         out = {k: z[k] for k in z.files}
-    out["tmd"] = np.load(CACHE / f"{name}.tmd.npy", mmap_mode="r")
+    mpath = CACHE / f"{name}.tmd.npy"
+    out["tmd"] = np.load(mpath, mmap_mode="r") if mpath.is_file() else None  # (prepare --no-tmd)
     out["task"] = str(out["task"])
     out["smiles"] = out["smiles"].tolist()
     out["name"] = name
@@ -152,6 +158,7 @@ def main(argv=None) -> int:
     p.add_argument("--sets", nargs="*")
     p.add_argument("--family", help="every pool of one family (target sets, series, property, classification)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--no-tmd", action="store_true", help="fingerprints only (the TMD matrix later)")
     r = sub.add_parser("run")
     r.add_argument("--sets", nargs="*")
     r.add_argument("--family", help="every pool of one family (target sets, series, property, classification)")
@@ -159,6 +166,8 @@ def main(argv=None) -> int:
     r.add_argument("--strategies", nargs="*")
     r.add_argument("--random-seeds", type=int, default=10)
     r.add_argument("--trials", type=int, default=3)
+    r.add_argument("--long", action="store_true",
+                   help="also the budgets past 20 %% (30, 40, 60 %%): the curve that labels-to-a-target reads")
     r.add_argument("--largest-first", action="store_true",
                    help="walk the sets largest first (a second process beside one walking smallest first)")
     c = sub.add_parser("control", help="the Random control's verdict in round two, per set (control.csv)")
@@ -176,7 +185,7 @@ def main(argv=None) -> int:
         return 0
     if a.cmd == "prepare":
         for name in a.sets or all_sets(a.family):
-            print(prepare(name, a.threads), flush=True)
+            print(prepare(name, a.threads, not a.no_tmd), flush=True)
         return 0
     if a.cmd == "run":
         from tmdlib.experiment import pool as P
@@ -200,7 +209,7 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             n_new = 0
             for rows in P.run_set(load(name), a.models, strategies, random_seeds=a.random_seeds, trials=a.trials,
-                                  skip=done):
+                                  skip=done, budgets=P.BUDGETS + (P.LONG if a.long else ())):
                 P.append_rows(out, rows)
                 n_new += len(rows)
             claim.unlink()

@@ -44,6 +44,8 @@ __all__ = ["load_pool", "PoolCase", "FIRST", "NEXT", "STRATEGIES", "BUDGETS", "C
 REGRESSION = "regression"
 #: Total budgets (share of the pool less the audit sample); rounds reach them in this order.
 BUDGETS = (0.05, 0.10, 0.20)
+#: Further budgets for "labels to a target" (``run_set(budgets=BUDGETS + LONG)``): the curve past 20 %.
+LONG = (0.30, 0.40, 0.60)
 #: Label-free first rounds.
 FIRST = ("random", "tmd", "fp-kmedoids", "maxmin", "tmd-mix")
 #: Rounds: ``<first>><next>/<difficulty>`` (``tmd``, ``random`` take no difficulty); ``tmd>tmd`` is what production
@@ -107,8 +109,8 @@ class PoolCase:
     y : ndarray, shape (N,)
     counts : ndarray, shape (N, d)
         ECFP4 counts.
-    tmd : ndarray, shape (N, N)
-        Exact TMD matrix.
+    tmd : ndarray, shape (N, N), or None
+        Exact TMD matrix; None: only the fingerprint strategies run, their ε unknown (NaN).
     smiles : list of str
     graph_ids : ndarray of int64, shape (N,)
     task : {"regression", "binary"}
@@ -127,7 +129,7 @@ class PoolCase:
         n = len(self.y)
         self.audit = audit_members(graph_ids, default_audit_size(n), seed=0)
         self.pool = np.setdiff1d(np.arange(n), self.audit)  # positions into the set
-        self.D = np.ascontiguousarray(np.asarray(tmd, dtype=np.float64)[np.ix_(self.pool, self.pool)])
+        self._tmd = tmd
         self._kernel = None
         self._tanimoto = None
 
@@ -142,6 +144,17 @@ class PoolCase:
     def features(self) -> np.ndarray:
         """The pool's ECFP4 counts as float64, shape (P, d): what every round's difficulty reads, converted once."""
         return self.counts[self.pool].astype(np.float64)
+
+    @functools.cached_property
+    def D(self) -> np.ndarray:
+        """The exact TMD matrix of the pool, shape (P, P) (a set prepared without it: a clear error)."""
+        if self._tmd is None:
+            raise ValueError(f"{self.name}: no TMD matrix prepared (prepare without --no-tmd)")
+        return np.ascontiguousarray(np.asarray(self._tmd, dtype=np.float64)[np.ix_(self.pool, self.pool)])
+
+    @property
+    def has_tmd(self) -> bool:
+        return self._tmd is not None
 
     @functools.cached_property
     def D_fp(self) -> np.ndarray:
@@ -302,7 +315,8 @@ def _seeds(strategy: str, random_seeds: int, trials: int) -> range:
     return range(int(random_seeds) if strategy == "random" else int(trials))
 
 
-def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: int = 3, skip=frozenset()):
+def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: int = 3, skip=frozenset(),
+            budgets=BUDGETS):
     """Rows of one set, yielded per (strategy, trial) as soon as they are done; rows whose :func:`row_key` is in
     ``skip`` are not recomputed (their picks may be, when a later row of the same run needs them)."""
     case = PoolCase(data["name"], data["y"], data["counts"], data["tmd"], data["smiles"], data["graph_ids"],
@@ -318,7 +332,8 @@ def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: i
 
         return {**base, "model": model, "strategy": strategy, "mode": mode, "budget": float(budget),
                 "trial": int(trial), "weighted": bool(weighted), "k": int(picks.size), "n_eval": int(rest.size),
-                "metric": metric, "value": value, "epsilon": union_epsilon(case.D, picks),
+                "metric": metric, "value": value,
+                "epsilon": union_epsilon(case.D, picks) if case.has_tmd else float("nan"),
                 "seconds": round(seconds + time.process_time() - t0, 3)}
 
     def todo(strategy, mode, budget, trial, weighted=False):
@@ -334,7 +349,7 @@ def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: i
         for trial in _seeds(strategy, random_seeds, trials):
             out = []
             if ">" not in strategy:
-                for b in BUDGETS:
+                for b in budgets:
                     need = todo(strategy, "oneshot", b, trial)
                     need_w = todo(strategy, "oneshot", b, trial, True) if strategy == "tmd" else []
                     if not need and not need_w:
@@ -345,7 +360,7 @@ def run_set(data: dict, models, strategies, *, random_seeds: int = 10, trials: i
                     out += [row(m, strategy, "oneshot", b, trial, False, picks, None, sec) for m in need]
                     out += [row(m, strategy, "oneshot", b, trial, True, picks, tau, sec) for m in need_w]
             else:
-                out += _rounds(case, strategy, trial, todo, row)
+                out += _rounds(case, strategy, trial, todo, row, budgets)
             if out:
                 yield out
 
@@ -374,22 +389,22 @@ def full_row(case: PoolCase, model: str, base: dict, seed: int = 0) -> dict:
             "value": value, "epsilon": float("nan"), "seconds": round(time.process_time() - t0, 3)}
 
 
-def _rounds(case: PoolCase, strategy: str, trial: int, todo, row) -> list[dict]:
+def _rounds(case: PoolCase, strategy: str, trial: int, todo, row, budgets=BUDGETS) -> list[dict]:
     from ..select.rounds import next_batch
 
     first, nxt = strategy.split(">")
     nxt, _, how = nxt.partition("/")
     nxt, _, metric = nxt.partition(":")  # ``:fp``: the later rounds on the fingerprint distance, not TMD
     D = case.D_fp if metric == "fp" else case.D
-    if not any(todo(strategy, "rounds", b, trial) for b in BUDGETS):
+    if not any(todo(strategy, "rounds", b, trial) for b in budgets):
         return []
     out = []
     t0 = time.process_time()
-    picks, _ = first_round(case, first, case.k(BUDGETS[0]), trial)
+    picks, _ = first_round(case, first, case.k(budgets[0]), trial)
     sec = time.process_time() - t0
-    out += [row(m, strategy, "rounds", BUDGETS[0], trial, False, picks, None, sec)
-            for m in todo(strategy, "rounds", BUDGETS[0], trial)]
-    for b in BUDGETS[1:]:
+    out += [row(m, strategy, "rounds", budgets[0], trial, False, picks, None, sec)
+            for m in todo(strategy, "rounds", budgets[0], trial)]
+    for b in budgets[1:]:
         t0 = time.process_time()
         u = difficulty(case, picks, how, trial) if how else None
         new = next_batch(D, picks, case.k(b) - picks.size, u, nxt, seed=trial, restarts=3)

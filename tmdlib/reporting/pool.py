@@ -372,13 +372,32 @@ def write_summary(results_dir, out: str | None = None) -> str:
              "neither picked nor in the audit sample (1 − ROC-AUC for the classification sets); ratio = strategy's "
              "mean error / Random's mean error at the same total budget; lower is better. "
              f"{len(sets)} sets.", ""]
-    for model in models:
-        for mode in ("oneshot", "rounds"):
-            tab, _ = summary_table(cells, model, mode, eps=epsilon_ratios(rows))
-            if len(tab) > 2:
-                lines += [f"## {model}, {'one shot' if mode == 'oneshot' else 'in rounds (5 % → 10 % → 20 %)'}", "",
-                          "Each cell: mean ratio to Random over the sets · sets won (ratio < 1) / sets · sets lost "
-                          "by more than one Random sd · worst set.", ""] + tab + [""]
+    from ..experiment.families import FAMILIES, family_of
+
+    both = sorted({(lab, mo) for (dd, m, lab, mo, b) in cells if lab not in ("random", "full")},
+                  key=lambda k: (k[1], k[0]))
+    shared = [k for k in both if len({family_of(dd) for (dd, m, lab, mo, b) in cells if (lab, mo) == k}) >= 2]
+    if shared:
+        tab, _ = family_table(cells, shared)
+        lines += ["## By family (each family's default model: the SVR for regression, the forest for classes)", "",
+                  "Each cell: mean ratio to Random over the family's pools · pools lost by more than one Random sd · "
+                  "the worst pool's ratio; the strategy's last line is the unweighted mean of the families' means. "
+                  "Strategies measured on at least two families.", ""] + tab + [""]
+        lines += ["## Labels to 1.1 × the full-data error", "",
+                  "The budget (share of the pool) at which the strategy's mean error reaches 1.1 × the full-data "
+                  "error (the model cross-fitted over the whole pool, 5 folds), median over the family's pools (a "
+                  "pool not reached within the strategy's budgets counts as beyond them) · (pools reached / pools).",
+                  ""] + target_table(cells, [("random", "oneshot")] + shared) + [""]
+    eps = epsilon_ratios(rows)
+    for fam in FAMILIES:
+        fam_cells = {k: v for k, v in cells.items() if family_of(k[0]) == fam}
+        for model in models:
+            for mode in ("oneshot", "rounds"):
+                tab, _ = summary_table(fam_cells, model, mode, eps=eps)
+                if len(tab) > 2:
+                    lines += [f"## {fam}: {model}, {'one shot' if mode == 'oneshot' else 'in rounds (5 % → 10 % → 20 %)'}",
+                              "", "Each cell: mean ratio to Random over the pools · pools won (ratio < 1) / pools · "
+                              "pools lost by more than one Random sd · worst pool.", ""] + tab + [""]
     if (d / "control.csv").is_file():
         import csv
 

@@ -173,3 +173,30 @@ def test_stratified_later_round_fills_the_deficits(mutag_D):
     u[hard] = 10.0
     steered = rounds.next_batch(mutag_D, lab, 18, u, "strat-unc", seed=1)
     assert hard[steered].sum() > hard[new].sum()  # the difficult half gets a larger share
+
+
+def test_tmd_rounds_picks_a_molecule_pool_in_the_fingerprint_space():
+    """With SMILES, a first round on the fp space clusters on the Tanimoto distance of ECFP4 counts (the SVR's
+    kernel), and the selection's certificate is still the exact TMD ε of the picks; without SMILES it falls back to
+    TMD.  The later round keeps round one and picks on the same space."""
+    import csv
+
+    from helpers import RAW
+    from tmdlib.datasets.smiles import read_smiles_csv
+
+    path = RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv"
+    if not path.is_file():
+        pytest.skip("data/raw not present")
+    rows = list(csv.DictReader(open(path, newline="")))[:60]
+    smiles = [r["smiles"] for r in rows]
+    ds = tmdlib.datasets.to_dataset(read_smiles_csv(path, "smiles", "y", limit=60))
+    D = tmdlib.tmd_matrix(ds, 4, "pascal")
+    first = tmdlib.select_graphs(ds, "tmd-rounds", k=8, seed=0, matrix=D, smiles=smiles, first="strat-fp")
+    assert first.k == 8 and first.info["space"] == "fp" and first.info["first"] == "strat-fp"
+    assert first.epsilon_mean == pytest.approx(D[:, first.positions].min(axis=1).mean(), rel=1e-12)
+    plain = tmdlib.select_graphs(ds, "tmd-rounds", k=8, seed=0, matrix=D, first="strat-fp")
+    assert plain.info["space"] == "tmd"
+    u = np.ones(len(ds))
+    second = tmdlib.select_graphs(ds, "tmd-rounds", k=14, seed=0, matrix=D, smiles=smiles, first="strat-fp",
+                                  labelled=first.positions, difficulty=u, strategy="strat-unc")
+    assert second.info["space"] == "fp" and set(first.positions.tolist()) <= set(second.positions.tolist())
