@@ -88,9 +88,10 @@ def _node_methods() -> tuple[str, ...]:
 
 @app.command()
 def ingest(
-    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES, the 30 MoleculeACE sets ACE-<set> such as ACE-CHEMBL204_Ki), or a dataset in the raw root (<NAME>/ TU folder, <NAME>.csv, <NAME>.parquet)."),
+    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES, the 30 MoleculeACE sets ACE-<set> such as ACE-CHEMBL204_Ki), or a dataset in the raw root (<NAME>/ TU folder, <NAME>.csv/.tsv/.smi/.cxsmiles/.sdf[.gz], <NAME>.parquet), or the file --source names."),
+    source: Optional[str] = typer.Option(None, "--source", help="The dataset's entry in base.datasets: a file (any molecule file: .csv, .tsv, .smi, .cxsmiles, .sdf, .parquet, each may be .gz) or folder under the raw root; ignored for a built-in dataset."),
     tu_dir: Optional[Path] = typer.Option(None, "--tu-dir", help="A folder in the TU raw layout (NAME_A.txt, ...)."),
-    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A CSV with a SMILES column (and optional label and split columns)."),
+    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A molecule file: CSV/TSV/semicolons with a SMILES column (delimiter sniffed), .smi/.cxsmiles (SMILES then name), SD file (.sdf), a Parquet table with a SMILES column; each may be .gz."),
     parquet: Optional[Path] = typer.Option(None, "--parquet", help="A Parquet file already in the graph-store schema."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name for user data (letters, digits, _ . -)."),
     raw_root: Path = typer.Option(DATA / "raw", "--raw-root", help="Folder with the shipped raw datasets."),
@@ -119,7 +120,7 @@ def ingest(
     _choice("--standin", standin, ("none", *STANDIN_RULES))
     _choice("--invalid", invalid, ("skip", "refuse"))
     kind, path, ds_name, folder = resolve_source(
-        dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
+        dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name, source)
     workers = _workers(workers, shown=kind == "smiles")  # only a SMILES source fans out
     options = source_options(ds_name, str(params) if params else None, smiles_column=smiles_column,
                              label_columns=label_column, split_column=split_column, keep_columns=keep_column,
