@@ -25,7 +25,7 @@ TEMPLATES = Path(__file__).with_name("templates")
 CODE_DEP = re.compile(r"^\s+- (flows|tasks|tmdlib)/\S*\s*(#.*)?$")
 #: The params key recording the tool version a project's stages last ran with.
 VERSION_KEY = "tool.version"
-VERSION_PLACEHOLDER = "@TMDSUB_VERSION@"
+VERSION_PLACEHOLDER = "TMDSUB_VERSION"
 
 _DVC_HEADER = """\
 # The pipeline of a tmdsub project (made by `tmdsub init`). DVC is the one authority on the DAG and on skipping
@@ -45,7 +45,7 @@ _PARAMS_HEADER = f"""\
 #   remote.url      the team's DVC remote (then `tmdsub remote`)
 # Every other key below has the measured default; the comments say what each does.
 tool:
-  version: {VERSION_PLACEHOLDER}   # the tmdsub version this project's stages run with (a new one reruns them)
+  version: "{VERSION_PLACEHOLDER}"   # the tmdsub version this project's stages run with (a new one reruns them)
 
 """
 
