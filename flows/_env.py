@@ -19,9 +19,19 @@ DEFAULTS = {
 
 
 def apply_defaults() -> None:
-    """Set each default unless the variable is already present in the environment."""
+    """Set each default unless the variable is already present in the environment.
+
+    Two follow the place tmdsub runs in, so that an installed tmdsub writes nothing into its own installation:
+    ``PREFECT_HOME`` is ``./.prefect`` when the working directory has one (a project made by ``tmdsub init``
+    has), and numba's compiled kernels are cached under the user's cache folder (``$XDG_CACHE_HOME/tmdsub/numba``,
+    default ``~/.cache``), not beside the installed sources."""
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
+    if "PREFECT_HOME" not in os.environ and os.path.isdir(".prefect") and os.path.isfile("dvc.yaml"):
+        os.environ["PREFECT_HOME"] = os.path.abspath(".prefect")
+    if "NUMBA_CACHE_DIR" not in os.environ:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        os.environ["NUMBA_CACHE_DIR"] = os.path.join(cache, "tmdsub", "numba")
 
 
 class _UserErrorFilter:

@@ -88,9 +88,10 @@ def _node_methods() -> tuple[str, ...]:
 
 @app.command()
 def ingest(
-    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES, the 30 MoleculeACE sets ACE-<set> such as ACE-CHEMBL204_Ki), or a dataset in the raw root (<NAME>/ TU folder, <NAME>.csv, <NAME>.parquet)."),
+    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES, the 30 MoleculeACE sets ACE-<set> such as ACE-CHEMBL204_Ki), or a dataset in the raw root (<NAME>/ TU folder, <NAME>.csv/.tsv/.smi/.cxsmiles/.sdf[.gz], <NAME>.parquet), or the file --source names."),
+    source: Optional[str] = typer.Option(None, "--source", help="The dataset's entry in base.datasets: a file (any molecule file: .csv, .tsv, .smi, .cxsmiles, .sdf, .parquet, each may be .gz) or folder under the raw root; ignored for a built-in dataset."),
     tu_dir: Optional[Path] = typer.Option(None, "--tu-dir", help="A folder in the TU raw layout (NAME_A.txt, ...)."),
-    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A CSV with a SMILES column (and optional label and split columns)."),
+    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A molecule file: CSV/TSV/semicolons with a SMILES column (delimiter sniffed), .smi/.cxsmiles (SMILES then name), SD file (.sdf), a Parquet table with a SMILES column; each may be .gz."),
     parquet: Optional[Path] = typer.Option(None, "--parquet", help="A Parquet file already in the graph-store schema."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name for user data (letters, digits, _ . -)."),
     raw_root: Path = typer.Option(DATA / "raw", "--raw-root", help="Folder with the shipped raw datasets."),
@@ -119,7 +120,7 @@ def ingest(
     _choice("--standin", standin, ("none", *STANDIN_RULES))
     _choice("--invalid", invalid, ("skip", "refuse"))
     kind, path, ds_name, folder = resolve_source(
-        dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name)
+        dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name, source)
     workers = _workers(workers, shown=kind == "smiles")  # only a SMILES source fans out
     options = source_options(ds_name, str(params) if params else None, smiles_column=smiles_column,
                              label_columns=label_column, split_column=split_column, keep_columns=keep_column,
@@ -466,6 +467,30 @@ def retrain(
                f"{'pushed' if rec['pushed'] else 'not pushed'}; record -> data/runs/{rec['stamp']}.json")
 
 
+@app.command()
+def init(
+    folder: Path = typer.Argument(..., help="The project's folder (created; it must not hold a dvc.yaml or params.yaml)."),
+    git: bool = typer.Option(True, "--git/--no-git", help="git init the folder (skipped inside a git repository)."),
+) -> None:
+    """Make a team's project: dvc.yaml (stages that run this tmdsub), params.yaml, data/raw/, git and DVC."""
+    from flows.project import init_project
+
+    info = init_project(folder, git=git)
+    inits = " and ".join(n for n in ("git", "dvc") if info[n])
+    typer.echo(f"tmdsub {info['version']} project in {info['path']}: {', '.join(info['files'])}"
+               + (f"; {inits} initialised" if inits else ""))
+    typer.echo("next: put the pool in data/raw/ (e.g. pool.sdf), list it in params.yaml (base.datasets: "
+               "{POOL: pool.sdf}), then `dvc repro label_requests@POOL` there (README.md)")
+
+
+@app.command()
+def version() -> None:
+    """The installed tmdsub's version (a project records it in params.yaml: tool.version)."""
+    from flows.project import tool_version
+
+    typer.echo(tool_version())
+
+
 def _register_stage_commands() -> None:
     """Training, evaluation, audit and experiment commands (their modules import torch/mlflow lazily)."""
     from flows.audit import audit_command
@@ -486,8 +511,9 @@ _register_stage_commands()
 # stage (each artifact they read is replaced atomically by its writer, so they see a whole old or a whole
 # new file).  ``audit`` renders its report from the files that exist; ``tmd`` writes only its own --out.
 READERS = ("summary", "tmd", "audit")
-# schedule serves for ever and retrain may name another workspace: their runs take the lock themselves.
-SELF_LOCKING = ("schedule", "retrain")
+# schedule serves for ever and retrain may name another workspace: their runs take the lock themselves; init makes
+# a new folder and version reads nothing.
+SELF_LOCKING = ("schedule", "retrain", "init", "version")
 HELP = ("--help", "-h")
 
 
@@ -526,6 +552,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(ex.exit_code) from None
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--version"]:
+        args = ["version"]
     wait = os.environ.get("TMDSUB_LOCK_WAIT", "0")
     while args and (args[0] == "--wait" or args[0].startswith("--wait=")):
         wait = args.pop(0).partition("=")[2] or "inf"

@@ -1,4 +1,5 @@
-"""Ingest flow: a built-in dataset, a TU folder, a SMILES CSV or a Parquet file -> graph store.
+"""Ingest flow: a built-in dataset, a TU folder, a molecule file (CSV/TSV, .smi, SD file, Parquet table) or a graph-store
+Parquet file -> graph store.
 
 Run as ``tmdsub ingest ...`` (or ``python -m flows ingest ...``).
 """
@@ -19,8 +20,14 @@ from tasks.ingest import (INVALID_RULES, append_batches, batch_sources, copy_par
 
 
 def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smiles_csv: str | None,
-                   parquet: str | None, name: str | None) -> tuple[str, str, str, str | None]:
-    """Decide ``(kind, path, name, checksum_folder)`` from the CLI choices (no I/O beyond stat)."""
+                   parquet: str | None, name: str | None, source: str | None = None) -> tuple[str, str, str, str | None]:
+    """Decide ``(kind, path, name, checksum_folder)`` from the CLI choices (no I/O beyond stat and a Parquet schema).
+
+    ``source``: the dataset's entry in ``base.datasets`` (``NAME: FILE``), a file or folder under ``raw_root``; a
+    user's dataset without one is looked for as ``<NAME>/`` (TU) or ``<NAME><suffix>`` for every molecule file
+    suffix (:data:`tmdlib.datasets.molfiles.POOL_SUFFIXES`)."""
+    from tmdlib.datasets.molfiles import POOL_SUFFIXES, source_kind
+
     given = [p for p in (tu_dir, smiles_csv, parquet) if p]
     if len(given) > 1:
         raise InputError(None, "give only one of --tu-dir, --smiles-csv, --parquet")
@@ -41,15 +48,23 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None, smile
         info = tds.get_dataset_info(dataset)
         path = Path(raw_root) / info.folder
         return info.kind, str(path / info.file if info.file else path), info.name, info.folder
-    # A user dataset dropped into the raw root: a TU folder, a graph-store Parquet or a SMILES CSV.
+    # A user dataset in the raw root: the file base.datasets names, else a TU folder or a molecule file by its name.
     root = Path(raw_root)
+    if source and source != dataset:
+        if Path(source).is_absolute() or ".." in Path(source).parts:
+            raise InputError(None, f"base.datasets: {dataset}: {source!r} must name a file or folder inside {root}")
+        path = root / source
+        if not path.exists():
+            raise InputError(None, f"base.datasets: {dataset}: {source!r}, but there is no {path}")
+        return source_kind(path), str(path), dataset, None
     if (root / dataset).is_dir():
         return "tu", str(root / dataset), dataset, None
-    for suffix, kind in ((".parquet", "parquet"), (".csv", "smiles"), (".csv.gz", "smiles")):
+    for suffix in POOL_SUFFIXES:
         if (root / f"{dataset}{suffix}").is_file():
-            return kind, str(root / f"{dataset}{suffix}"), dataset, None
+            return source_kind(root / f"{dataset}{suffix}"), str(root / f"{dataset}{suffix}"), dataset, None
     raise InputError(None, f"unknown dataset {dataset!r}: not built in ({known_datasets_text()}) and no "
-                           f"{root / dataset}/ (TU layout), {dataset}.parquet or {dataset}.csv[.gz] (SMILES) in {root}")
+                           f"{root / dataset}/ (TU layout) or {dataset}.<csv|tsv|smi|cxsmiles|sdf|parquet>[.gz] in "
+                           f"{root}; or name the file in base.datasets ({dataset}: FILE)")
 
 
 def _names(values: list[str] | None) -> list[str] | None:

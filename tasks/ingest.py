@@ -36,7 +36,8 @@ SOURCE_KEYS = {"smiles_column": str, "label_columns": list, "split_column": str,
 #: Headers (compared as :func:`tmdlib.datasets.labsheet.header_key` writes them) taken as the user's compound id
 #: when no ``id_column`` is named.
 DEFAULT_ID_COLUMNS = ("compound id", "compound_id", "id", "registry number", "registry id", "molecule chembl id",
-                      "compound", "name")
+                      "chembl id", "molregno", "idnumber", "catalog id", "catalog number", "compound", "name",
+                      "title")  # title: an SD record's title line, when no property names an id
 
 
 def source_settings(params_path: str | None, name: str) -> dict:
@@ -266,18 +267,17 @@ def copy_parquet_store(path: str, out: str, name: str, task=None) -> dict:
     return _streamed_summary(out, stats)
 
 
-BATCH_KINDS = {".csv": "smiles", ".parquet": "parquet"}
-
-
 def batch_kind(path: str | Path) -> str:
-    """Source kind of an appended batch: a TU folder, a SMILES ``.csv`` or a graph-store ``.parquet``."""
+    """Source kind of an appended batch: a TU folder, a molecule file (``.csv``, ``.tsv``, ``.smi``, ``.sdf``, ...:
+    :data:`tmdlib.datasets.molfiles.FORMATS`) or a graph-store ``.parquet``."""
+    from tmdlib.datasets.molfiles import source_kind
+
     p = Path(path)
-    if p.is_dir():
-        return "tu"
-    kind = BATCH_KINDS.get(p.suffix.lower())
-    if kind is None or not p.is_file():
-        raise InputError(p, "a batch is a TU folder, a SMILES .csv or a graph-store .parquet file")
-    return kind
+    try:
+        return source_kind(p)
+    except InputError as err:
+        raise InputError(p, "a batch is a TU folder, a molecule file (.csv, .tsv, .smi, .sdf, ..., .gz allowed) or "
+                            f"a graph-store .parquet file: {err.problem}") from None
 
 
 def tu_name(folder: Path) -> str:

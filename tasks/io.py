@@ -312,22 +312,11 @@ def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what:
 
 def sniff_delimiter(path: str | os.PathLike) -> str:
     """The field delimiter of a CSV, from its header line: the most frequent of ``,``, ``;`` and a tab outside
-    quotes (``,`` when none is there: one column)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            head = fh.readline()
-    except OSError:
-        return ","
-    outside, quoted = [], False
-    for ch in head:
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted:
-            outside.append(ch)
-    text = "".join(outside)
-    counts = {d: text.count(d) for d in (",", ";", "\t")}
-    best = max(counts, key=lambda d: (counts[d], d == ","))
-    return best if counts[best] else ","
+    quotes (``,`` when none is there: one column) -- the one rule pools and lab sheets are read by
+    (:func:`tmdlib.datasets.molfiles.sniff_delimiter`)."""
+    from tmdlib.datasets.molfiles import sniff_delimiter as sniff
+
+    return sniff(path)
 
 
 def _ragged_line(path: Path, width: int, delimiter: str = ",") -> int | None:

@@ -107,3 +107,38 @@ def test_a_pool_with_a_few_bad_smiles_still_ingests(tmp_path):
     pool.write_text("smiles\n" + "\n".join(rows) + "\n")
     res = run_cli("ingest", "--smiles-csv", str(pool), "--name", "POOL", "--out", str(out))
     assert res.returncode == 0 and "skipped" not in res.stdout and not (tmp_path / "POOL.invalid.csv").exists()
+
+
+def test_a_vendor_sd_file_named_in_base_datasets_is_ingested_with_its_ids(tmp_path):
+    """Issue 70: ``POOL: vendor.sdf.gz`` (``--source``, as dvc.yaml passes base.datasets' entry) reads an SD file as
+    it came: the ID property as the compound id, the other properties kept, a bad record skipped and listed with its
+    record number; a TSV found by the dataset's name; a name with no file is one error listing the names looked for."""
+    import csv
+    import gzip
+
+    from rdkit import Chem
+
+    blocks = []
+    for i, s in enumerate(["CCO", "c1ccccc1O", "CCN(CC)CC", "OC(=O)c1ccccc1"]):
+        block = Chem.MolToMolBlock(Chem.MolFromSmiles(s)).split("\n", 1)[1]
+        if i == 2:
+            block = block.replace(block.split("\n")[2], "garbage", 1)
+        blocks.append(f"rec{i}\n{block}> <Catalog ID>\nV-{i}\n\n> <Supplier>\nacme\n\n$$$$\n")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "vendor.sdf.gz").write_bytes(gzip.compress("".join(blocks).encode()))
+    out = tmp_path / "POOL.parquet"
+    res = run_cli("ingest", "POOL", "--source", "vendor.sdf.gz", "--raw-root", str(raw), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "POOL: 3 graphs" in res.stdout and "1 SMILES RDKit cannot parse were skipped" in res.stdout
+    table = pq.read_table(out)
+    assert table.column("compound_id").to_pylist() == ["V-0", "V-1", "V-3"]
+    assert table.column("Supplier").to_pylist() == ["acme"] * 3
+    (report,) = list(csv.DictReader(open(tmp_path / "POOL.invalid.csv")))
+    assert "SD record 3 ('rec2'): RDKit cannot read its mol block" in report["reason"]
+    (raw / "TSV.tsv").write_text("Molregno\tCanonical SMILES\tSeries\n1\tCCO\tA\n2\tCCN\tB\n")
+    res = run_cli("ingest", "TSV", "--raw-root", str(raw), "--out", str(tmp_path / "TSV.parquet"))
+    assert res.returncode == 0 and "TSV: 2 graphs" in res.stdout, res.stderr
+    assert pq.read_table(tmp_path / "TSV.parquet").column("compound_id").to_pylist() == ["1", "2"]
+    res = run_cli("ingest", "NOPE", "--raw-root", str(raw), "--out", str(tmp_path / "N.parquet"))
+    assert res.returncode == 2 and "NOPE.<csv|tsv|smi|cxsmiles|sdf|parquet>[.gz]" in res.stderr

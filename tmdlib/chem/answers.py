@@ -38,40 +38,22 @@ def sdf_answer_table(text: str, path: str | os.PathLike | None = None):
     import pyarrow as pa
     from rdkit import Chem, RDLogger
 
-    records, start, cur = [], 1, []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if line.strip() == "$$$$":
-            records.append((start, cur))
-            start, cur = n + 1, []
-        else:
-            cur.append(line)
-    if any(x.strip() for x in cur):
-        records.append((start, cur))
+    from ..datasets.molfiles import sd_records
+
+    records = list(sd_records(text.splitlines()))
     if not records:
         raise InputError(path, "no SD records in the file")
     rows, lines = [], []
     RDLogger.DisableLog("rdApp.*")
     try:
-        for first, body in records:
-            end = next((i for i, x in enumerate(body) if x.startswith("M  END")), None)
-            props, i = {}, (end + 1 if end is not None else len(body))
-            while i < len(body):
-                head = body[i].strip()
-                if head.startswith(">") and "<" in head and ">" in head[head.index("<"):]:
-                    name = head[head.index("<") + 1:head.index(">", head.index("<"))]
-                    vals = []
-                    i += 1
-                    while i < len(body) and body[i].strip() != "":
-                        vals.append(body[i].strip())
-                        i += 1
-                    props[name] = " ".join(vals)
-                i += 1
-            if "smiles" not in props and end is not None:
-                mol = Chem.MolFromMolBlock("\n".join(body[:end + 1]) + "\n")
+        for rec in records:
+            props = dict(rec.props)
+            if "smiles" not in props and rec.block:
+                mol = Chem.MolFromMolBlock(rec.block)
                 if mol is not None and mol.GetNumAtoms() > 0:
                     props["smiles"] = Chem.MolToSmiles(mol)
             rows.append(props)
-            lines.append(first)
+            lines.append(rec.line)
     finally:
         RDLogger.EnableLog("rdApp.*")
     names = list(dict.fromkeys(k for r in rows for k in r))

@@ -17,12 +17,9 @@ checked, every offending line in one error).  A split column (train / test / val
 """
 from __future__ import annotations
 
-import csv
-import gzip
 import math
 import os
 import time
-import zlib
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -34,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from .molfiles import MoleculeFile, molecule_file, molecule_rows
 from .ogb import FEATURE_DESCRIPTION, distinct_atom_rows, one_hot_atom_features
 from .schema import (META_FEATURE_TABLE, META_FEATURES, META_LABEL_RULE, META_NAME, META_SCHEMA_VERSION,
                      META_SOURCE, SCHEMA_VERSION, _feature_rows, base_fields, canonical_edges, dictionary_pays_off,
@@ -42,7 +40,7 @@ from .schema import (META_FEATURE_TABLE, META_FEATURES, META_LABEL_RULE, META_NA
 from .task import TaskSpec, label_array, task_and_labels, with_task
 
 __all__ = ["read_smiles_csv", "write_smiles_parquet", "smiles_to_graph", "mol_graph", "STANDIN_RULES", "standin_label", "csv_header",
-           "default_csv_columns", "DEFAULT_LABEL_COLUMNS", "DEFAULT_SPLIT_COLUMN", "SPLIT_VALUES", "canonical_smiles",
+           "default_csv_columns", "smiles_column_index", "DEFAULT_LABEL_COLUMNS", "DEFAULT_SPLIT_COLUMN", "SPLIT_VALUES", "canonical_smiles",
            "MAX_PREDICTION_ATOMS"]
 
 
@@ -167,6 +165,33 @@ def column_index(header: list[str], name: str, path: Path) -> int:
     raise InputError(path, f"no column {name!r}; available columns: {', '.join(header) or 'none'}", line=1)
 
 
+def smiles_column_index(header: list[str], name: str, path: Path) -> int:
+    """Position of the SMILES column: ``name`` as :func:`column_index` finds it; for the default ``smiles`` also
+    the first header the lab sheets take for a structure (``Canonical SMILES``, ``canonical_smiles``, ``Compound
+    SMILES``, ChEMBL's ``Smiles``: :data:`tmdlib.datasets.labsheet.SMILES_NAMES`, compared by
+    :func:`~tmdlib.datasets.labsheet.header_key`).
+
+    Raises
+    ------
+    InputError
+        As :func:`column_index` (the message also names the synonyms looked for).
+    """
+    from .labsheet import SMILES_NAMES, header_key
+
+    try:
+        return column_index(header, name, path)
+    except InputError as err:
+        if name != "smiles" or "ambiguous" in err.problem:
+            raise
+    wanted = {header_key(n) for n in SMILES_NAMES}
+    found = [k for k, h in enumerate(header) if header_key(h) in wanted]
+    if found:
+        return found[0]
+    raise InputError(path, f"no SMILES column (smiles, SMILES, Canonical SMILES, canonical_smiles, Compound SMILES, "
+                           f"...; or name it: --smiles-column, ingest.sources.<NAME>.smiles_column); available "
+                           f"columns: {', '.join(header) or 'none'}", line=1)
+
+
 #: Benchmark label stand-ins for unlabelled pools: ``name -> (description, function of an rdkit Mol)``.
 #: They exist so that the pipeline can train and evaluate on an unlabelled pool (MOSES) in benchmarks;
 #: a store built with one records it in its label rule, and the labels are never real measurements.
@@ -207,37 +232,17 @@ def _standin(mol, rule: str) -> float:
     return float(Crippen.MolLogP(mol) >= _LOGP_THRESHOLD)
 
 
-def _open_text(path: Path):
-    """A text stream over ``path`` (gunzipped when the name ends in ``.gz``)."""
-    try:
-        if path.name.endswith(".gz"):
-            return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
-        return open(path, encoding="utf-8-sig", errors="replace", newline="")
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, expected a file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read file: {exc}") from None
-
-
 def csv_header(path: str | os.PathLike) -> list[str]:
-    """The column names of a CSV's header line (stripped; ``.gz`` allowed).
+    """The column names of a molecule file (stripped): a CSV's header line -- its delimiter sniffed --, a ``.smi``
+    file's ``smiles, name``, an SD file's ``smiles, title`` and properties, a Parquet table's columns
+    (:func:`tmdlib.datasets.molfiles.molecule_file`; ``.gz`` allowed).
 
     Raises
     ------
     InputError
-        Unreadable file, or no header line.
+        Unreadable file, an unknown file type, or no header line.
     """
-    path = Path(path)
-    with _open_text(path) as fh:
-        try:
-            header = next(csv.reader(fh), None)
-        except (OSError, EOFError, zlib.error, csv.Error) as exc:
-            raise InputError(path, f"cannot read file: {exc}") from None
-    if header is None:
-        raise InputError(path, "empty CSV file (no header line)", line=1)
-    return [h.strip() for h in header]
+    return list(molecule_file(path).header)
 
 
 #: Column names a CSV's labels are found under when none is named (in this order), and its split column.
@@ -297,26 +302,15 @@ _RESERVED = ("graph_id", "num_nodes", "x", "x_id", "edge_src", "edge_dst", "y", 
 ID_COLUMN = "compound_id"
 
 
-def _rows(path: Path, cols: tuple, width: int) -> Iterator[tuple[int, str, tuple, str | None, tuple, str | None]]:
-    """Yield ``(line, smiles, label_texts, split_text, kept_texts, id_text)`` for every data row of the CSV,
-    streaming."""
-    i_s, i_l, i_split, i_keep, i_id = cols
-    with _open_text(path) as fh:
-        reader = csv.reader(fh)
-        try:
-            if next(reader, None) is None:
-                raise InputError(path, "empty CSV file (no header line)", line=1)
-            for row in reader:
-                line = reader.line_num
-                if not row or all(not c.strip() for c in row):
-                    continue
-                if len(row) != width:
-                    raise InputError(path, f"{len(row)} fields, header has {width}", line=line)
-                yield (line, row[i_s].strip(), tuple(row[i] for i in i_l),
-                       None if i_split is None else row[i_split], tuple(row[i] for i in i_keep),
-                       None if i_id is None else row[i_id].strip())
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(path, f"cannot read file: {exc}") from None
+def _rows(mf: MoleculeFile, cols: tuple) -> Iterator[tuple]:
+    """Yield ``(line, smiles, label_texts, split_text, kept_texts, id_text, problem, text_cells)`` for every data
+    row of a molecule file, streaming (``problem``: why a record gives no structure, :func:`molecule_rows`;
+    ``text_cells``: the SD properties kept as text)."""
+    i_s, i_l, i_split, i_keep, i_id, i_text = cols
+    for line, row, problem in molecule_rows(mf):
+        yield (line, row[i_s].strip(), tuple(row[i] for i in i_l), None if i_split is None else row[i_split],
+               tuple(row[i] for i in i_keep), None if i_id is None else row[i_id].strip(), problem,
+               tuple(row[i] for i in i_text))
 
 
 def _number(text: str | None) -> float | str:
@@ -338,17 +332,17 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
     process boundaries).  Each SMILES is parsed once.  ``labels`` and ``keep`` name the label and kept columns
     (for messages); ``skip_invalid``: a SMILES rdkit cannot parse is left out and listed in ``skipped``
     (``(line, smiles, reason)``) instead of stopping."""
-    codes, bonds, sizes, values, lines, splits, kept, smiles, skipped, ids = [], [], [], [], [], [], [], [], [], []
+    codes, bonds, sizes, values, lines, splits, kept, smiles, skipped, ids, texts = ([] for _ in range(11))
     offset = 0
     with _quiet_rdkit():
-        for line, smi, labs, split, keeps, ident in rows:
-            mol = _parse(smi)
+        for line, smi, labs, split, keeps, ident, problem, text in rows:
+            mol = _parse(smi) if problem is None else None
             if mol is None:
-                reason = f"invalid SMILES {smi!r} (rdkit cannot parse it, or it has no atoms)"
+                why = problem or "rdkit cannot parse it, or it has no atoms"
                 if skip_invalid:
-                    skipped.append((int(line), smi, "rdkit cannot parse it, or it has no atoms"))
+                    skipped.append((int(line), smi, why))
                     continue
-                return "error", line, reason
+                return "error", line, problem or f"invalid SMILES {smi!r} ({why})"
             if labels:
                 row = []
                 for name, text in zip(labels, labs):
@@ -374,6 +368,7 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
             lines.append(line)
             smiles.append(smi)
             ids.append(ident or None)
+            texts.append(text)
             atom_codes, mol_bonds = mol_graph(mol)
             codes.append(atom_codes)
             bonds.append(mol_bonds + offset)
@@ -381,10 +376,10 @@ def _convert_chunk(rows: list[tuple], labels: tuple[str, ...], standin: str | No
             offset += atom_codes.shape[0]
     n = len(sizes)
     if not n:
-        return "ok", None, None, np.zeros(0, np.int64), None, None, None, None, None, None, skipped
+        return "ok", None, None, np.zeros(0, np.int64), None, None, None, None, None, None, None, skipped
     return ("ok", np.concatenate(codes), np.concatenate(bonds), np.asarray(sizes, dtype=np.int64),
             np.asarray(values, dtype=np.float64).reshape(n, -1), np.asarray(lines, dtype=np.int64), splits,
-            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles, ids, skipped)
+            np.asarray(kept, dtype=np.float64).reshape(n, len(keep)), smiles, ids, texts, skipped)
 
 
 def _chunks(rows: Iterator, size: int) -> Iterator[list]:
@@ -415,8 +410,9 @@ class _Columns:
             raise InputError(path, "a stand-in label is only for unlabelled pools: give standin or label_column")
         if standin is not None and standin not in STANDIN_RULES:
             raise InputError(path, f"unknown stand-in label rule {standin!r}; known: {', '.join(STANDIN_RULES)}")
-        header = csv_header(path)
-        i_s = column_index(header, smiles_column, path)
+        self.file = molecule_file(path)
+        header = self.file.header
+        i_s = smiles_column_index(header, smiles_column, path)
         i_l = tuple(column_index(header, c, path) for c in labels)
         i_split = column_index(header, split_column, path) if split_column is not None else None
         i_keep = tuple(column_index(header, c, path) for c in keep)
@@ -432,8 +428,12 @@ class _Columns:
                                    "name", line=1)
         self.split = header[i_split] if i_split is not None else None
         self.ident = header[i_id] if i_id is not None else None
-        self.positions = (i_s, i_l, i_split, i_keep, i_id)
-        self.width = len(header)
+        used = {i_s, *i_l, i_split, *i_keep, i_id}
+        # an SD file's other properties (and its title) are kept as text columns: what the vendor wrote
+        i_text = tuple(k for k, h in enumerate(header) if self.file.format == "sdf" and k not in used
+                       and h not in _RESERVED and h not in (self.split, self.ident))
+        self.text = tuple(header[i] for i in i_text)
+        self.positions = (i_s, i_l, i_split, i_keep, i_id, i_text)
         self.standin = standin
 
 
@@ -446,7 +446,7 @@ def _converted(path: Path, cols: _Columns, workers: int, chunk_size: int, limit:
 
     def rows():
         nonlocal read
-        for row in _rows(path, cols.positions, cols.width):
+        for row in _rows(cols.file, cols.positions):
             if limit is not None and read >= limit:
                 return
             read += 1
@@ -511,7 +511,7 @@ class _Assembly:
 
     def raw(self, part: tuple) -> pa.Table:
         """The raw table of one converted chunk."""
-        codes, bonds, sizes, values, lines, splits, kept, smiles, compound = part
+        codes, bonds, sizes, values, lines, splits, kept, smiles, compound, texts = part
         node_ptr = np.concatenate([[0], np.cumsum(sizes)])
         rows, index = distinct_atom_rows(codes)
         ids = np.empty(rows.shape[0], dtype=np.int32)
@@ -534,6 +534,8 @@ class _Assembly:
             columns["split"] = pa.array(splits, pa.string())
         if self.cols.ident is not None:
             columns[ID_COLUMN] = pa.array(compound, pa.string())
+        for k, name in enumerate(self.cols.text):
+            columns[name] = pa.array([t[k] or None for t in texts], pa.string())
         for k, name in enumerate(self.cols.keep):
             columns[name] = pa.array(kept[:, k], type=pa.float64(), mask=np.isnan(kept[:, k]))
         self.y.append(values)
@@ -566,10 +568,12 @@ class _Assembly:
         if cols.ident is not None:
             fields.append(pa.field(ID_COLUMN, pa.string(), nullable=True))
         fields += [pa.field(name, pa.float64(), nullable=True) for name in cols.keep]
+        fields += [pa.field(name, pa.string(), nullable=True) for name in cols.text]
         meta = {META_SCHEMA_VERSION: SCHEMA_VERSION, META_SOURCE: "smiles", META_NAME: self.name,
                 META_FEATURES: FEATURE_DESCRIPTION,
                 META_LABEL_RULE: _label_rule(spec, cols.labels, cols.standin, cols.split, cols.keep)
-                + (f"; compound ids = column {cols.ident!r} as text" if cols.ident else "")}
+                + (f"; compound ids = column {cols.ident!r} as text" if cols.ident else "")
+                + (f"; SD properties kept as text: {', '.join(cols.text)}" if cols.text else "")}
         if self.compact:
             meta[META_FEATURE_TABLE] = encode_feature_table(self.features)
         schema = pa.schema(fields, metadata={k.encode(): str(v).encode() for k, v in meta.items()})

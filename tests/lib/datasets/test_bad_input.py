@@ -148,7 +148,7 @@ def _copy_valid(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("file,line,problem,label", [
     ("invalid_smiles.csv", 3, "invalid SMILES 'C1CC'", None),
     ("empty_smiles.csv", 4, "invalid SMILES ''", None),
-    ("missing_column.csv", 1, "no column 'smiles'; available columns: SMILES_str, label", None),
+    ("missing_column.csv", 1, "no SMILES column (smiles, SMILES, Canonical SMILES", None),
     ("bad_label.csv", 3, "label 'active' is not a number", "label"),
     ("short_row.csv", 3, "1 fields, header has 2", None),
 ])
