@@ -1,0 +1,76 @@
+"""Hit hunting (tmdlib.select.hits): the goal's checks, the acquisitions, the batch, MolPAL's metrics."""
+import numpy as np
+import pytest
+
+from tmdlib.errors import InputError
+from tmdlib.select import hits
+
+
+def test_goal_checks_name_the_setting():
+    assert hits.check_goal("model", classification=True, targets=3) == "model"
+    assert hits.check_goal("maximize", classification=False) == "maximize"
+    assert hits.check_goal("minimize", classification=False, targets=2, target="pKi") == "minimize"
+    with pytest.raises(InputError, match="select.goal: positive"):
+        hits.check_goal("maximize", classification=True)
+    with pytest.raises(InputError, match="select.target"):
+        hits.check_goal("maximize", classification=False, targets=2)
+    with pytest.raises(InputError, match="select.goal: maximize or minimize"):
+        hits.check_goal("positive", classification=False)
+    with pytest.raises(InputError, match="one of"):
+        hits.check_goal("best", classification=False)
+    assert hits.goal_sign("minimize") == -1.0 and hits.goal_sign("maximize") == 1.0 and hits.goal_sign("model") == 0
+
+
+def test_acquisitions():
+    mu = np.array([0.0, 1.0, 2.0, 0.5])
+    sigma = np.array([3.0, 0.0, 0.1, 0.0])
+    assert np.argmax(hits.acquisition(mu, sigma, "greedy")) == 2
+    assert np.argmax(hits.acquisition(mu, sigma, "ucb", beta=2.0)) == 0
+    ei = hits.acquisition(mu, sigma, "ei", best=2.0)
+    assert ei[1] == 0.0 and ei[3] == 0.0 and ei[0] > ei[2] > 0  # only the spread can beat the best
+    t1 = hits.acquisition(mu, sigma, "thompson", seed=1)
+    assert t1[1] == 1.0 and np.array_equal(t1, hits.acquisition(mu, sigma, "thompson", seed=1))
+    assert hits.acquisition(mu, sigma, "random").shape == (4,)
+    with pytest.raises(ValueError):
+        hits.acquisition(mu, sigma, "pi")
+
+
+def test_hit_batch_top_and_diverse():
+    rng = np.random.default_rng(0)
+    n = 60
+    scores = rng.random(n)
+    audit = np.arange(5)
+    scores[audit] = 10.0  # the best-scored members are never candidates
+    cand = np.setdiff1d(np.arange(n), audit)
+    got = hits.hit_batch(scores, 6, labelled=[10, 11], candidates=cand)
+    assert got.size == 6 and not np.isin(got, audit).any() and not np.isin(got, [10, 11]).any()
+    free = np.setdiff1d(cand, [10, 11])
+    assert set(got) == set(free[np.argsort(-scores[free])[:6]])
+    # two tight clusters of analogues: the diverse batch takes from both
+    x = np.concatenate([np.zeros(30), np.ones(30) * 10]) + rng.random(n) * 0.01
+    D = np.abs(x[:, None] - x[None, :])
+    s = np.where(x < 5, 2.0, 1.0) + rng.random(n) * 0.01
+    plain = hits.hit_batch(s, 2, candidates=cand)
+    div = hits.hit_batch(s, 2, candidates=cand, D=D, factor=30)
+    assert (x[plain] < 5).all() and (x[div] < 5).sum() == 1
+    assert not np.isin(div, audit).any()
+
+
+def test_surrogate_spread():
+    rng = np.random.default_rng(1)
+    X = rng.random((80, 4))
+    y = X[:, 0] * 3
+    mu, sigma = hits.surrogate(X[:40], y[:40], X, trees=20)
+    assert mu.shape == sigma.shape == (80,) and (sigma >= 0).all()
+    assert np.corrcoef(mu, y)[0, 1] > 0.8
+    mu2, _ = hits.surrogate(X[:40], y[:40], X, trees=20, mean=y)
+    assert np.array_equal(mu2, y)
+
+
+def test_top_share():
+    y = np.arange(100, dtype=float)
+    assert hits.top_share(y, np.arange(95, 100), 0.05) == (1.0, 1.0)
+    found, score = hits.top_share(y, np.arange(0, 10), 0.05)
+    assert found == 0.0 and score < 0
+    found, _ = hits.top_share(y, np.arange(0, 5), 0.05, sign=-1.0)  # minimize: the smallest are the top
+    assert found == 1.0

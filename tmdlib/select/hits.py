@@ -1,0 +1,242 @@
+r"""Hit hunting: later rounds that go for the best molecules of the pool (``select.goal``), not for a model good
+everywhere.
+
+A **goal** says what the rounds are for:
+
+==============  ====================================================================================================
+``model``       a model good on the whole pool (today's rounds, :func:`tmdlib.select.rounds.next_batch`)
+``maximize``    the largest values of one regression label
+``minimize``    the smallest: the same as ``maximize`` of :math:`-y`
+``positive``    the positives of a binary pool (the score is the positive class's probability)
+==============  ====================================================================================================
+
+With the labels of the labelled set :math:`S` known, a **surrogate** (:func:`surrogate`) gives every pool member a
+mean :math:`\mu_i` and a spread :math:`\sigma_i` of its (signed) value :math:`s\,y_i`, :math:`s = \pm 1`, and an
+**acquisition** (:func:`acquisition`, MolPAL's) scores the members not yet labelled:
+
+============  ========================================================================================================
+``greedy``    :math:`a_i = \mu_i`
+``ucb``       :math:`a_i = \mu_i + \beta\,\sigma_i` (upper confidence bound, :math:`\beta = 2` by default)
+``thompson``  :math:`a_i \sim \mathcal N(\mu_i, \sigma_i^2)`, one draw per member
+``ei``        expected improvement over the best measured :math:`f^* = \max_{j\in S} s\,y_j`:
+              :math:`a_i = (\mu_i - f^* - \xi)\,\Phi(z_i) + \sigma_i\,\varphi(z_i)`,
+              :math:`z_i = (\mu_i - f^* - \xi)/\sigma_i` (:math:`a_i = \max(\mu_i - f^* - \xi, 0)` where
+              :math:`\sigma_i = 0`)
+``random``    :math:`a_i \sim U(0, 1)` (the control)
+============  ========================================================================================================
+
+A batch (:func:`hit_batch`) is the ``k`` best by :math:`a`, or, with **diversity**, cluster-then-best: the
+:math:`m = \lceil f k \rceil` best candidates (:math:`f = 3`) are cut into ``k`` clusters by k-medoids on a distance
+(the fingerprint or TMD distance of the pool) and the best of each cluster is picked -- no two picks from one tight
+analogue cluster while another promising one goes unmeasured.
+
+The audit sample is never a candidate (callers leave it out of ``candidates`` or of the pool), so the pool estimate
+and the conformal intervals stay those of a uniform sample; the ε certificate of the labelled set is the same exact
+sum whatever picked it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["GOALS", "DEFAULT_GOAL", "ACQUISITIONS", "DEFAULT_ACQUISITION", "check_goal", "goal_sign", "surrogate",
+           "acquisition", "hit_batch", "top_share"]
+
+#: ``select.goal`` values.
+GOALS = ("model", "maximize", "minimize", "positive")
+DEFAULT_GOAL = "model"
+#: Acquisitions of :func:`acquisition`.
+ACQUISITIONS = ("greedy", "ucb", "thompson", "ei", "random")
+#: The acquisition a hit-hunting round uses unless told (measured on the hit benchmark: docs/hit-hunting.md).
+DEFAULT_ACQUISITION = "greedy"
+#: Candidates per pick that the diverse batch clusters (:func:`hit_batch`).
+DIVERSE_FACTOR = 3.0
+
+
+def check_goal(goal: str, *, classification: bool, targets: int = 1, target=None) -> str:
+    """``select.goal`` checked against the pool's task: ``maximize`` / ``minimize`` need one regression label (a
+    multi-target pool names it with ``select.target``), ``positive`` a binary one.  Returns the goal.
+
+    Raises
+    ------
+    tmdlib.errors.InputError
+        One line naming the setting to change.
+    """
+    from ..errors import InputError
+
+    g = str(goal or DEFAULT_GOAL)
+    if g not in GOALS:
+        raise InputError(None, f"select.goal is one of {', '.join(GOALS)}, not {goal!r}")
+    if g in ("maximize", "minimize"):
+        if classification:
+            raise InputError(None, f"select.goal: {g} needs a regression label; this pool's labels are classes: "
+                                   "set select.goal: positive (the positives of a binary pool) or model")
+        if int(targets) > 1 and not target:
+            raise InputError(None, f"select.goal: {g} on a pool with {int(targets)} targets: set select.target to "
+                                   "the one to optimise")
+    if g == "positive" and not classification:
+        raise InputError(None, "select.goal: positive needs a binary pool; for a regression label set "
+                               "select.goal: maximize or minimize")
+    return g
+
+
+def goal_sign(goal: str) -> float:
+    """:math:`s`: +1 for ``maximize`` / ``positive``, −1 for ``minimize`` (0 for ``model``: no hit to hunt)."""
+    return {"maximize": 1.0, "positive": 1.0, "minimize": -1.0}.get(str(goal), 0.0)
+
+
+def surrogate(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, *, classes: bool = False,
+              trees: int = 100, seed: int = 0, mean: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    r"""A random forest's per-tree predictions as the surrogate: :math:`\mu_i` the trees' mean and :math:`\sigma_i`
+    their standard deviation (the positive class's probability with ``classes``), the approach of
+    :func:`tmdlib.select.rounds.forest_difficulty`.
+
+    Parameters
+    ----------
+    X_labelled : ndarray, shape (m, d)
+    y_labelled : ndarray, shape (m,)
+    X : ndarray, shape (n, d)
+    classes : bool
+    trees, seed : int
+    mean : ndarray, shape (n,), optional
+        Another model's predictions (e.g. the registered ``svm``) to use as :math:`\mu` with the forest's spread.
+
+    Returns
+    -------
+    mu, sigma : ndarray of float64, shape (n,)
+    """
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    y = np.asarray(y_labelled, dtype=np.float64)
+    n = len(X)
+    if y.size < 2 or np.unique(y).size < 2:
+        mu = np.full(n, float(y.mean()) if y.size else 0.0) if mean is None else np.asarray(mean, np.float64)
+        return mu, np.ones(n)
+    Forest = RandomForestClassifier if classes else RandomForestRegressor
+    f = Forest(n_estimators=int(trees), max_features="sqrt", random_state=int(seed), n_jobs=1).fit(
+        X_labelled, y.astype(int) if classes else y)
+    P = np.stack([t.predict_proba(X)[:, -1] if classes else t.predict(X) for t in f.estimators_])
+    mu = P.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float64).reshape(n)
+    return mu, P.std(axis=0)
+
+
+def acquisition(mu: np.ndarray, sigma: np.ndarray, kind: str = DEFAULT_ACQUISITION, *, best: float | None = None,
+                beta: float = 2.0, xi: float = 0.0, seed: int = 0) -> np.ndarray:
+    r"""The acquisition score of every member (module docstring), larger = pick first; ``mu``, ``sigma`` already in
+    the goal's sign (maximize).
+
+    Parameters
+    ----------
+    mu, sigma : ndarray, shape (n,)
+    kind : str
+        One of :data:`ACQUISITIONS`.
+    best : float, optional
+        ``ei``'s :math:`f^*` (default: the largest :math:`\mu`).
+    beta, xi : float
+    seed : int
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    mu = np.asarray(mu, dtype=np.float64).reshape(-1)
+    sigma = np.maximum(np.asarray(sigma, dtype=np.float64).reshape(-1), 0.0)
+    if mu.shape != sigma.shape:
+        raise ValueError(f"mu and sigma differ in shape: {mu.shape} vs {sigma.shape}")
+    rng = np.random.default_rng([int(seed), 0x417])
+    if kind == "greedy":
+        return mu.copy()
+    if kind == "ucb":
+        return mu + float(beta) * sigma
+    if kind == "thompson":
+        return rng.normal(mu, sigma)
+    if kind == "random":
+        return rng.random(mu.size)
+    if kind == "ei":
+        from scipy.stats import norm
+
+        f = float(np.max(mu) if best is None else best)
+        gain = mu - f - float(xi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(sigma > 0, gain / np.where(sigma > 0, sigma, 1.0), 0.0)
+        return np.where(sigma > 0, gain * norm.cdf(z) + sigma * norm.pdf(z), np.maximum(gain, 0.0))
+    raise ValueError(f"unknown acquisition {kind!r}: {', '.join(ACQUISITIONS)}")
+
+
+def hit_batch(scores: np.ndarray, k_new: int, *, labelled=None, candidates=None, D: np.ndarray | None = None,
+              factor: float = DIVERSE_FACTOR, seed: int = 0, restarts: int = 3) -> np.ndarray:
+    r"""The next round's ``k_new`` picks by acquisition ``scores``: the best not labelled, or cluster-then-best among
+    the :math:`\lceil f\,k\rceil` best when a distance ``D`` is given (module docstring).
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n,)
+    k_new : int
+    labelled, candidates : int positions or bool mask, optional
+        Already labelled (never picked again); who may be picked (default: everyone), e.g. the pool less the audit
+        sample.
+    D : ndarray, shape (n, n), optional
+        Distance for the batch's diversity (None: plain top-k).
+    factor : float
+    seed, restarts : int
+
+    Returns
+    -------
+    ndarray of int64, shape (k_new,), sorted
+    """
+    from .rounds import _mask
+
+    a = np.asarray(scores, dtype=np.float64).reshape(-1)
+    n = a.size
+    cand = (np.ones(n, dtype=bool) if candidates is None else _mask(candidates, n)) & ~_mask(labelled, n)
+    k_new = int(k_new)
+    if k_new < 0 or k_new > cand.sum():
+        raise ValueError(f"cannot pick {k_new} new members among {int(cand.sum())} candidates")
+    if k_new == 0:
+        return np.zeros(0, dtype=np.int64)
+    c = np.flatnonzero(cand)
+    order = c[np.argsort(-np.nan_to_num(a[c], nan=-np.inf), kind="stable")]
+    m = int(min(order.size, max(k_new, np.ceil(float(factor) * k_new))))
+    if D is None or m == k_new:
+        return np.sort(order[:k_new]).astype(np.int64)
+    from .coreset import kmedoids_coreset
+
+    top = order[:m]
+    labels = kmedoids_coreset(np.ascontiguousarray(np.asarray(D)[np.ix_(top, top)], dtype=np.float64), k_new,
+                              seed=int(seed), restarts=int(restarts)).labels
+    picks = []
+    for j in np.unique(labels):  # ``top`` is best-first: the first member of each cluster is its best
+        picks.append(int(top[np.flatnonzero(labels == j)[0]]))
+    left = [int(i) for i in top if int(i) not in set(picks)]
+    picks += left[:k_new - len(picks)]
+    return np.sort(np.asarray(picks[:k_new], dtype=np.int64))
+
+
+def top_share(y: np.ndarray, labelled, share: float, sign: float = 1.0) -> tuple[float, float]:
+    r"""MolPAL's metrics: of the pool's true top ``share`` (:math:`T`, the :math:`t = \lceil share\cdot n\rceil` largest
+    :math:`v = s\,y`), the fraction found in the labelled set :math:`S`, :math:`|T\cap S|/t`, and the share of their
+    mean score found: with :math:`B` the :math:`t` largest :math:`v` in :math:`S` (all of :math:`S` when smaller),
+    :math:`(\bar v_B - \bar v)/(\bar v_T - \bar v)`, both centred on the pool's mean :math:`\bar v` (1: the best
+    measured are the pool's best; 0: no better than a typical member; sign-free, unlike MolPAL's ratio of means).
+
+    Parameters
+    ----------
+    y : ndarray, shape (n,)
+    labelled : int positions or bool mask
+    share : float in (0, 1]
+    sign : float
+
+    Returns
+    -------
+    (found, score_found) : floats; found in [0, 1], score_found at most 1
+    """
+    from .rounds import _mask
+
+    v = float(sign) * np.asarray(y, dtype=np.float64).reshape(-1)
+    n = v.size
+    t = int(np.ceil(float(share) * n))
+    lab = _mask(labelled, n)
+    top = np.argsort(-v, kind="stable")[:t]
+    best = np.sort(v[lab])[::-1][:t]
+    span = v[top].mean() - v.mean()
+    score = float((best.mean() - v.mean()) / span) if best.size and span > 0 else float("nan")
+    return float(lab[top].mean()), score
