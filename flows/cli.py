@@ -229,6 +229,7 @@ def select(
     count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget."),
     control: float = typer.Option(0.0, "--control", help="tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate compares the two arms on the audit sample). 0 = none."),
     next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random."),
+    goal: str = typer.Option("model", "--goal", help="What later rounds are for: model (a model good on the whole pool) | maximize | minimize (a regression label: hit hunting) | positive (a binary pool's positives). The audit sample stays uniform."),
     seed: int = typer.Option(0, "--seed"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
@@ -263,6 +264,8 @@ def select(
     _choice("--method", method, ("auto",) + _select_methods())
     from tmdlib.select.rounds import NEXT_STRATEGIES
     _choice("--next", next_strategy, ("auto",) + NEXT_STRATEGIES)
+    from tmdlib.select.hits import GOALS
+    _choice("--goal", goal, GOALS)
     _choice("--engine", engine, ("exact", "scalable", "auto"))
     _choice("--backend", backend, ("fasterpam", "sklearn-extra", "sklearn-extra-alternate"))
     if dask_address:
@@ -282,7 +285,8 @@ def select(
                test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
                backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
                cache_dir=str(cache_dir), part_size=_part_size(part_size), max_pairs=_max_pairs(max_pairs),
-               trust_matrix=trust_matrix, audit=audit, next_strategy=next_strategy, control=control)
+               trust_matrix=trust_matrix, audit=audit, next_strategy=next_strategy, control=control,
+               goal=goal)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {sel['method']} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "

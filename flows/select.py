@@ -10,11 +10,10 @@ from prefect.utilities.annotations import quote
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.labels import read_ledger
-from tasks.select import (nodes_off_table, resolve_plan, round_options, select_task, subsample_nodes_task,
+from tasks.select import (learn_options, nodes_off_table, resolve_plan, select_task, subsample_nodes_task,
                           write_json, write_parquet)
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.plan import check_engine
-from tmdlib.select import get_method
 from tmdlib.select.audit import audit_members, audit_size
 from tmdlib.select.nodes.policy import NODE_OFF, node_method, off_line
 from tmdlib.select.rounds import check_control
@@ -30,7 +29,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
                 weights="pascal", cache_dir: str | None = None, part_size: int | str = "auto",
                 max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False,
-                audit="auto", next_strategy: str = "auto", control: float = 0.0) -> dict:
+                audit="auto", next_strategy: str = "auto", control: float = 0.0, goal: str = "model") -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
     ``selection.json`` (the selection, its certificate, the split, the store's content hash) and returns it
@@ -49,7 +48,9 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     setting's ``tmd-rounds`` in production, the paper's ``tmd`` coreset in benchmark mode.  A method that reads
     labels (``tmd-rounds`` from its second round) gets a difficulty per pool member from the ledger's labels of the
     members already picked (never the audit sample's); ``control`` (a share) spends that much of each round on a
-    uniform pick, the Random control arm the evaluate stage compares the strategy with.
+    uniform pick, the Random control arm the evaluate stage compares the strategy with.  ``goal`` (``select.goal``):
+    ``model`` (a model good on the whole pool) or hit hunting from round two (``maximize`` / ``minimize`` a regression
+    label, ``positive`` of a binary pool: :func:`tasks.select.learn_options`); the audit sample is never a candidate.
     """
     source = open_store(graphs)
     store = source.stored()  # ids and sizes; the graphs are read a chunk at a time
@@ -84,8 +85,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, threads,
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
-    learn = {} if get_method(method).label_free else {"control": control, **round_options(
-        graphs, train, store.graph_ids[train], ledger, next_strategy, "auto", seed, plan.engine == "exact")}
+    learn = learn_options(method, graphs, train, store.graph_ids[train], ledger, next_strategy, seed,
+                          plan.engine == "exact", control, goal, source.task)
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,

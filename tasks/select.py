@@ -30,9 +30,37 @@ def resolve_plan(pool, method: str, production: bool, **plan_options):
     return chosen, (plan if chosen == plan.method else plan_selection(pool, chosen, **plan_options))
 
 
+def learn_options(method: str, graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str,
+                  seed: int, exact: bool, control: float = 0.0, goal: str = "model", task=None) -> dict:
+    """The options a label-reading method gets (none for a label-free one): ``control`` and :func:`round_options`.
+    ``goal`` (``select.goal``) is checked against the pool's ``task`` (:func:`tmdlib.select.hits.check_goal`) and
+    needs ``tmd-rounds``; ``model`` is the rounds as before."""
+    from tmdlib.errors import InputError
+    from tmdlib.select import get_method
+    from tmdlib.select.hits import check_goal
+
+    if task is not None and getattr(task, "decided", True):
+        goal = check_goal(goal, classification=bool(task.is_classification), targets=int(task.num_targets))
+    elif ledger.num_rows:  # a pool stored without labels: the ledger's columns and answers say
+        cols = [c for c in ledger.column_names if c != "graph_id"]
+        y = ledger.column(cols[0]).to_numpy(zero_copy_only=False) if len(cols) == 1 else np.zeros(0)
+        goal = check_goal(goal, classification=bool(len(cols) == 1 and np.isin(y, (0.0, 1.0)).all()),
+                          targets=len(cols))
+    else:
+        goal = check_goal(goal, classification=False) if goal != "positive" else goal
+    if goal not in (None, "", "model") and method != "tmd-rounds":
+        raise InputError(None, f"select.goal: {goal} needs select.method tmd-rounds (auto in production), "
+                               f"not {method!r}")
+    if get_method(method).label_free:
+        return {}
+    return {"control": control, **round_options(graphs, train, train_ids, ledger, next_strategy, "auto", seed, exact,
+                                                goal=goal)}
+
+
 @task(name="round-options", persist_result=False)
 def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto",
-                  difficulty: str = "auto", seed: int = 0, exact: bool = True) -> dict:
+                  difficulty: str = "auto", seed: int = 0, exact: bool = True, goal: str = "model",
+                  acquisition: str = "auto") -> dict:
     """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
     its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: ``forest``, the spread of a random
     forest's trees, :func:`tmdlib.select.rounds.forest_difficulty`, or ``knn``, the spread of the nearest labels,
@@ -40,7 +68,12 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     labelled: the audit sample is not in the pool).
 
     A pool without SMILES, a multi-target ledger, fewer than 2 labelled members or a pool on the scalable engine
-    (``exact`` False) gives no difficulty (the method then grows the coreset, saying so in the selection's info)."""
+    (``exact`` False) gives no difficulty (the method then grows the coreset, saying so in the selection's info).
+
+    ``goal`` ``maximize`` / ``minimize`` / ``positive`` (``select.goal``): the later round hunts hits instead
+    (:mod:`tmdlib.select.hits`): an acquisition score per member (``acquisition``, default
+    :data:`tmdlib.select.hits.DEFAULT_ACQUISITION`) over a surrogate trained on the same labels (the registered
+    ``svm``'s predictions with a forest's spread; the forest's probability for ``positive``)."""
     from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_NEXT, forest_difficulty, knn_difficulty
 
     from .graphs import store_smiles
@@ -62,9 +95,33 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     y = np.array([y_of[int(g)] for g in train_ids[lab]], dtype=np.float64)
     how = DEFAULT_DIFFICULTY if difficulty in (None, "", "auto") else str(difficulty)
     classes = bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's probability spread)
+    if goal not in (None, "", "model"):
+        return {"strategy": strategy, "goal": goal, **hit_scores(X[lab], y, X, goal, acquisition, seed)}
     u = (forest_difficulty(X[lab], y, X, classes=classes, seed=seed) if how == "forest" else
          knn_difficulty(X[lab], y, X))
     return {"strategy": strategy, "difficulty": u, "difficulty_from": how}
+
+
+def hit_scores(X_labelled: np.ndarray, y: np.ndarray, X: np.ndarray, goal: str, acquisition: str = "auto",
+               seed: int = 0) -> dict:
+    r"""``{"scores", "acquisition"}``: the acquisition score of every pool member for ``goal``
+    (:func:`tmdlib.select.hits.acquisition` on the goal's signed labels): :math:`\mu` the registered ``svm``
+    (:class:`tmdlib.chem.models.TanimotoSVR`) on ECFP4 counts, :math:`\sigma` a forest's spread (only when the
+    acquisition reads it); for ``positive`` the forest's positive-class probability and its spread."""
+    from tmdlib.select import hits
+
+    acq = hits.DEFAULT_ACQUISITION if acquisition in (None, "", "auto") else str(acquisition)
+    s = hits.goal_sign(goal)
+    ys = s * np.asarray(y, dtype=np.float64) if goal != "positive" else np.asarray(y, dtype=np.float64)
+    if goal == "positive":
+        mu, sigma = hits.surrogate(X_labelled, ys, X, classes=True, seed=seed)
+    else:
+        from tmdlib.chem.models import TanimotoSVR
+
+        mean = TanimotoSVR().fit(X_labelled, ys).predict(X) if np.unique(ys).size > 1 else np.full(len(X), ys.mean())
+        mu, sigma = ((mean, np.zeros(len(X))) if acq == "greedy" else
+                     hits.surrogate(X_labelled, ys, X, seed=seed, mean=mean))
+    return {"scores": hits.acquisition(mu, sigma, acq, best=float(ys.max()), seed=seed), "acquisition": acq}
 
 
 @task(name="subsample-nodes", persist_result=False)

@@ -250,7 +250,9 @@ def _first_round(problem: Problem) -> Picked:
 
 def _next_round(problem: Problem) -> Picked:
     """A later round of ``tmd-rounds``: the labelled members (and a control arm), ``fixed``, kept; the rest of the
-    budget by :func:`tmdlib.select.rounds.next_batch` on the first round's space."""
+    budget by :func:`tmdlib.select.rounds.next_batch` on the first round's space, or, with options ``goal`` (not
+    ``model``) and ``scores`` (an acquisition score per member, :mod:`tmdlib.select.hits`), the best by score
+    (:func:`tmdlib.select.hits.hit_batch`; ``exclude``, the audit sample when it is in the pool, never picked)."""
     from .rounds import DEFAULT_NEXT, next_batch
 
     diff = problem.options.get("difficulty")
@@ -260,6 +262,13 @@ def _next_round(problem: Problem) -> Picked:
     space, P = _space(problem, _first_of(problem))
     kept = np.flatnonzero(problem.fixed)
     cand = None if problem.options.get("exclude") is None else ~np.asarray(problem.options["exclude"], dtype=bool)
+    goal, scores = problem.options.get("goal"), problem.options.get("scores")
+    if goal not in (None, "", "model") and scores is not None:  # hit hunting (tmdlib.select.hits): best by score
+        from .hits import hit_batch
+
+        new = hit_batch(scores, problem.k - kept.size, labelled=kept, candidates=cand, seed=problem.seed)
+        return _with_tau(problem, _matrix_of(problem), np.concatenate([kept, new]), {
+            "strategy": "hits", "space": space, "goal": goal, "acquisition": problem.options.get("acquisition")})
     new = next_batch(P, kept, problem.k - kept.size, diff, strategy, problem.seed, candidates=cand,
                      restarts=int(problem.options.get("restarts", 3)))
     return _with_tau(problem, _matrix_of(problem), np.concatenate([kept, new]), {"strategy": strategy, "space": space, **(
