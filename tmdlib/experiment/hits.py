@@ -15,7 +15,9 @@ Strategies are named ``<first>><acquisition>/<surrogate>[:div]``:
 * surrogate ``svm``: :math:`\mu` the registered ``svm`` (Tanimoto SVR on ECFP4 counts,
   :func:`~tmdlib.experiment.pool.svr_on_kernel`), :math:`\sigma` the spread of a 100-tree forest's trees; ``rf``: the
   forest's mean and spread (:func:`tmdlib.select.hits.surrogate`); ``ens``: the mean of the two models' predictions,
-  the forest's spread;
+  the forest's spread; ``gp``: a Gaussian process on the MinMax kernel (:func:`tmdlib.select.hits.kernel_gp`);
+  ``knn`` / ``near``: the labels of the most similar measured molecules, or the similarity to the best measured
+  (:func:`tmdlib.select.hits.near_best`);
 * ``:div`` / ``:div15``: the batch cluster-then-best among the 3 k / 1.5 k best on the fingerprint distance
   (:func:`tmdlib.select.hits.hit_batch`);
 * ``random`` alone: 10 % uniform, the control (:data:`RANDOM_SEEDS` seeds; the others :data:`TRIALS` trials).
@@ -40,7 +42,10 @@ RANDOM = "random"
 GREEDY = "random>greedy/svm"
 STRATEGIES = (RANDOM, GREEDY, "random>greedy/rf", "random>greedy/ens", "random>ucb/svm", "random>ei/svm",
               "random>thompson/rf", "random>greedy/svm:div", "random>greedy/svm:div15", "random>ucb/svm:div",
-              "strat-fp>greedy/svm", "strat-fp>greedy/ens", "strat-fp>greedy/svm:div15", "strat-fp>ucb/svm:div")
+              "strat-fp>greedy/svm", "strat-fp>greedy/ens", "strat-fp>greedy/svm:div15", "strat-fp>ucb/svm:div",
+              "random>greedy/gp", "random>ucb/gp", "random>ei/gp", "random>thompson/gp", "strat-fp>greedy/gp",
+              "strat-fp>ucb/gp", "strat-fp>ei/gp", "random>greedy/knn", "random>greedy/near", "strat-fp>greedy/knn",
+              "strat-fp>greedy/near")
 RANDOM_SEEDS = 10
 TRIALS = 3
 COLUMNS = ("dataset", "family", "strategy", "trial", "budget", "k", "n_pool", "n_audit", "top1", "top5", "score1",
@@ -84,9 +89,20 @@ def hit_picks(case, strategy: str, trial: int, budgets=BUDGETS) -> list[np.ndarr
         y = case.y[case.pool[picks]]
         X = case.features
         mean = None
-        if sur in ("svm", "ens"):
+        if sur == "gp":
+            from ..select.hits import kernel_gp
+
+            K = case.kernel
+            mu, sigma = kernel_gp(K[np.ix_(picks, picks)], K[:, picks], y)
+        elif sur in ("knn", "near"):
+            from ..select.hits import near_best
+
+            mu, sigma = near_best(case.kernel[:, picks], y, how=sur), np.zeros(case.P)
+        elif sur in ("svm", "ens"):
             mean = svr_on_kernel(case.kernel, picks, y, None, np.arange(case.P))
-        if acq != "greedy" or sur != "svm":
+        if sur in ("gp", "knn", "near"):
+            pass
+        elif acq != "greedy" or sur != "svm":
             mu, sigma = surrogate(X[picks], y, X, trees=100, seed=trial, mean=mean if sur == "svm" else None)
             if sur == "ens":  # the mean of the SVR's and the forest's predictions
                 mu = 0.5 * (mu + mean)

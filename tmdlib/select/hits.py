@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["GOALS", "DEFAULT_GOAL", "ACQUISITIONS", "DEFAULT_ACQUISITION", "check_goal", "goal_sign", "surrogate",
-           "acquisition", "hit_batch", "top_share"]
+           "kernel_gp", "near_best", "acquisition", "hit_batch", "top_share"]
 
 #: ``select.goal`` values.
 GOALS = ("model", "maximize", "minimize", "positive")
@@ -117,6 +117,77 @@ def surrogate(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, *, 
     P = np.stack([t.predict_proba(X)[:, -1] if classes else t.predict(X) for t in f.estimators_])
     mu = P.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float64).reshape(n)
     return mu, P.std(axis=0)
+
+
+def kernel_gp(K_labelled: np.ndarray, K_cross: np.ndarray, y_labelled: np.ndarray, *, noise: float = 0.1,
+              prior_var: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    r"""A Gaussian process on a precomputed kernel (the MinMax / Tanimoto kernel of ECFP4 counts, :math:`k(x,x)=1`)
+    as the surrogate: with the labels standardised, :math:`z = (y - \bar y)/s_y`,
+
+    .. math:: \mu_* = \bar y + s_y\,K_{*S}(K_{SS} + \lambda I)^{-1} z, \qquad
+              \sigma_*^2 = s_y^2\,\bigl(k_{**} - \operatorname{diag}(K_{*S}(K_{SS}+\lambda I)^{-1}K_{S*})\bigr),
+
+    :math:`\lambda` = ``noise`` (in units of the standardised label's variance).
+
+    Parameters
+    ----------
+    K_labelled : ndarray, shape (m, m)
+        :math:`K_{SS}`.
+    K_cross : ndarray, shape (n, m)
+        :math:`K_{*S}`, the members to predict against the labelled ones.
+    y_labelled : ndarray, shape (m,)
+    noise : float
+    prior_var : float or ndarray, shape (n,)
+        :math:`k_{**}` (1 for MinMax).
+
+    Returns
+    -------
+    mu, sigma : ndarray of float64, shape (n,)
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    y = np.asarray(y_labelled, dtype=np.float64).reshape(-1)
+    mean, scale = float(y.mean()), float(y.std()) or 1.0
+    K = np.asarray(K_labelled, dtype=np.float64) + float(noise) * np.eye(y.size)
+    C = cho_factor(K, lower=True)
+    Ks = np.asarray(K_cross, dtype=np.float64)
+    mu = mean + scale * (Ks @ cho_solve(C, (y - mean) / scale))
+    var = np.asarray(prior_var, dtype=np.float64) - np.einsum("ij,ji->i", Ks, cho_solve(C, Ks.T))
+    return mu, scale * np.sqrt(np.maximum(var, 0.0))
+
+
+def near_best(K_cross: np.ndarray, y_labelled: np.ndarray, how: str = "knn", neighbours: int = 3,
+              best: float = 0.2) -> np.ndarray:
+    r"""Scores from the similarities alone, the medicinal chemist's way (analogues of the best compounds):
+
+    * ``knn``: :math:`\mu_i = \sum_{j \in N_k(i)} K_{ij} y_j / \sum_{j\in N_k(i)} K_{ij}`, the
+      similarity-weighted mean label of the ``neighbours`` most similar measured molecules;
+    * ``near``: :math:`\max_{j \in B} K_{ij}`, the similarity to the nearest of the best measured :math:`B` (the top
+      ``best`` share of the labels, at least one), ties broken by the knn score.
+
+    Parameters
+    ----------
+    K_cross : ndarray, shape (n, m)
+        Similarity of every member to the measured ones.
+    y_labelled : ndarray, shape (m,)
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    K = np.asarray(K_cross, dtype=np.float64)
+    y = np.asarray(y_labelled, dtype=np.float64).reshape(-1)
+    k = int(min(max(1, neighbours), y.size))
+    nn = np.argpartition(-K, k - 1, axis=1)[:, :k]
+    w = np.take_along_axis(K, nn, axis=1) + 1e-12
+    knn = (w * y[nn]).sum(axis=1) / w.sum(axis=1)
+    if how == "knn":
+        return knn
+    if how != "near":
+        raise ValueError(f"unknown similarity score {how!r}: knn, near")
+    top = np.argsort(-y, kind="stable")[:max(1, int(np.ceil(float(best) * y.size)))]
+    spread = float(np.ptp(knn)) or 1.0
+    return K[:, top].max(axis=1) + 1e-3 * (knn - knn.min()) / spread
 
 
 def acquisition(mu: np.ndarray, sigma: np.ndarray, kind: str = DEFAULT_ACQUISITION, *, best: float | None = None,

@@ -74,3 +74,14 @@ def test_top_share():
     assert found == 0.0 and score < 0
     found, _ = hits.top_share(y, np.arange(0, 5), 0.05, sign=-1.0)  # minimize: the smallest are the top
     assert found == 1.0
+
+
+def test_kernel_gp_interpolates_and_shrinks_spread():
+    rng = np.random.default_rng(2)
+    x = rng.random((50, 3))
+    K = np.exp(-((x[:, None] - x[None]) ** 2).sum(-1) / 0.1)
+    y = np.sin(3 * x[:, 0])
+    lab = np.arange(25)
+    mu, sigma = hits.kernel_gp(K[np.ix_(lab, lab)], K[:, lab], y[lab], noise=1e-4)
+    assert mu.shape == sigma.shape == (50,)
+    assert np.allclose(mu[lab], y[lab], atol=1e-2) and sigma[lab].max() < sigma[25:].mean()
