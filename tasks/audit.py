@@ -323,14 +323,17 @@ def _audit_measurements(labels: str, sel: dict, spec, gids) -> tuple[np.ndarray,
 
 
 @task(name="audit-predictions", persist_result=False)
-def prediction_report(predictions: str, labels: str, selection: str, task_dict: dict | None) -> tuple[dict, list]:
+def prediction_report(predictions: str, labels: str, selection: str, task_dict: dict | None,
+                      goal: str = "model") -> tuple[dict, list]:
     """``(facts["predictions"], images)`` of a production run (:mod:`tmdlib.reporting.predictions`).
 
     Reads ``predictions.parquet`` and the ``predictions.json`` beside it (one set:
     :func:`tasks.predict.read_prediction_set`), the lab's ``labels.csv`` and ``selection.json``'s ``audit_ids``.
     The parity plot (regression) pairs each labelled audit molecule's measurement with its prediction and interval;
     the distribution covers every pool molecule's prediction, split by its ``in_domain`` flag.  A multi-target
-    regression shows its first target.  Images: ``[(file name, caption, PNG)]``.
+    regression shows its first target.  Images: ``[(file name, caption, PNG)]``.  ``goal`` ``maximize`` /
+    ``minimize`` (``select.goal``) adds ``hits`` (:func:`tmdlib.reporting.hits.hit_facts`: the best measured so far,
+    with compound ids when ingested, and the predicted best not yet measured with their intervals).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -384,8 +387,28 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
         facts["confusion"] = rp.confusion_counts(measured, values[rows].tolist())
         facts["parity_note"] = ("classification: no parity plot; the audit sample's predicted against measured "
                                 "classes are counted above")
+    if goal in ("maximize", "minimize") and spec.is_regression:
+        facts["hits"] = _hits(predictions, labels, spec, table, values, col, target, goal)
     facts["plots"] = [(name, cap) for name, cap, _ in images]
     return facts, images
+
+
+def _hits(predictions: str, labels: str, spec, table, values, col: str, target: str, goal: str) -> dict:
+    """The hit report's facts (:func:`tmdlib.reporting.hits.hit_facts`) from the predictions and every label."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.reporting.hits import hit_facts
+
+    from .io import read_labels
+
+    label_map, _ = read_labels(labels, None, spec)
+    measured = {int(g): float(np.ravel(v)[0]) for g, v in label_map.items()}
+    names = table.column_names
+    bounds = [f"{b}_{target}" if col != "prediction" else b for b in ("lower", "upper")]
+    lo, hi = (table.column(b).to_numpy(zero_copy_only=False) if b in names else None for b in bounds)
+    ids = (pq.read_table(predictions, columns=["compound_id"]).column("compound_id").to_pylist()
+           if "compound_id" in pq.read_schema(predictions).names else None)
+    return hit_facts(goal, measured, table.column("graph_id").to_numpy(), values, lo, hi, ids)
 
 
 def _pct_text(value) -> str:

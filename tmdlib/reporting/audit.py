@@ -281,6 +281,21 @@ def _predictions_section(f: Mapping) -> dict:
     return sec
 
 
+def _hits_section(h: Mapping) -> dict:
+    """``select.goal`` maximize / minimize: the best measured so far (compound ids when ingested) and the predicted
+    best not yet measured with their intervals (:func:`tmdlib.reporting.hits.hit_facts`)."""
+    word = "lowest" if h.get("goal") == "minimize" else "highest"
+    rows = [(f"measured #{i + 1}: {nm or ''} (graph {g})".replace(":  (", ": ("), v)
+            for i, (g, nm, v) in enumerate(h["measured"])]
+    rows += [(f"predicted #{i + 1}: {nm or ''} (graph {g})".replace(":  (", ": ("),
+              f"{_fmt(p)}" + ("" if lo is None else f" [{_fmt(lo)}, {_fmt(hi)}]"))
+             for i, (g, nm, p, lo, hi) in enumerate(h["predicted"])]
+    text = (f"The {word} values measured so far ({len(h['measured'])} of {h['n_measured']} labelled molecules) and "
+            f"the {word} predictions among the {h['n_unmeasured']} molecules not yet measured, with their prediction "
+            "intervals: the next round's candidates.")
+    return _section(f"Hits (select.goal: {h.get('goal')})", rows, text=text, tone="note")
+
+
 def _verdict_section(f: Mapping) -> dict:
     """The report's opening: is the bound informative or vacuous (:mod:`tmdlib.reporting.verdict`)?"""
     b = f.get("bound") or {}
@@ -489,6 +504,7 @@ def report_sections(facts: Mapping) -> list[dict]:
     p = facts.get("provenance") or {}
     head = [_estimate_section(facts)] if facts.get("pool_estimate") else []
     head += [_predictions_section(facts)] if facts.get("predictions") else []
+    head += [_hits_section(facts["predictions"]["hits"])] if (facts.get("predictions") or {}).get("hits") else []
     return head + [
         _verdict_section(facts), _run_section(facts), _data_section(facts), _graphs_section(facts), _nodes_section(facts),
         _bound_section(facts), _labels_section(facts), _molecules_section(facts),
