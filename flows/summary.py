@@ -103,7 +103,7 @@ def summary_text(root: str = ".") -> str:
         headlines += h
     lines = ["Verdict on the loss bounds (informative: below the loss scale; vacuous: true but says nothing):"]
     lines += verdicts or ["  (no metrics yet: run the pipeline up to evaluate, dvc repro)"]
-    lines += artifacts + headlines + [line for line in requests if line]
+    lines += artifacts + headlines + [line for line in requests if line] + hit_report(root)
     runs = latest_runs()
     lines.append(f"MLflow ({redact_uri(tracking_uri())}):")
     lines += [f"  {r['run_id']}  {r['name'] or r['stage']:22s} {r['status']}" for r in runs] or ["  (no runs yet)"]
@@ -113,6 +113,30 @@ def summary_text(root: str = ".") -> str:
               for m in models]
     lines += ui_links(models)
     return "\n".join(lines)
+
+
+def hit_report(root: str = ".") -> list[str]:
+    """Under ``select.goal`` maximize / minimize: per dataset with predictions, the best measured so far and the
+    predicted best not yet measured (:func:`tasks.audit.hit_summary`)."""
+    import yaml
+
+    from tasks.audit import hit_summary
+
+    params = Path(root) / "params.yaml"
+    goal = ((yaml.safe_load(params.read_text()) or {}).get("select") or {}).get("goal") if params.is_file() else None
+    if goal not in ("maximize", "minimize"):
+        return []
+    stages = stage_outputs(root)
+    labels = {stage.partition("@")[2]: o for stage, outs in stages for o in outs
+              if stage.startswith("labels@") and o.endswith("labels.csv")}
+    out = []
+    for stage, outs in stages:
+        name, _, dataset = stage.partition("@")
+        for o in outs:
+            if name == "predict" and o.endswith(".parquet") and (Path(root) / o).is_file() and dataset in labels:
+                out += [f"[{dataset}] " + ln if not ln.startswith("  ") else ln
+                        for ln in hit_summary(str(Path(root) / o), str(Path(root) / labels[dataset]), goal)]
+    return out
 
 
 #: Where ``mlflow ui`` serves by default (``MLFLOW_UI_URL`` overrides; a tracking server is its own UI).

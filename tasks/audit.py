@@ -411,6 +411,30 @@ def _hits(predictions: str, labels: str, spec, table, values, col: str, target: 
     return hit_facts(goal, measured, table.column("graph_id").to_numpy(), values, lo, hi, ids)
 
 
+def hit_summary(predictions: str, labels: str, goal: str, n: int = 5) -> list[str]:
+    """``tmdsub summary``'s hit lines (:func:`tmdlib.reporting.hits.hit_lines`, ``n`` per list) of a production run
+    under ``select.goal`` maximize / minimize: [] for another goal, a classification or multi-target run."""
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.reporting.hits import hit_lines
+
+    from .predict import read_prediction_set
+
+    if goal not in ("maximize", "minimize") or not Path(labels).is_file():
+        return []
+    folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
+    spec = TaskSpec.from_dict(read_prediction_set(str(folder), stem).get("task") or {})
+    if not spec.is_regression or spec.num_targets != 1:
+        return []
+    names = pq.read_schema(predictions).names
+    table = pq.read_table(predictions, columns=[c for c in ("graph_id", "prediction", "lower", "upper") if c in names])
+    values = np.asarray(table.column("prediction").to_numpy(zero_copy_only=False), dtype=np.float64)
+    h = _hits(predictions, labels, spec, table, values, "prediction", spec.targets[0], goal)
+    h["measured"], h["predicted"] = h["measured"][:n], h["predicted"][:n]
+    return hit_lines(h)
+
+
 def _pct_text(value) -> str:
     return "" if value is None else f"{100 * float(value):g} %"
 

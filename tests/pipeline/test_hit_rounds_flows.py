@@ -1,7 +1,8 @@
 """Hit hunting through a real ``dvc repro`` (issue 68): a SMILES pool without labels, ``select.goal: maximize``,
 round one at 5 % (label-free, as with ``goal: model``), a lab that answers, ``tmdsub labels commit``, round two at
 10 % picked for the best predicted values; the audit sample is never picked, the answered picks are kept, the round
-records its goal and acquisition, and the new picks are better than the pool on average.  The lab plays from
+records its goal and acquisition, and the new picks are better than the pool on average; once answered, the audit
+report and `tmdsub summary` list the best measured so far and the predicted best not yet measured.  The lab plays from
 MoleculeACE's measured CHEMBL2835_Ki values."""
 from __future__ import annotations
 
@@ -74,3 +75,16 @@ def test_two_rounds_maximize_pick_the_best_and_never_the_audit_sample(tmp_path):
     assert {int(r["graph_id"]) for r in reqs2 if r["purpose"] != "audit"} == new
     y_new = np.array([hidden[smiles_of[g]] for g in new])
     assert y_new.mean() > np.mean(list(hidden.values()))  # the picks chase the best
+
+    # round two answered: the audit report and the summary show the best measured and the predicted best
+    with open(ws / "lab" / "round.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["smiles", "label"])
+        w.writerows((r["source_id"], hidden[r["source_id"]]) for r in reqs2)
+    _sh([DVC, "repro", "audit@POOL"], ws, env)
+    report = (ws / "data/audit/POOL/report.md").read_text()
+    assert "Hits (select.goal: maximize)" in report and "measured #1" in report and "predicted #1" in report
+    summary = _sh([TMDSUB, "summary"], ws, env).stdout
+    assert "[POOL] Hits (select.goal: maximize): the highest measured so far" in summary
+    best = max(hidden[smiles_of[g]] for g in set(sel2["medoids"]) | audit if g in smiles_of)
+    assert f": {best:.4g}" in summary.split("the highest measured so far")[1].splitlines()[1]
