@@ -46,6 +46,7 @@ def main(argv=None) -> int:
     r.add_argument("--sets", nargs="*")
     r.add_argument("--family", help="series, property or 'target sets' (default: all three, smallest first)")
     r.add_argument("--strategies", nargs="*")
+    r.add_argument("--focus", action="store_true", help="only the strategies kept after the series pools (FOCUS)")
     r.add_argument("--random-seeds", type=int, default=10)
     r.add_argument("--trials", type=int, default=3)
     sub.add_parser("summary")
@@ -67,7 +68,7 @@ def main(argv=None) -> int:
             if data["task"] != "regression":
                 continue
             rows = []
-            for s in a.strategies or H.STRATEGIES:
+            for s in a.strategies or (H.FOCUS if a.focus else H.STRATEGIES):
                 new = H.run_hits(data, family_of(name), [s], random_seeds=a.random_seeds, trials=a.trials, skip=done)
                 fresh = not out.is_file()
                 with open(out, "a", newline="", encoding="utf-8") as fh:
