@@ -82,11 +82,12 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     label = "label" if "label" in ledger.column_names else None
     ids = ledger.column("graph_id").to_numpy()
     where = np.isin(train_ids, ids)
+    base = {"strategy": strategy, **({"goal": goal} if goal not in (None, "", "model") else {})}
     if label is None or where.sum() < 2 or not exact:  # (the scalable engine: no matrix, the coreset grows)
-        return {"strategy": strategy}
+        return base
     smiles = store_smiles(graphs, train)
     if smiles is None:
-        return {"strategy": strategy}
+        return base
     from tmdlib.chem.fingerprints import ecfp4_counts
 
     y_of = dict(zip(ids.tolist(), ledger.column(label).to_numpy(zero_copy_only=False).tolist()))

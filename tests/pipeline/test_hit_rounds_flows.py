@@ -1,5 +1,5 @@
 """Hit hunting through a real ``dvc repro`` (issue 68): a SMILES pool without labels, ``select.goal: maximize``,
-round one at 5 % (label-free, as with ``goal: model``), a lab that answers, ``tmdsub labels commit``, round two at
+round one at 5 % (label-free: k-medoids on the fingerprint distance), a lab that answers, ``tmdsub labels commit``, round two at
 10 % picked for the best predicted values; the audit sample is never picked, the answered picks are kept, the round
 records its goal and acquisition, and the new picks are better than the pool on average; once answered, the audit
 report and `tmdsub summary` list the best measured so far and the predicted best not yet measured.  The lab plays from
@@ -47,7 +47,10 @@ def test_two_rounds_maximize_pick_the_best_and_never_the_audit_sample(tmp_path):
 
     _sh([DVC, "repro", "label_requests@POOL"], ws, env)
     sel1 = json.loads((ws / "data/selection/POOL/selection.json").read_text())
-    assert sel1["method"] == "tmd-rounds" and "goal" not in sel1["rounds"]  # round one: label-free
+    from tmdlib.select.hits import HIT_FIRST
+
+    # round one: label-free, k-medoids on the fingerprint distance (the hit benchmark's best first round)
+    assert sel1["method"] == "tmd-rounds" and "goal" not in sel1["rounds"] and sel1["rounds"]["first"] == HIT_FIRST
     audit = set(sel1["audit_ids"])
     reqs = list(csv.DictReader(open(ws / "data/labels/POOL/label_requests.csv", newline="")))
     smiles_of = {int(r["graph_id"]): r["source_id"] for r in reqs}

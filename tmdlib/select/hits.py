@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["GOALS", "DEFAULT_GOAL", "ACQUISITIONS", "DEFAULT_ACQUISITION", "check_goal", "goal_sign", "surrogate",
-           "kernel_gp", "near_best", "acquisition", "hit_batch", "top_share"]
+__all__ = ["GOALS", "DEFAULT_GOAL", "ACQUISITIONS", "DEFAULT_ACQUISITION", "HIT_FIRST", "hunting", "check_goal",
+           "goal_sign", "surrogate", "kernel_gp", "near_best", "acquisition", "hit_batch", "top_share"]
 
 #: ``select.goal`` values.
 GOALS = ("model", "maximize", "minimize", "positive")
@@ -48,6 +48,9 @@ DEFAULT_GOAL = "model"
 ACQUISITIONS = ("greedy", "ucb", "thompson", "ei", "random")
 #: The acquisition a hit-hunting round uses unless told (measured on the hit benchmark: docs/hit-hunting.md).
 DEFAULT_ACQUISITION = "greedy"
+#: ``tmd-rounds``' first round under a hit-hunting goal (label-free: k-medoids on the fingerprint distance, so that
+#: round two's surrogate has seen every region; measured on the hit benchmark: docs/hit-hunting.md).
+HIT_FIRST = "fpk"
 #: Candidates per pick that the diverse batch clusters (:func:`hit_batch`).
 DIVERSE_FACTOR = 3.0
 
@@ -77,6 +80,11 @@ def check_goal(goal: str, *, classification: bool, targets: int = 1, target=None
         raise InputError(None, "select.goal: positive needs a binary pool; for a regression label set "
                                "select.goal: maximize or minimize")
     return g
+
+
+def hunting(goal) -> bool:
+    """Whether ``goal`` hunts hits (anything but ``model`` / unset)."""
+    return goal not in (None, "", DEFAULT_GOAL)
 
 
 def goal_sign(goal: str) -> float:

@@ -228,9 +228,12 @@ def _space(problem: Problem, first: str) -> tuple[str, np.ndarray]:
 
 
 def _first_of(problem: Problem) -> str:
+    """Option ``first``, else :data:`tmdlib.select.hits.HIT_FIRST` under a hit-hunting ``goal``, else
+    :data:`tmdlib.select.rounds.DEFAULT_FIRST`."""
+    from .hits import HIT_FIRST, hunting
     from .rounds import DEFAULT_FIRST, FIRST_PICKERS
 
-    first = str(problem.options.get("first") or DEFAULT_FIRST)
+    first = str(problem.options.get("first") or (HIT_FIRST if hunting(problem.options.get("goal")) else DEFAULT_FIRST))
     if first not in FIRST_PICKERS:
         raise InputError(None, f"tmd-rounds' first round is one of {', '.join(FIRST_PICKERS)}, not {first!r}")
     return first

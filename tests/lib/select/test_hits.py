@@ -85,3 +85,27 @@ def test_kernel_gp_interpolates_and_shrinks_spread():
     mu, sigma = hits.kernel_gp(K[np.ix_(lab, lab)], K[:, lab], y[lab], noise=1e-4)
     assert mu.shape == sigma.shape == (50,)
     assert np.allclose(mu[lab], y[lab], atol=1e-2) and sigma[lab].max() < sigma[25:].mean()
+
+
+def test_tmd_rounds_under_a_goal_picks_by_score_never_the_excluded(mutag):
+    """tmd-rounds' later round with ``goal`` and ``scores``: the labelled kept, the best-scored free members picked,
+    an excluded member (an audit sample inside the pool) never, the certificate the exact ε of the union."""
+    import tmdlib
+    from tmdlib.select.rounds import DEFAULT_FIRST
+
+    D = tmdlib.tmd_matrix(mutag, 4, "pascal")
+    n = len(mutag)
+    first = tmdlib.select_graphs(mutag, "tmd-rounds", k=10, seed=0, matrix=D, goal="maximize")
+    assert first.info["first"] == hits.HIT_FIRST  # no SMILES: k-medoids on TMD
+    assert tmdlib.select_graphs(mutag, "tmd-rounds", k=10, seed=0, matrix=D).info["first"] == DEFAULT_FIRST
+    scores = np.arange(n, dtype=float)
+    exclude = np.zeros(n, dtype=bool)
+    exclude[-5:] = True  # the five best scored
+    second = tmdlib.select_graphs(mutag, "tmd-rounds", k=20, seed=0, matrix=D, labelled=first.positions,
+                                  goal="maximize", scores=scores, exclude=exclude, acquisition="greedy")
+    new = np.setdiff1d(second.positions, first.positions)
+    free = np.setdiff1d(np.flatnonzero(~exclude), first.positions)
+    assert set(first.positions) <= set(second.positions) and second.k == 20
+    assert set(new) == set(free[np.argsort(-scores[free])[:new.size]]) and not exclude[new].any()
+    assert second.info["goal"] == "maximize" and second.info["strategy"] == "hits"
+    assert second.epsilon_mean == pytest.approx(D[:, second.positions].min(axis=1).mean(), rel=1e-12)
