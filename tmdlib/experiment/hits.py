@@ -138,6 +138,8 @@ def run_hits(data: dict, family: str, strategies=STRATEGIES, *, random_seeds: in
     y_audit = case.y[case.audit]
     rows = []
     for strategy in strategies:
+        if not case.has_tmd and _parse(strategy)[0] in ("tmd", "tmd-mix", "strat"):
+            continue  # a first round on TMD, and the set was prepared without its matrix
         for trial in range(int(random_seeds) if strategy == RANDOM else int(trials)):
             if (strategy, trial) in skip:
                 continue
