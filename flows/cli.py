@@ -228,7 +228,7 @@ def select(
     fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
     count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget."),
     control: float = typer.Option(0.0, "--control", help="tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate compares the two arms on the audit sample). 0 = none."),
-    next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random."),
+    next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random | strat | strat-unc (tmdlib.select.rounds.NEXT_STRATEGIES)."),
     seed: int = typer.Option(0, "--seed"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),

@@ -64,7 +64,7 @@ FIRST_PICKERS = {"tmd-mix": ("mix", "tmd"), "tmd": ("medoids", "tmd"), "strat": 
                  "fpk-mix": ("mix", "fp"), "fpk": ("medoids", "fp"), "strat-fp": ("strat", "fp")}
 #: The default first round of ``tmd-rounds`` and its later-round strategy (chosen on the pool benchmark's families:
 #: docs/pool-benchmark.md).
-DEFAULT_FIRST = "tmd-mix"
+DEFAULT_FIRST = "strat-fp"
 DEFAULT_NEXT = "tmd-unc"
 #: Difficulty estimates from the labels so far: ``forest`` (:func:`forest_difficulty`), ``knn``
 #: (:func:`knn_difficulty`); the default chosen on the pool benchmark.
