@@ -313,6 +313,7 @@ def _systematic(quota: np.ndarray, total: int, rng) -> np.ndarray:
     q = np.asarray(quota, dtype=np.float64)
     q = q * (float(total) / q.sum()) if q.sum() > 0 else np.zeros_like(q)
     edges = np.concatenate([[0.0], np.cumsum(q)])
+    edges[-1] = float(total)  # exactly: the counts then sum to ``total``
     u = float(rng.random())
     return (np.floor(edges[1:] - u + 1.0) - np.floor(edges[:-1] - u + 1.0)).astype(np.int64).clip(0)
 
