@@ -110,7 +110,7 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
         pacsv.write_csv(requests, tmp)
     io.write_parquet(out / "label_requests.parquet", requests)
     io.write_text(out / REQUESTS_SDF, sdf)
-    io.write_json(out / "manifest.json", manifest)
+    io.write_json(out / "manifest.json", io.stamped(manifest))
     return str(out)
 
 
@@ -411,8 +411,8 @@ def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict,
     # the import's bookkeeping (its round, what the ledger held) in import.json: labels.json changes only when the
     # labels do, so a `labels commit` that changes no label retrains nothing
     io.write_json(out / IMPORT_JSON, {k: meta[k] for k in IMPORT_KEYS if k in meta})
-    io.write_json(out / "labels.json", {**{k: v for k, v in meta.items() if k not in IMPORT_KEYS},
-                                        "labelled": int(len(graph_ids))})
+    io.write_json(out / "labels.json", io.stamped({**{k: v for k, v in meta.items() if k not in IMPORT_KEYS},
+                                                   "labelled": int(len(graph_ids))}))
     return str(out)
 
 

@@ -239,7 +239,7 @@ def write_ledger(path: str, history: pa.Table, task) -> str:
         previous = ledger_digest(old) if not old.startswith(LEDGER_MAGIC) else None
     seal = {"format": LEDGER_FORMAT, "ledger": p.name, "sha256": ledger_digest(body), "previous": previous,
             "task": None if task is None else task.to_dict()}
-    io.write_json(seal_path(p), seal)
+    io.write_json(seal_path(p), io.stamped(seal))
     io.write_text(path, body)
     return path
 
