@@ -138,7 +138,7 @@ def version_lines(stages: list[tuple[str, list[str]]], root: str = ".") -> list[
     if stale:
         lines.append(f"  stale, made by another version: {', '.join(stale)}")
     if pinned is not None and pinned != installed:
-        lines.append(f"  to rerun them with tmdsub {installed}: `tmdsub upgrade` (sets tool.version: {installed} in "
+        lines.append(f"  to run the stages with tmdsub {installed}: `tmdsub upgrade` (sets tool.version: {installed} in "
                      "params.yaml), then `dvc repro`")
     elif stale:
         lines.append("  to rerun them: `dvc repro`" + (" (tool.version is the installed one: DVC reruns every stage)"
