@@ -484,6 +484,21 @@ def init(
 
 
 @app.command()
+def upgrade(
+    workspace: Path = typer.Option(Path("."), "--workspace", help="The project's folder (its params.yaml)."),
+) -> None:
+    """After installing a new tmdsub: set params.yaml's tool.version to it, so `dvc repro` reruns every stage."""
+    from flows.project import upgrade_project
+
+    info = upgrade_project(workspace)
+    if info["previous"] == info["version"]:
+        typer.echo(f"{info['path']}: tool.version is already {info['version']} (the installed tmdsub)")
+    else:
+        typer.echo(f"{info['path']}: tool.version {info['previous']} -> {info['version']}; now `dvc repro` reruns "
+                   "every stage with it (`tmdsub summary` lists the stages made by another version)")
+
+
+@app.command()
 def version() -> None:
     """The installed tmdsub's version (a project records it in params.yaml: tool.version)."""
     from flows.project import tool_version

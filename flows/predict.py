@@ -18,7 +18,7 @@ from prefect import flow
 
 from tasks.graphs import check_same_store, open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
-from tasks.labels import task_of
+from tasks.labels import property_from, task_of
 from tasks.predict import calibrate_store, domain_meta, predict_pool, predict_smiles, write_predictions
 from tasks.train import load_model
 from tmdlib import InputError
@@ -53,6 +53,7 @@ def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_d
         table, stem = predict_pool(fitted, store, cal, labelled, workers=workers, model_file=(model, info),
                                    domain=domain), "predictions"
     meta = {"dataset": name, "model": fitted.name, "task": task.to_dict(), "confidence": confidence,
+            "property": property_from(info.get("labels_meta"), task),  # what prediction / lower / upper are in
             "calibration": what, "n_calibration": cal.n_calibration, "intervals_note": cal.note,
             "method": "split-conformal (crepes): absolute residuals (regression; divided by the difficulty when "
                       "normalised), 1 - p(true class) (classification)", "normalised": cal.normalised,

@@ -232,6 +232,7 @@ def write_predictions(out_dir: str, table: pa.Table, meta: dict, stem: str = "pr
         pq.write_table(table, stage / f"{stem}.parquet", compression="zstd")
         pacsv.write_csv(table, stage / f"{stem}.csv")
         meta["files"] = {name: io.sha256_file(stage / name) for name in (f"{stem}.parquet", f"{stem}.csv")}
+        meta[io.VERSION_FIELD] = io.tool_version()
         io.write_json(stage / f"{stem}.json", meta)
     return {"parquet": str(out / f"{stem}.parquet"), "csv": str(out / f"{stem}.csv")}
 

@@ -101,8 +101,8 @@ def nodes_off_table(requested: str, reason: str):
 
 @task(name="write-json", persist_result=False)
 def write_json(path: str, obj: dict) -> str:
-    """Atomic JSON write."""
-    io.write_json(path, obj)
+    """Atomic JSON write of ``selection.json``, with the tmdsub version that made it (:func:`tasks.io.stamped`)."""
+    io.write_json(path, io.stamped(obj))
     return path
 
 
