@@ -24,7 +24,7 @@ def _columns(cal, model, domain, smiles):
     from tmdlib.models import Inputs
 
     dom = domain.columns(smiles)
-    p = cal.predict(model.outputs(Inputs(smiles=smiles)), sigmas=dom["sigma"])
+    p = cal.predict(model.outputs(Inputs(smiles=smiles)), sigmas=dom["sigma"], bins=dom["bin"])
     return {"lower": p["lower"][:, 0], "upper": p["upper"][:, 0], **dom}
 
 
@@ -53,7 +53,9 @@ def test_ethanol_is_out_of_the_domain_of_a_sulfonamide_series_and_gets_a_wider_i
     width = cols["upper"] - cols["lower"]
     assert cols["in_domain"].tolist() == [True, False]
     assert cols["nn_similarity"][1] < 0.1 < cols["nn_similarity"][0]
-    assert width[1] > 1.5 * width[0]
+    # the difficulty enters as sigma^p, p fitted on the calibration members (0.48 here): ethanol's sigma is 2.3 times
+    # the member's, its interval about 1.5 times as wide
+    assert width[1] > 1.3 * width[0]
     assert domain.describe()["threshold"] == domain.threshold and "quantile" in domain.describe()["rule"]
 
 
@@ -85,5 +87,5 @@ def test_without_an_audit_sample_there_is_no_threshold_and_no_interval():
     cal, domain = calibrate_with_domain(smiles[:20], [], [], [], TaskSpec("regression"))
     cols = domain.columns(["CCO", smiles[0]])
     assert domain.threshold is None and cols["in_domain"] is None and cols["nn_similarity"][1] == 1.0
-    p = cal.predict(np.zeros((2, 1)), sigmas=cols["sigma"])
+    p = cal.predict(np.zeros((2, 1)), sigmas=cols["sigma"], bins=cols["bin"])
     assert np.isnan(p["lower"]).all() and cal.note and "fewer than 2" in cal.note
