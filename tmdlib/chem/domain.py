@@ -109,12 +109,26 @@ class Domain:
         self.threshold = float(np.quantile(s, QUANTILE, method="lower")) if len(s) else None
 
     def set_bins(self, calibration_similarity, smallest: int) -> None:
-        """Equal-count bins of the calibration members' similarities, each of at least ``smallest`` members (module
-        doc); tied similarities never straddle an edge, so a bin may hold more."""
+        """Equal-count bins of the calibration members' similarities (module doc): :math:`k` bins of
+        :math:`\lfloor c/k \rfloor` members or more, an edge moved up past tied similarities (a tie never straddles
+        an edge), a remainder too small for a bin of its own left in the bin below, so every bin holds at least
+        ``smallest``."""
         s = np.sort(np.asarray(calibration_similarity, dtype=np.float64))
-        k = min(MAX_BINS, len(s) // max(int(smallest), 1))
-        self.edges = np.unique(s[[i * len(s) // k for i in range(1, k)]]) if k >= 2 else np.zeros(0)
-        self.bin_sizes = np.bincount(self.bin_of(s), minlength=len(self.edges) + 1).tolist() if len(s) else []
+        n = len(s)
+        k = min(MAX_BINS, n // max(int(smallest), 1))
+        edges = []
+        if k >= 2:
+            size, start = n // k, 0
+            while True:
+                pos = start + size
+                while pos < n and s[pos] == s[pos - 1]:
+                    pos += 1
+                if n - pos < size:
+                    break
+                edges.append(s[pos])
+                start = pos
+        self.edges = np.asarray(edges, dtype=np.float64)
+        self.bin_sizes = np.bincount(self.bin_of(s), minlength=len(self.edges) + 1).tolist() if n else []
 
     def bin_of(self, similarity) -> np.ndarray:
         """The similarity bin ``(m,)`` of each similarity: the number of edges at or below it."""
