@@ -109,7 +109,7 @@ class Domain:
         self.threshold = float(np.quantile(s, QUANTILE, method="lower")) if len(s) else None
 
     def set_bins(self, calibration_similarity, smallest: int) -> None:
-        """Equal-count bins of the calibration members' similarities (module doc): :math:`k` bins of
+        r"""Equal-count bins of the calibration members' similarities (module doc): :math:`k` bins of
         :math:`\lfloor c/k \rfloor` members or more, an edge moved up past tied similarities (a tie never straddles
         an edge), a remainder too small for a bin of its own left in the bin below, so every bin holds at least
         ``smallest``."""

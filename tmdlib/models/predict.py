@@ -56,7 +56,7 @@ MAX_POWER = 5.0
 
 
 def min_bin(confidence: float) -> int:
-    """The fewest calibration members of a Mondrian bin at ``confidence``: :data:`MIN_BIN`, or more where a bin of
+    r"""The fewest calibration members of a Mondrian bin at ``confidence``: :data:`MIN_BIN`, or more where a bin of
     that size could only give an infinite interval (:math:`n < \gamma/(1-\gamma)`, e.g. 99 members at 99 %)."""
     return max(MIN_BIN, int(np.ceil(confidence / (1.0 - confidence) - 1e-9)) + 1)
 
