@@ -53,9 +53,7 @@ def test_ethanol_is_out_of_the_domain_of_a_sulfonamide_series_and_gets_a_wider_i
     width = cols["upper"] - cols["lower"]
     assert cols["in_domain"].tolist() == [True, False]
     assert cols["nn_similarity"][1] < 0.1 < cols["nn_similarity"][0]
-    # the difficulty enters as sigma^p, p fitted on the calibration members (0.48 here): ethanol's sigma is 2.3 times
-    # the member's, its interval about 1.5 times as wide
-    assert width[1] > 1.3 * width[0]
+    assert width[1] > 1.5 * width[0]
     assert domain.describe()["threshold"] == domain.threshold and "quantile" in domain.describe()["rule"]
 
 
