@@ -121,3 +121,20 @@ def test_similarity_bins_on_a_real_pool_with_a_series_never_trained_on():
     per_bin = np.mean(per_bin, axis=0)
     assert (per_bin >= 0.9 - 0.08).all(), per_bin
     assert np.mean(shifted_cover) >= 0.9 - 0.08, shifted_cover
+
+
+def test_classification_keeps_one_quantile_and_a_small_audit_sample_says_one_bin():
+    from tmdlib.chem.domain import calibrate_with_domain
+    from tmdlib.datasets.task import TaskSpec
+
+    smiles, y = _series("CHEMBL204_Ki")
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(120, 1))
+    cal, domain = calibrate_with_domain(smiles[:100], logits, smiles[100:220], (y[100:220] > 7).astype(float),
+                                        TaskSpec("binary"))
+    assert cal.intervals is None and not cal.mondrian and len(domain.edges) == 0 and domain.threshold is not None
+    reg, domain = calibrate_with_domain(smiles[:100], y[100:160, None] + rng.normal(size=(60, 1)), smiles[100:160],
+                                        y[100:160], TaskSpec("regression"))
+    desc = reg.describe(domain.edges)
+    assert reg.intervals == "similarity-bins" and [b["n_calibration"] for b in desc["bins"]["y"]] == [60]
+    assert desc["bin_notes"][0].startswith("60 calibration members, fewer than 2 x 50: one similarity bin")

@@ -93,3 +93,19 @@ def test_without_bins_nothing_changes_and_a_flat_difficulty_keeps_power_one():
     assert fit_power(rng.normal(0, d ** 2), d) == pytest.approx(2.0, abs=0.15)
     # errors that shrink with the difficulty, or grow slower than it: never flatter than the plain normalisation
     assert fit_power(rng.normal(0, d ** -1), d) == fit_power(rng.normal(0, d ** 0.5), d) == 1.0
+
+
+def test_similarity_bins_hold_at_least_the_minimum_members_and_ties_stay_together():
+    """The domain's bins (tmdlib.chem.domain.Domain.set_bins): equal counts of >= min_bin, ties never split, a small
+    remainder kept in the bin below; one bin below 2 x min_bin."""
+    pytest.importorskip("rdkit")
+    from tmdlib.chem.domain import Domain
+
+    d = Domain(["CCO", "c1ccccc1"])
+    for sims, sizes in ((np.arange(200) / 200, [50, 50, 50, 50]), (np.arange(149) / 149, [74, 75]),
+                        (np.r_[np.zeros(30), np.full(40, 0.5), 1 + np.arange(130) / 130], [70, 50, 80]),
+                        (np.arange(99) / 99, [99]), (np.r_[np.ones(180), np.arange(20) / 20], [200]),
+                        (np.arange(2000) / 2000, [200] * 10)):
+        d.set_bins(sims, 50)
+        assert d.bin_sizes == sizes and len(d.edges) == len(sizes) - 1
+        assert np.bincount(d.bin_of(sims), minlength=len(sizes)).tolist() == sizes
