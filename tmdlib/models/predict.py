@@ -21,10 +21,11 @@ interval :math:`\hat y \pm q\,\sigma(x)` (crepes' ``sigmas``): the same coverage
 **Fitted power** (``power=True``): the difficulty enters as :math:`\sigma(x)^{p}`, one exponent :math:`p \in [1,`
 :data:`MAX_POWER`:math:`]` per target, the least-squares slope of :math:`\log|y_j - \hat y_j|` on :math:`\log\sigma_j`
 over the calibration members: how fast the errors grow with the difficulty on this pool (on MOSES the Tanimoto
-distances are squeezed into a narrow range and :math:`p \approx 1.5`–4).  Never below 1 (:data:`MIN_POWER`, the plain
-normalisation): within a Mondrian bin the exponent only moves width between its members, and a flatter fit (0.3–0.8
-on some MoleculeACE draws, from the bulk of the bin) left the bin's least similar members under-covered (CHEMBL204_Ki
-out of domain: 0.81 and 0.79 with the fit, 0.93 and 0.89 with the floor; BENCHMARKS.md).
+distances are squeezed into a narrow range and :math:`p` is 1–5, mostly 1.5–4).  Never below 1 (:data:`MIN_POWER`,
+the plain normalisation): within a Mondrian bin the exponent only moves width between its members, and a flatter
+fit (0.29–0.99 on 13 of 18 MoleculeACE draws) left the bin's least similar members under-covered (CHEMBL204_Ki out of
+domain: 0.81 and 0.79 with the fit, 0.93 and 0.89 with the floor; BENCHMARKS.md).  Nor above :data:`MAX_POWER`: a
+too steep p under-covers the similar end of each bin (LightGBM on MOSES, p at the cap: a decile at 0.81).
 
 **Mondrian** (``bins``, crepes' Mondrian conformal regressor): each calibration member carries an ordered category
 (:mod:`tmdlib.chem.domain`: its bin of similarity to the trained molecules) and each category is calibrated on its
