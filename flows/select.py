@@ -84,8 +84,9 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, threads,
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
+    classes = source.task is not None and source.task.is_classification and source.task.source != "unlabelled"
     learn = {} if get_method(method).label_free else {"control": control, **round_options(
-        graphs, train, store.graph_ids[train], ledger, next_strategy, "auto", seed, plan.engine == "exact")}
+        graphs, train, store.graph_ids[train], ledger, next_strategy, "auto", seed, plan.engine == "exact", classes)}
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,

@@ -32,7 +32,7 @@ def resolve_plan(pool, method: str, production: bool, **plan_options):
 
 @task(name="round-options", persist_result=False)
 def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto",
-                  difficulty: str = "auto", seed: int = 0, exact: bool = True) -> dict:
+                  difficulty: str = "auto", seed: int = 0, exact: bool = True, classes: bool = False) -> dict:
     """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
     its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: ``forest``, the spread of a random
     forest's trees, :func:`tmdlib.select.rounds.forest_difficulty`, or ``knn``, the spread of the nearest labels,
@@ -40,8 +40,12 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     labelled: the audit sample is not in the pool).
 
     A pool without SMILES, a multi-target ledger, fewer than 2 labelled members or a pool on the scalable engine
-    (``exact`` False) gives no difficulty (the method then grows the coreset, saying so in the selection's info)."""
-    from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_NEXT, forest_difficulty, knn_difficulty
+    (``exact`` False) gives no difficulty (the method then grows the coreset, saying so in the selection's info).
+    The ``first`` round's picker (and so the space every round picks in) is the measured default for the labels'
+    kind (:func:`tmdlib.select.rounds.default_first`): ``classes`` (a task known to be classes before any answer),
+    or 0/1 answers."""
+    from tmdlib.select.rounds import (DEFAULT_DIFFICULTY, DEFAULT_NEXT, default_first, forest_difficulty,
+                                      knn_difficulty)
 
     from .graphs import store_smiles
 
@@ -49,11 +53,12 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     label = "label" if "label" in ledger.column_names else None
     ids = ledger.column("graph_id").to_numpy()
     where = np.isin(train_ids, ids)
+    plain = {"strategy": strategy, "first": default_first(classes)}
     if label is None or where.sum() < 2 or not exact:  # (the scalable engine: no matrix, the coreset grows)
-        return {"strategy": strategy}
+        return plain
     smiles = store_smiles(graphs, train)
     if smiles is None:
-        return {"strategy": strategy}
+        return plain
     from tmdlib.chem.fingerprints import ecfp4_counts
 
     y_of = dict(zip(ids.tolist(), ledger.column(label).to_numpy(zero_copy_only=False).tolist()))
@@ -61,10 +66,10 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     lab = np.flatnonzero(where)
     y = np.array([y_of[int(g)] for g in train_ids[lab]], dtype=np.float64)
     how = DEFAULT_DIFFICULTY if difficulty in (None, "", "auto") else str(difficulty)
-    classes = bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's probability spread)
+    classes = classes or bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's spread)
     u = (forest_difficulty(X[lab], y, X, classes=classes, seed=seed) if how == "forest" else
          knn_difficulty(X[lab], y, X))
-    return {"strategy": strategy, "difficulty": u, "difficulty_from": how}
+    return {"strategy": strategy, "first": default_first(classes), "difficulty": u, "difficulty_from": how}
 
 
 @task(name="subsample-nodes", persist_result=False)
