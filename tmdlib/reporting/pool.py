@@ -321,6 +321,14 @@ def control_lines(control_rows: list[dict], cells: dict) -> list[str]:
     """
     if not control_rows:
         return []
+    by = {}
+    for r in control_rows:
+        by.setdefault(r["strategy"], []).append(r)
+    if len(by) > 1:  # one table per strategy replayed (the default's first)
+        from ..select.rounds import default_strategy
+
+        order = sorted(by, key=lambda st: (st != default_strategy(), st))
+        return [line for st in order for line in control_lines(by[st], cells)]
     counts = control_counts(control_rows, cells)
     costs = []
     for r in control_rows:
@@ -330,7 +338,8 @@ def control_lines(control_rows: list[dict], cells: dict) -> list[str]:
             costs.append(err / float(np.mean(same)))
     share = float(control_rows[0]["share"])
     c = counts.get("all") or {}
-    lines = [f"## The Random control (select.control: {share:g}) replayed in round two (5 % → 10 %)", "",
+    lines = [f"## The Random control (select.control: {share:g}) replayed in round two (5 % → 10 %): "
+             f"`{control_rows[0]['strategy']}`", "",
              f"{c.get('runs', 0)} verdicts ({len(c.get('sets', ()))} sets, strategy "
              f"`{control_rows[0]['strategy']}`). The rule: {c.get('folds') or '–'}-fold cross-fitting over every "
              "uniform label of the round (the audit sample and the control arm), each arm trained on the earlier "
