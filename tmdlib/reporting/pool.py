@@ -36,7 +36,7 @@ def epsilon_ratios(rows) -> dict:
     out = defaultdict(list)
     for (d, m, lab, mo, b), v in eps.items():
         ref = eps.get((d, m, "tmd", "oneshot", b))
-        if ref:
+        if ref and np.isfinite(v).all():  # a pool run before its TMD matrix was prepared has no ε
             out[(m, lab, mo, b)].append(float(np.mean(v)) / float(np.mean(ref)))
     return {k: float(np.mean(v)) for k, v in out.items()}
 
@@ -401,9 +401,9 @@ def write_summary(results_dir, out: str | None = None) -> str:
                   "pool not reached within the strategy's budgets, up to 60 %, counts as beyond them) · (pools "
                   "reached / pools). Strategies run past 20 % (`run --long`).",
                   ""] + target_table(cells, long) + [""]
-    eps = epsilon_ratios(rows)
     for fam in FAMILIES:
         fam_cells = {k: v for k, v in cells.items() if family_of(k[0]) == fam}
+        eps = epsilon_ratios([r for r in rows if family_of(r["dataset"]) == fam])
         for model in models:
             for mode in ("oneshot", "rounds"):
                 tab, _ = summary_table(fam_cells, model, mode, eps=eps)
