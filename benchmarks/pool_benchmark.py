@@ -219,9 +219,9 @@ def main(argv=None) -> int:
         import csv
 
         from tmdlib.experiment import pool as P
-        from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_FIRST, DEFAULT_NEXT
+        from tmdlib.select.rounds import default_strategy
 
-        strategy = a.strategy or f"{DEFAULT_FIRST}>{DEFAULT_NEXT}/{DEFAULT_DIFFICULTY}"
+        strategy = a.strategy or default_strategy()
         out = RESULTS / "control.csv"
         done = set()
         if out.is_file():

@@ -228,7 +228,7 @@ def select(
     fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
     count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget."),
     control: float = typer.Option(0.0, "--control", help="tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate compares the two arms on the audit sample). 0 = none."),
-    next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random."),
+    next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random | strat | strat-unc (tmdlib.select.rounds.NEXT_STRATEGIES)."),
     goal: str = typer.Option("model", "--goal", help="What later rounds are for: model (a model good on the whole pool) | maximize | minimize (a regression label: hit hunting) | positive (a binary pool's positives). The audit sample stays uniform."),
     seed: int = typer.Option(0, "--seed"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
@@ -485,6 +485,21 @@ def init(
                + (f"; {inits} initialised" if inits else ""))
     typer.echo("next: put the pool in data/raw/ (e.g. pool.sdf), list it in params.yaml (base.datasets: "
                "{POOL: pool.sdf}), then `dvc repro label_requests@POOL` there (README.md)")
+
+
+@app.command()
+def upgrade(
+    workspace: Path = typer.Option(Path("."), "--workspace", help="The project's folder (its params.yaml)."),
+) -> None:
+    """After installing a new tmdsub: set params.yaml's tool.version to it, so `dvc repro` reruns every stage."""
+    from flows.project import upgrade_project
+
+    info = upgrade_project(workspace)
+    if info["previous"] == info["version"]:
+        typer.echo(f"{info['path']}: tool.version is already {info['version']} (the installed tmdsub)")
+    else:
+        typer.echo(f"{info['path']}: tool.version {info['previous']} -> {info['version']}; now `dvc repro` reruns "
+                   "every stage with it (`tmdsub summary` lists the stages made by another version)")
 
 
 @app.command()

@@ -68,8 +68,8 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
     """
     import pyarrow.parquet as pq
 
-    from tasks.labels import (STANDIN, read_answer_file, read_ledger_history, resolve_import, standin_measurements,
-                              label_params)
+    from tasks.labels import (STANDIN, label_params, property_of, read_answer_file, read_ledger_history,
+                              resolve_import, standin_measurements)
 
     name = io.dataset_name(graphs)
     rules = label_params(params, name)
@@ -77,7 +77,7 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
     if not source:
         raise InputError(params, f"no label source for {name}: set labels.source (a file, or {{{name}: file}})")
     task = task or rules["task"]
-    sheet = rules["sheet"]
+    sheet, named = rules["sheet"], rules["name"]
     rules = {"replicates": replicates or rules["replicates"], "censored": censored or rules["censored"],
              "max_spread": rules["max_spread"] if max_spread is None else float(max_spread)}
     store = open_store(graphs)
@@ -120,7 +120,8 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
                                                  sha256=sha, override=task, purposes=purposes, **rules)
     keep = ~np.isnan(Y).all(axis=1) if len(ids) else np.zeros(0, dtype=bool)
     meta = {**meta, **report, "key": answers["key"], "answer_rows": answers["rows"], STORE_HASH_KEY: store_hash,
-            **{k: answers[k] for k in ("sheet", "copies") if k in answers}}
+            **{k: answers[k] for k in ("sheet", "copies") if k in answers}, "name": property_of(named, spec,
+                                                                                               answers.get("sheet"))}
     write_labels(out_dir, ids[keep], Y[keep], meta, spec, measurements=added)
     return {**meta, "labelled": int(keep.sum()), "new": int(len(requested)), "from_ledger": len(
         set(history.column("graph_id").to_pylist())), "task": spec.type, "task_spec": spec}

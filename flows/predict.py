@@ -4,10 +4,12 @@ prediction set (classification), calibrated by split-conformal prediction on hel
 Run as ``tmdsub predict DATASET [--smiles-csv FILE]`` (:func:`flows.cli.predict`).  Wiring only: the model comes
 from the registry (:func:`tasks.train.load_model`), the calibration set is the labelled audit sample in production
 (the test split in benchmark mode, :func:`tasks.predict.calibration_set`), the intervals are
-:func:`tmdlib.models.predict.calibrate` (``crepes``), normalised by the applicability domain's difficulty on a pool with
-SMILES (:mod:`tmdlib.chem.domain`: each row's ``nn_similarity`` to the nearest trained molecule and ``in_domain``,
-the threshold stated in the ``.json``).  Writes ``predictions.parquet`` / ``.csv`` / ``.json`` (the pool)
-or ``<file stem>.predictions.*`` (a user's SMILES file) and logs a ``predict@<DATASET>`` run to MLflow.
+:func:`tmdlib.models.predict.calibrate` (``crepes``), on a pool with SMILES calibrated per bin of similarity to the
+trained molecules and normalised by the applicability domain's difficulty (``intervals`` in the ``.json``: the rule,
+each bin's calibration members, any bin merged for too few; :mod:`tmdlib.chem.domain`: each row's ``nn_similarity``
+to the nearest trained molecule and ``in_domain``, the threshold stated in the ``.json``).  Writes
+``predictions.parquet`` / ``.csv`` / ``.json`` (the pool) or ``<file stem>.predictions.*`` (a user's SMILES file)
+and logs a ``predict@<DATASET>`` run to MLflow.
 """
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ from prefect import flow
 
 from tasks.graphs import check_same_store, open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
-from tasks.labels import task_of
-from tasks.predict import calibrate_store, domain_meta, predict_pool, predict_smiles, write_predictions
+from tasks.labels import property_from, task_of
+from tasks.predict import calibrate_store, domain_meta, intervals_meta, predict_pool, predict_smiles, write_predictions
 from tasks.train import load_model
 from tmdlib import InputError
 
@@ -53,10 +55,12 @@ def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_d
         table, stem = predict_pool(fitted, store, cal, labelled, workers=workers, model_file=(model, info),
                                    domain=domain), "predictions"
     meta = {"dataset": name, "model": fitted.name, "task": task.to_dict(), "confidence": confidence,
+            "property": property_from(info.get("labels_meta"), task),  # what prediction / lower / upper are in
             "calibration": what, "n_calibration": cal.n_calibration, "intervals_note": cal.note,
-            "method": "split-conformal (crepes): absolute residuals (regression; divided by the difficulty when "
-                      "normalised), 1 - p(true class) (classification)", "normalised": cal.normalised,
-            "domain": domain_meta(domain, table),
+            "method": "split-conformal (crepes): absolute residuals (regression; divided by the difficulty^p when "
+                      "normalised, one quantile per similarity bin when Mondrian), 1 - p(true class) "
+                      "(classification)", "normalised": cal.normalised,
+            "intervals": intervals_meta(cal, domain), "domain": domain_meta(domain, table),
             "rows": table.num_rows, "input": smiles_csv or graphs, "model_sha256": sha256_file(model),
             "workers": workers,
             "seconds": round(time.perf_counter() - t0, 2)}

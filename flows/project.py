@@ -57,12 +57,9 @@ _DATASETS = """\
 
 def tool_version() -> str:
     """The installed tmdsub's version (``0+unknown`` when it is not installed: a bare source tree)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from tasks.io import tool_version as installed
 
-    try:
-        return version("tmdsub")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return installed()
 
 
 def project_dvc_yaml(text: str) -> str:
@@ -175,3 +172,38 @@ def _dvc() -> list[str]:
 
 if __name__ == "__main__":  # rewrite the templates from the checkout this file is in
     write_templates(Path(__file__).resolve().parents[1])
+
+
+def upgrade_project(root: str | Path = ".") -> dict:
+    """Set ``tool.version`` of a project's ``params.yaml`` to the installed tmdsub's version (the line edited in
+    place, comments kept), so that ``dvc repro`` reruns every stage with it.
+
+    Returns
+    -------
+    dict
+        ``previous`` and ``version`` (equal when nothing changed), ``path`` of the params file.
+
+    Raises
+    ------
+    InputError
+        No ``params.yaml``, or one without ``tool.version`` (not a project made by ``tmdsub init``).
+    """
+    import re
+
+    from tmdlib import InputError
+
+    path = Path(root) / "params.yaml"
+    if not path.is_file():
+        raise InputError(path, "no params.yaml here: run `tmdsub upgrade` in a project made by `tmdsub init`")
+    text = path.read_text(encoding="utf-8")
+    found = re.search(r'(?m)^tool:[^\n]*\n(?:[ \t]*(?:#[^\n]*)?\n)*([ \t]+version:[ \t]*)("?)([^"\s#]*)("?)', text)
+    if found is None:
+        raise InputError(path, "no tool.version: the checkout's stages depend on its source files (`dvc repro` "
+                               "reruns what changed); `tmdsub upgrade` is for a project made by `tmdsub init`")
+    version = tool_version()
+    if found.group(3) != version:
+        from tasks import io
+
+        io.write_text(path, text[:found.start(2)] + f'"{version}"' + text[found.end(4):])
+    return {"path": str(path), "previous": found.group(3), "version": version}
+

@@ -82,13 +82,78 @@ def request_line(path: str, manifest: dict) -> str | None:
             f"(budget {manifest.get('k')} coreset molecules in total, {manifest.get('reused', 0)} already labelled)")
 
 
+def recorded_version(root: str, outs: list[str]) -> tuple[bool, str | None]:
+    """``(has a record, version)`` of a stage: the tmdsub version its JSON outputs record (a folder's ``meta.json``
+    counts; :data:`tasks.io.VERSION_FIELD`).  ``(False, None)``: no JSON output present (nothing to judge);
+    ``(True, None)``: written before tmdsub recorded its version."""
+    from tasks.io import VERSION_FIELD
+
+    found = False
+    for o in outs:
+        p = Path(root) / o
+        p = p / "meta.json" if p.is_dir() else p
+        if p.suffix != ".json" or not p.is_file():
+            continue
+        found = True
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get(VERSION_FIELD):
+            return True, str(doc[VERSION_FIELD])
+    return found, None
+
+
+def pinned_version(root: str = ".") -> str | None:
+    """``tool.version`` of ``params.yaml`` (a team's project records it; the checkout has none)."""
+    import yaml
+
+    try:
+        params = yaml.safe_load((Path(root) / "params.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    tool = params.get("tool") if isinstance(params, dict) else None
+    return str(tool["version"]) if isinstance(tool, dict) and tool.get("version") is not None else None
+
+
+def version_lines(stages: list[tuple[str, list[str]]], root: str = ".") -> list[str]:
+    """Which stages an installed tmdsub of another version made, and the command that reruns them.
+
+    In a team's project the stages depend on ``tool.version`` of ``params.yaml`` (not on the tool's source), so
+    ``dvc repro`` reruns them only once it names the installed version (``tmdsub upgrade`` sets it); in the
+    checkout they depend on the source files and ``dvc repro`` reruns what changed.
+    """
+    from tasks.io import tool_version
+
+    installed, pinned = tool_version(), pinned_version(root)
+    stale = []
+    for stage, outs in stages:
+        has, made = recorded_version(root, outs)
+        if has and made != installed:
+            stale.append(f"{stage} ({'tmdsub ' + made if made else 'no version recorded: made before tmdsub recorded it'})")
+    head = f"tmdsub {installed}" + (f"; params.yaml tool.version {pinned}" if pinned else "")
+    if not stale and (pinned is None or pinned == installed):
+        return [f"Tool version: {head}; every stage's output was made by it"]
+    lines = [f"Tool version: {head}"]
+    if stale:
+        lines.append(f"  stale, made by another version: {', '.join(stale)}")
+    if pinned is not None and pinned != installed:
+        lines.append(f"  to run the stages with tmdsub {installed}: `tmdsub upgrade` (sets tool.version: {installed} in "
+                     "params.yaml), then `dvc repro`")
+    elif stale:
+        lines.append("  to rerun them: `dvc repro`" + (" (tool.version is the installed one: DVC reruns every stage)"
+                                                         if pinned else " (`dvc repro -f STAGE` for one DVC skips)"))
+    return lines
+
+
 def summary_text(root: str = ".") -> str:
     """Human-readable summary: the verdict on the bounds first, then artifacts, headline metrics and MLflow runs."""
     from tasks.tracking import redact_uri, tracking_uri
 
     artifacts = ["Artifacts (from dvc.yaml):"]
     metrics_files, requests = [], []
-    for stage, outs in stage_outputs(root):
+    stages = stage_outputs(root)
+    for stage, outs in stages:
         present = [o for o in outs if (Path(root) / o).exists()]
         name, _, dataset = stage.partition("@")
         label = f"{LABELS.get(name, name)}" + (f" [{dataset}]" if dataset else "")
@@ -103,7 +168,8 @@ def summary_text(root: str = ".") -> str:
         headlines += h
     lines = ["Verdict on the loss bounds (informative: below the loss scale; vacuous: true but says nothing):"]
     lines += verdicts or ["  (no metrics yet: run the pipeline up to evaluate, dvc repro)"]
-    lines += artifacts + headlines + [line for line in requests if line] + hit_report(root)
+    lines += (artifacts + headlines + [line for line in requests if line] + hit_report(root)
+              + version_lines(stages, root))
     runs = latest_runs()
     lines.append(f"MLflow ({redact_uri(tracking_uri())}):")
     lines += [f"  {r['run_id']}  {r['name'] or r['stage']:22s} {r['status']}" for r in runs] or ["  (no runs yet)"]

@@ -151,7 +151,7 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     meta = {"graphs": n, "graph_ids": ds.graph_ids.tolist(), STORE_HASH_KEY: store_content_hash(ds, hashes),
             "depth": depth, "weights": w.tolist(), "engine": "tmdlib.distance.engine exact", "engine_fingerprint": engine_fingerprint(), "blocks": len(blocks),
             "block_size": block_size, "matrix_sha256": io.sha256_file(matrix_out)}
-    io.write_json(meta_out, meta)
+    io.write_json(meta_out, io.stamped(meta))
     logger.info("%d of %d blocks computed by this run, %d reused", len(todo), len(blocks), len(blocks) - len(todo))
     return {**meta, "blocks_computed": len(todo), "pairs_computed": pairs}
 
@@ -180,7 +180,7 @@ def _no_matrix(graphs: str, matrix_out: str, meta_out: str, depth: int, w, engin
             "node_pairs": matrix_node_pairs(sizes),
             "reason": "the full matrix is too expensive here; the select stage computes only the exact pairs it "
                       "needs (lower-bound pruning) and certifies every graph with its exact TMD to its medoid"}
-    io.write_json(meta_out, meta)
+    io.write_json(meta_out, io.stamped(meta))
     return {**meta, "blocks": 0, "blocks_computed": 0, "pairs_computed": 0}
 
 

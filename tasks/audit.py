@@ -362,7 +362,7 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
     flags = table.column("in_domain").to_pylist() if "in_domain" in names else None
     rows, measured = _audit_measurements(labels, read_selection(selection), spec, table.column("graph_id").to_numpy())
-    quantity = target if spec.is_regression else "class"
+    quantity = meta.get("property") or (target if spec.is_regression else "class")  # labels.name: pIC50, ...
     facts = {"file": predictions, "rows": table.num_rows, "model": meta.get("model"),
              "confidence": meta.get("confidence"), "task": spec.type, "quantity": quantity,
              "domain": rp.domain_share(meta.get("domain")), "audit": None, "confusion": None, "parity_note": None}

@@ -236,15 +236,15 @@ def skip_evaluation(off: dict, graphs: str, metrics_out: str, plot_out: str) -> 
     with io.atomic_path(plot_out) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
-    io.write_json(metrics_out, doc)
+    io.write_json(metrics_out, io.stamped(doc))
     print(f"{off['line']}: {doc['stage']} skipped (no metrics, no MLflow run)", flush=True)
     return doc
 
 
 @task(name="write-metrics", persist_result=False)
 def write_metrics(path: str, metrics: dict) -> str:
-    """Atomic JSON write of ``metrics.json``."""
-    io.write_json(path, metrics)
+    """Atomic JSON write of ``metrics.json``, with the tmdsub version that made it."""
+    io.write_json(path, io.stamped(metrics))
     return path
 
 

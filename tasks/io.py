@@ -33,7 +33,29 @@ from tmdlib.errors import InputError
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
            "remove_stale_temps", "file_set", "settle_file_set",
            "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
-           "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for"]
+           "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for", "tool_version", "stamped",
+           "VERSION_FIELD"]
+
+#: The key every stage's JSON record (selection.json, manifest.json, labels.json, train.json, metrics.json,
+#: predictions.json, the TMD's meta.json, the ledger's seal) keeps the tmdsub version that wrote it under.
+VERSION_FIELD = "tmdsub_version"
+
+
+def tool_version() -> str:
+    """The installed tmdsub's version (``0+unknown`` when it is not installed: a bare source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tmdsub")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def stamped(record: dict) -> dict:
+    """``record`` with :data:`VERSION_FIELD`: the tmdsub version that made it (:func:`tool_version`).  The version
+    only, not the tool's git sha: these records are DVC outputs that later stages depend on, and a sha would rerun
+    every later stage after any commit of the tool (the sha is in the MLflow runs' tags and the audit report)."""
+    return {**record, VERSION_FIELD: tool_version()}
 
 
 @contextlib.contextmanager

@@ -110,7 +110,7 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
         pacsv.write_csv(requests, tmp)
     io.write_parquet(out / "label_requests.parquet", requests)
     io.write_text(out / REQUESTS_SDF, sdf)
-    io.write_json(out / "manifest.json", manifest)
+    io.write_json(out / "manifest.json", io.stamped(manifest))
     return str(out)
 
 
@@ -132,7 +132,7 @@ def label_params(params_path: str | None, dataset: str) -> dict:
 
     from tmdlib.datasets.labels import CENSORED_RULES, REPLICATE_RULES
 
-    out = dict(RULE_DEFAULTS, source=None, task="auto", sheet=sheet_params({}))
+    out = dict(RULE_DEFAULTS, source=None, task="auto", sheet=sheet_params({}), name="auto")
     if not params_path:
         return out
     try:
@@ -159,7 +159,37 @@ def label_params(params_path: str | None, dataset: str) -> dict:
         raise InputError(params_path, f"labels.max_spread must be a number >= 0; got {spread!r}")
     out["max_spread"] = float(spread)
     out["sheet"] = sheet_params(group, params_path)
+    out["name"] = property_param(group, params_path)
     return out
+
+
+def property_param(group: dict, params_path=None) -> str:
+    """``labels.name``: ``auto`` (the answer's value column, ``pIC50`` after ``labels.transform: p``:
+    :func:`tmdlib.datasets.labsheet.property_name`) or the property's own name, checked."""
+    name = group.get("name", "auto")
+    if name is None:
+        return "auto"
+    if not isinstance(name, str) or not name.strip() or any(c in name for c in ",\n\r\""):
+        raise InputError(params_path, f"labels.name is auto or the property's name (pIC50, solubility, ...), "
+                                      f"without commas or quotes; got {name!r}")
+    return name.strip()
+
+
+def property_of(setting: str, task, sheet: dict | None = None) -> str | None:
+    """The property the labels measure, as the predictions, the report and the registered model name it.
+
+    ``setting``: ``labels.name`` (:func:`property_param`); ``auto`` takes the answer sheet's value column
+    (``sheet``: the import's ``sheet`` record, its ``name``), else (the benchmark stand-in) the task's target.  A task
+    with several targets has none: each target's column names it.
+    """
+    if task.num_targets != 1:
+        if setting != "auto":
+            raise InputError(None, f"labels.name names one property; these labels have {task.num_targets} targets "
+                                   f"({', '.join(task.targets)}): their columns name them")
+        return None
+    if setting != "auto":
+        return setting
+    return (sheet or {}).get("name") or task.targets[0]
 
 
 def sheet_params(group: dict, params_path=None) -> dict:
@@ -411,9 +441,16 @@ def write_labels(out_dir: str, graph_ids: np.ndarray, y: np.ndarray, meta: dict,
     # the import's bookkeeping (its round, what the ledger held) in import.json: labels.json changes only when the
     # labels do, so a `labels commit` that changes no label retrains nothing
     io.write_json(out / IMPORT_JSON, {k: meta[k] for k in IMPORT_KEYS if k in meta})
-    io.write_json(out / "labels.json", {**{k: v for k, v in meta.items() if k not in IMPORT_KEYS},
-                                        "labelled": int(len(graph_ids))})
+    io.write_json(out / "labels.json", io.stamped({**{k: v for k, v in meta.items() if k not in IMPORT_KEYS},
+                                                   "labelled": int(len(graph_ids))}))
     return str(out)
+
+
+def property_from(labels_meta: dict | None, task) -> str | None:
+    """The property a trained model predicts: ``labels.json``'s ``name`` (``train.json``'s ``labels_meta``), else
+    (labels imported before it was recorded) the task's one target; None for several targets."""
+    name = (labels_meta or {}).get("name")
+    return name or (task.targets[0] if task.num_targets == 1 else None)
 
 
 def task_of(store_task, labels_meta=None):

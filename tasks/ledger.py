@@ -218,10 +218,10 @@ def _legacy_history(path: str, known) -> pa.Table:
     return _with_origin(pa.table(rows, schema=MEASUREMENT_SCHEMA), 0, files, "")
 
 
-def write_ledger(path: str, history: pa.Table, task) -> str:
+def write_ledger(path: str, history: pa.Table, task, name: str | None = None) -> str:
     """The ledger ``path`` rewritten atomically as a plain CSV: every measurement of ``history``; its seal
-    (:func:`seal_path`: the new digest, the previous ledger's and the task) is written first, so a kill between the
-    two leaves the previous ledger, still trusted (a reader of a half-written file is impossible)."""
+    (:func:`seal_path`: the new digest, the previous ledger's, the task and the property's ``name``) is written
+    first, so a kill between the two leaves the previous ledger, still trusted (a reader of a half-written file is impossible)."""
     import csv
     import io as _io
 
@@ -239,7 +239,9 @@ def write_ledger(path: str, history: pa.Table, task) -> str:
         previous = ledger_digest(old) if not old.startswith(LEDGER_MAGIC) else None
     seal = {"format": LEDGER_FORMAT, "ledger": p.name, "sha256": ledger_digest(body), "previous": previous,
             "task": None if task is None else task.to_dict()}
-    io.write_json(seal_path(p), seal)
+    if name:  # the property the labels measure (labels.json's name: tasks.labels.property_of)
+        seal["name"] = name
+    io.write_json(seal_path(p), io.stamped(seal))
     io.write_text(path, body)
     return path
 
@@ -349,7 +351,8 @@ def commit_labels(ledger_path: str, labels_csv: str, known: np.ndarray, task=Non
     add = add.set_column(add.column_names.index("round"), "round", pa.array([rnd] * add.num_rows, pa.int64()))
     if add.num_rows or meta.get("format") != LEDGER_FORMAT or not meta.get("sha256") or (
             spec is not None and not meta.get("task")):
-        write_ledger(ledger_path, pa.concat_tables([hist, add.select(hist.column_names)]), spec)
+        write_ledger(ledger_path, pa.concat_tables([hist, add.select(hist.column_names)]), spec,
+                     lmeta.get("name") or meta.get("name"))
     graphs = len(set(hist.column("graph_id").to_pylist()) | set(add.column("graph_id").to_pylist()))
     return {"ledger": str(ledger_path), "added": int(add.num_rows), "round": rnd if add.num_rows else None,
             "measurements": int(hist.num_rows + add.num_rows), "total": graphs}

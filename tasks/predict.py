@@ -51,6 +51,18 @@ def calibrate_store(model, store, sel: dict, info: dict, task, confidence: float
     return cal, domain, what
 
 
+def intervals_meta(cal, domain) -> dict:
+    """predictions.json's ``intervals``: the rule (:data:`tmdlib.chem.domain.INTERVALS`), the difficulty's exponent,
+    and per similarity bin its range, calibration members and quantile, with any bin merged for too few members
+    said (:meth:`tmdlib.models.predict.Calibrated.describe`)."""
+    from tmdlib.chem.domain import INTERVALS
+
+    out = cal.describe(None if domain is None else domain.edges)
+    out["method"] = INTERVALS.get(cal.intervals) if cal.intervals else (
+        "split-conformal (crepes): absolute residuals (regression), 1 - p(true class) (classification)")
+    return out
+
+
 def domain_meta(domain, table: pa.Table | None = None) -> dict:
     """predictions.json's ``domain``: the rule and threshold (and how many of ``table``'s rows are in and out of
     domain), or why there is none."""
@@ -69,10 +81,11 @@ def prediction_columns(cal, outputs, task, domain=None, smiles=None, dom: dict |
     """The prediction columns of members with ``outputs`` (:meth:`tmdlib.models.predict.Calibrated.predict`) and,
     with a ``domain`` and the members' ``smiles`` (or its columns ``dom`` already measured,
     :meth:`tmdlib.chem.domain.Domain.columns`), ``nn_similarity`` and ``in_domain`` (the regression interval
-    normalised by its difficulty)."""
+    calibrated in the member's similarity bin and normalised by its difficulty)."""
     if dom is None:
         dom = domain.columns(smiles) if domain is not None else None
-    p = cal.predict(outputs, sigmas=None if dom is None else dom["sigma"])
+    p = cal.predict(outputs, sigmas=None if dom is None else dom["sigma"],
+                    bins=None if dom is None else dom.get("bin"))
     cols = {}
     if task.is_regression:
         names = list(task.targets)
@@ -232,6 +245,7 @@ def write_predictions(out_dir: str, table: pa.Table, meta: dict, stem: str = "pr
         pq.write_table(table, stage / f"{stem}.parquet", compression="zstd")
         pacsv.write_csv(table, stage / f"{stem}.csv")
         meta["files"] = {name: io.sha256_file(stage / name) for name in (f"{stem}.parquet", f"{stem}.csv")}
+        meta[io.VERSION_FIELD] = io.tool_version()
         io.write_json(stage / f"{stem}.json", meta)
     return {"parquet": str(out / f"{stem}.parquet"), "csv": str(out / f"{stem}.csv")}
 

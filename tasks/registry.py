@@ -163,12 +163,15 @@ def log_smiles_model(run_id: str, model_out: str, info_out: str, dataset: str, d
     import pandas as pd
 
     name = registered_name(dataset) if register else None
+    trained = json.loads(Path(info_out).read_text(encoding="utf-8"))
+    prop = (trained.get("labels_meta") or {}).get("name")  # labels.name: what prediction / lower / upper are in
+    tags = {**(tags or {}), **({"property": prop} if prop else {})}
     with _fluent_run(run_id):
         info = mlflow.pyfunc.log_model(
             name="model", python_model=str(Path(__file__).with_name("smiles_model.py")),
             artifacts={"model": str(model_out), "train_info": str(info_out), **(artifacts or {})},
             input_example=pd.DataFrame({"smiles": list(example or ["CCO"])}), registered_model_name=name,
-            tags={k: str(v) for k, v in (tags or {}).items()})
+            tags={k: str(v) for k, v in tags.items()}, metadata={"property": prop} if prop else None)
     return {**_logged(info, name, description, tags), "kind": "smiles-pyfunc"}
 
 

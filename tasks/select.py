@@ -53,14 +53,15 @@ def learn_options(method: str, graphs: str, train: np.ndarray, train_ids: np.nda
                                f"not {method!r}")
     if get_method(method).label_free:
         return {}
+    classes = task is not None and task.is_classification and getattr(task, "source", "") != "unlabelled"
     return {"control": control, **round_options(graphs, train, train_ids, ledger, next_strategy, "auto", seed, exact,
-                                                goal=goal)}
+                                                goal=goal, classes=classes)}
 
 
 @task(name="round-options", persist_result=False)
 def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto",
                   difficulty: str = "auto", seed: int = 0, exact: bool = True, goal: str = "model",
-                  acquisition: str = "auto") -> dict:
+                  acquisition: str = "auto", classes: bool = False) -> dict:
     """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
     its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: ``forest``, the spread of a random
     forest's trees, :func:`tmdlib.select.rounds.forest_difficulty`, or ``knn``, the spread of the nearest labels,
@@ -73,8 +74,13 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     ``goal`` ``maximize`` / ``minimize`` / ``positive`` (``select.goal``): the later round hunts hits instead
     (:mod:`tmdlib.select.hits`): an acquisition score per member (``acquisition``, default
     :data:`tmdlib.select.hits.DEFAULT_ACQUISITION`) over a surrogate trained on the same labels (the registered
-    ``svm``'s predictions with a forest's spread; the forest's probability for ``positive``)."""
-    from tmdlib.select.rounds import DEFAULT_DIFFICULTY, DEFAULT_NEXT, forest_difficulty, knn_difficulty
+    ``svm``'s predictions with a forest's spread; the forest's probability for ``positive``).
+    The ``first`` round's picker (and so the space every round picks in) is the measured default for the goal and
+    the labels' kind (:func:`tmdlib.select.rounds.default_first`; :data:`tmdlib.select.hits.HIT_FIRST` under a
+    hit-hunting goal): ``classes`` (a task known to be classes before any answer), or 0/1 answers."""
+    from tmdlib.select.hits import HIT_FIRST, hunting
+    from tmdlib.select.rounds import (DEFAULT_DIFFICULTY, DEFAULT_NEXT, default_first, forest_difficulty,
+                                      knn_difficulty)
 
     from .graphs import store_smiles
 
@@ -82,7 +88,8 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     label = "label" if "label" in ledger.column_names else None
     ids = ledger.column("graph_id").to_numpy()
     where = np.isin(train_ids, ids)
-    base = {"strategy": strategy, **({"goal": goal} if goal not in (None, "", "model") else {})}
+    first = HIT_FIRST if hunting(goal) else default_first(classes)
+    base = {"strategy": strategy, "first": first, **({"goal": goal} if goal not in (None, "", "model") else {})}
     if label is None or where.sum() < 2 or not exact:  # (the scalable engine: no matrix, the coreset grows)
         return base
     smiles = store_smiles(graphs, train)
@@ -95,12 +102,12 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     lab = np.flatnonzero(where)
     y = np.array([y_of[int(g)] for g in train_ids[lab]], dtype=np.float64)
     how = DEFAULT_DIFFICULTY if difficulty in (None, "", "auto") else str(difficulty)
-    classes = bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's probability spread)
+    classes = classes or bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's spread)
     if goal not in (None, "", "model"):
-        return {"strategy": strategy, "goal": goal, **hit_scores(X[lab], y, X, goal, acquisition, seed)}
+        return {"strategy": strategy, "goal": goal, "first": first, **hit_scores(X[lab], y, X, goal, acquisition, seed)}
     u = (forest_difficulty(X[lab], y, X, classes=classes, seed=seed) if how == "forest" else
          knn_difficulty(X[lab], y, X))
-    return {"strategy": strategy, "difficulty": u, "difficulty_from": how}
+    return {"strategy": strategy, "first": default_first(classes), "difficulty": u, "difficulty_from": how}
 
 
 def hit_scores(X_labelled: np.ndarray, y: np.ndarray, X: np.ndarray, goal: str, acquisition: str = "auto",
@@ -159,8 +166,8 @@ def nodes_off_table(requested: str, reason: str):
 
 @task(name="write-json", persist_result=False)
 def write_json(path: str, obj: dict) -> str:
-    """Atomic JSON write."""
-    io.write_json(path, obj)
+    """Atomic JSON write of ``selection.json``, with the tmdsub version that made it (:func:`tasks.io.stamped`)."""
+    io.write_json(path, io.stamped(obj))
     return path
 
 

@@ -10,7 +10,8 @@ or why the row has no prediction (empty, unparseable, too large): a bad SMILES n
 artifact, ``domain`` (:func:`tasks.train.domain_artifact`: the trained molecules, the calibration members' SMILES and
 labels), lets it calibrate at load time exactly as the predict stage does (at ``predict.confidence``'s default 0.9),
 so the numbers are those of ``tmdsub predict`` for the same molecules.  A model logged without it gives predictions
-without intervals or domain.
+without intervals or domain.  What the predictions are in (``labels.name``: ``pIC50``, ...) is the logged model's
+metadata ``property`` and the registered version's tag ``property``.
 
 Needs tmdsub (tmdlib, tasks) importable where it is loaded.
 """

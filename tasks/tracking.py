@@ -111,7 +111,10 @@ def params_hash(params: dict) -> str:
 
 def run_tags(stage: str, params: dict, inputs: list[str], root: str | os.PathLike = ".") -> dict:
     """All provenance tags of a run of ``stage`` reading ``inputs``."""
-    tags = {"tmdsub.stage": stage, "params_hash": params_hash(params), **git_info(root)}
+    from .io import tool_version
+
+    tags = {"tmdsub.stage": stage, "tmdsub.version": tool_version(), "params_hash": params_hash(params),
+            **git_info(root)}
     tags.update(dvc_lock_hashes(inputs, Path(root) / "dvc.lock"))
     return tags
 

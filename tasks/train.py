@@ -560,7 +560,7 @@ def write_model(model, model_out: str, info_out: str, info: dict) -> dict:
     last, naming the model's sha256)."""
     if model is not None:
         save_model(model, model_out)
-    info = {**info, "model_sha256": io.sha256_file(model_out)}
+    info = io.stamped({**info, "model_sha256": io.sha256_file(model_out)})
     io.write_json(info_out, info)
     return info
 

@@ -83,6 +83,27 @@ def test_a_comment_column_and_nanomolar_values(pool):
     assert json.loads((pool["tmp"] / "dil" / "labels.json").read_text())["task"]["type"] == "regression"
 
 
+def test_the_property_is_named_by_the_sheet_or_labels_name(pool):
+    """Issue 70 item 4: labels.json (and the ledger's seal, train.json's labels_meta) name the property."""
+    from tasks.ledger import commit_labels, seal_path
+    from tasks.io import VERSION_FIELD, tool_version
+
+    for out, labels, name in (("nm_raw", {}, "Ki"), ("nm_p", {"transform": "p"}, "pKi"),
+                              ("nm_own", {"transform": "p", "name": "pKi (CHEMBL2835)"}, "pKi (CHEMBL2835)")):
+        _, meta, _ = _import(pool, out, {"source": str(SHEETS / "ki_nM.tsv"), **labels})
+        doc = json.loads((pool["tmp"] / out / "labels.json").read_text())
+        assert meta["name"] == doc["name"] == name and doc[VERSION_FIELD] == tool_version()
+    _, meta, _ = _import(pool, "named_chembl", {"source": str(SHEETS / "chembl_activities.csv")})
+    assert meta["name"] == "pKi"
+    ids = pq.read_table(pool["store"], columns=["graph_id"]).column("graph_id").to_numpy()
+    ledger = pool["tmp"] / "named.ledger.csv"
+    commit_labels(str(ledger), str(pool["tmp"] / "nm_own" / "labels.csv"), ids)
+    seal = json.loads(seal_path(ledger).read_text())
+    assert seal["name"] == "pKi (CHEMBL2835)" and seal[VERSION_FIELD] == tool_version()
+    with pytest.raises(Exception, match="labels.name is auto or the property's name"):
+        _import(pool, "bad", {"source": str(SHEETS / "ki_nM.tsv"), "name": "a,b"})
+
+
 def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
     """A pool with the user's own ids (a `Compound ID` column, found by its name) stores them; the requests carry
     them; the lab answers by them, with a `Comment` column; the predictions' reader finds them."""

@@ -1,5 +1,5 @@
 """The pool setting's rounds through a real ``dvc repro`` (issue 60): a SMILES pool without labels, round one at 5 %
-with the defaults (``select.method: auto`` = tmd-rounds: half uniform, half TMD k-medoids), a lab that answers all
+with the defaults (``select.method: auto`` = tmd-rounds: its measured first round), a lab that answers all
 but one request, ``tmdsub labels commit``, round two at 10 % steered by the labels that came back, with a Random control
 arm (``select.control``); the selection keeps what was answered, never asks for the audit sample, certifies the whole
 labelled set (recomputed here from the matrix), and is reproducible from the ledger; once round two is answered, the
@@ -48,7 +48,10 @@ def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
     _sh([DVC, "repro", "label_requests@POOL"], ws, env)
     sel1 = json.loads((ws / "data/selection/POOL/selection.json").read_text())
     n_train = sel1["n_train"]
-    assert sel1["method"] == "tmd-rounds" and sel1["rounds"].get("share", 0.5) == 0.5
+    from tmdlib.select.rounds import DEFAULT_FIRST, FIRST_PICKERS
+
+    assert sel1["method"] == "tmd-rounds" and sel1["rounds"]["first"] == DEFAULT_FIRST
+    assert sel1["rounds"]["space"] == FIRST_PICKERS[DEFAULT_FIRST][1]  # a SMILES pool: the default's own space
     assert sel1["k"] == math.ceil(0.05 * n_train) and sel1["mode"] == "production"
     audit = set(sel1["audit_ids"])
     reqs = list(csv.DictReader(open(ws / "data/labels/POOL/label_requests.csv", newline="")))

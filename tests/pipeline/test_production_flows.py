@@ -111,6 +111,14 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     assert all(0 <= r["nn_similarity"] <= 1 and r["in_domain"] == (r["nn_similarity"] >= dom["threshold"])
                for r in w["table"])
     assert dom["rows_in_domain"] + dom["rows_out_of_domain"] == N and dom["rows_out_of_domain"] > 0
+    # the intervals' rule and bins (issue 67): 50 audit molecules are fewer than 2 x 50, so one similarity bin, and
+    # predictions.json says so instead of pretending to a per-bin coverage
+    iv = w["pred"]["intervals"]
+    (bins,) = iv["bins"].values()
+    assert iv["rule"] == "similarity-bins" and iv["mondrian"] and iv["min_bin"] == 50 and "Mondrian" in iv["method"]
+    assert [b["n_calibration"] for b in bins] == [50] and bins[0]["q"] > 0 and iv["difficulty_power"][0] >= 0
+    assert "fewer than 2 x 50: one similarity bin" in iv["bin_notes"][0]
+    assert dom["similarity_bins"]["n_calibration"] == [50] and dom["similarity_bins"]["lower_edges"] == []
     width = {r["in_domain"]: [] for r in w["table"]}
     for r in w["table"]:
         width[r["in_domain"]].append(r["upper"] - r["lower"])

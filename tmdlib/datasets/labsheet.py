@@ -34,7 +34,7 @@ import pyarrow as pa
 from ..errors import InputError
 
 __all__ = ["normalize_answers", "header_key", "MOLAR", "TRANSFORMS", "SMILES_NAMES", "ID_NAMES", "VALUE_NAMES",
-           "RELATION_NAMES", "UNITS_NAMES", "COLUMN_ROLES", "molar_factor", "magnitude_warning"]
+           "RELATION_NAMES", "UNITS_NAMES", "COLUMN_ROLES", "molar_factor", "magnitude_warning", "property_name"]
 
 #: ``labels.transform``.
 TRANSFORMS = ("none", "log10", "p")
@@ -65,6 +65,48 @@ def header_key(name: str) -> str:
     """A header as compared: lower case, quotes and a BOM stripped, runs of spaces, ``_``, ``-``, ``.`` as one space."""
     t = str(name).replace("\ufeff", "").strip().strip("'\"").lower()
     return re.sub(r"[\s_\-.]+", " ", t).strip()
+
+
+def property_name(header: str, transform: str = "none", activity: str | None = None) -> str:
+    r"""What a sheet's value column measures, as predictions and reports name it (``labels.name: auto``).
+
+    Parameters
+    ----------
+    header : str
+        The value column's header as the lab wrote it (``IC50 (nM)``, ``pKi``, ``value``).
+    transform : {"none", "log10", "p"}
+        The rule applied to the values.
+    activity : str, optional
+        A ChEMBL export's one activity type (``Standard Type``: ``IC50``); its values are then p-values.
+
+    Returns
+    -------
+    str
+        ``none``: the header as written (units kept); ``p``: ``p`` and the header without its units (``IC50 (nM)``
+        -> ``pIC50``; a generic header -- ``value``, ``activity``, ``label``, ``y`` -- gives ``pActivity``);
+        ``log10``: ``log10 <header without units>`` (units: in brackets, or a last word such as ``nM``); a ChEMBL export: ``p<activity>`` (``pChEMBL`` when it mixes
+        activity types).
+
+    Examples
+    --------
+    >>> property_name("IC50 (nM)", "p"), property_name("IC50 nM", "p"), property_name("Ki [uM]", "log10")
+    ('pIC50', 'pIC50', 'log10 Ki')
+    >>> property_name(" pIC50 "), property_name("value", "p"), property_name("Standard Value", "p", "Ki")
+    ('pIC50', 'pActivity', 'pKi')
+    """
+    if activity is not None or transform == "p" and header_key(header) in ("standard value", "pchembl value"):
+        return f"p{activity}" if activity else "pChEMBL"
+    written = str(header).replace("\ufeff", "").strip().strip("'\"").strip() or "value"
+    if transform == "none":
+        return written
+    base = re.sub(r"\s*[(\[][^)\]]*[)\]]\s*", " ", written).strip() or written
+    words = base.split()
+    if len(words) > 1 and molar_factor(words[-1]) is not None:  # "IC50 nM": the units as a last word
+        base = " ".join(words[:-1])
+    if transform == "log10":
+        return f"log10 {base}"
+    generic = header_key(base) in (*VALUE_NAMES, "label", "y")
+    return "pActivity" if generic else f"p{base}"
 
 
 def molar_factor(unit) -> float | None:
@@ -207,7 +249,8 @@ def normalize_answers(table: pa.Table, targets: Sequence[str] = ("y",), *, colum
     info : dict
         ``columns`` (role -> header used), ``ignored`` (headers not used), ``rule`` (the value rule, one line),
         ``transform``, ``warnings`` (list of str), ``chembl`` (bool), ``not_converted`` (``{units: count}``:
-        values whose units are no concentration, read as missing).
+        values whose units are no concentration, read as missing), ``name`` (what the value measures,
+        :func:`property_name`; None for several value columns).
 
     Raises
     ------
@@ -321,6 +364,7 @@ def normalize_answers(table: pa.Table, targets: Sequence[str] = ("y",), *, colum
         used["pchembl"] = keys[CHEMBL["pchembl"]]
     ignored = [c for c in names if c not in {key_col, rel_col, unit_col, *val_cols, used.get("pchembl")}]
     warnings = []
+    name = None if len(val_cols) != 1 else property_name(val_cols[0], "p" if chembl else transform)
     if chembl:
         rule = (f"ChEMBL activity export: value = {used['pchembl']} where present ({n_pchembl} rows), else "
                 f"-log10 molar of {val_cols[0]} in {unit_col} ({n_converted} rows)"
@@ -328,6 +372,7 @@ def normalize_answers(table: pa.Table, targets: Sequence[str] = ("y",), *, colum
         types = keys.get(CHEMBL["type"])
         if types:
             kinds = sorted({str(t).strip().strip("'\"") for t in col(types) if t not in (None, "")})
+            name = property_name(val_cols[0], "p", kinds[0] if len(kinds) == 1 else None)
             if len(kinds) > 1:
                 warnings.append(f"the export mixes activity types ({', '.join(kinds)}): one model will fit them as "
                                 "one value")
@@ -350,4 +395,4 @@ def normalize_answers(table: pa.Table, targets: Sequence[str] = ("y",), *, colum
     answers = pa.table({kind: pa.array(["" if x is None else str(x) for x in col(key_col)], pa.string()),
                         **{nm: pa.array(v, pa.string()) for nm, v in zip(out_names, out_vals)}})
     return answers, {"columns": used, "ignored": ignored, "rule": rule, "transform": "p" if chembl else transform,
-                     "warnings": warnings, "chembl": chembl, "not_converted": not_converted}
+                     "warnings": warnings, "chembl": chembl, "not_converted": not_converted, "name": name}

@@ -389,13 +389,19 @@ def full_row(case: PoolCase, model: str, base: dict, seed: int = 0) -> dict:
             "value": value, "epsilon": float("nan"), "seconds": round(time.process_time() - t0, 3)}
 
 
+def _parse_rounds(case: PoolCase, strategy: str):
+    """``<first>><next>[:fp]/<difficulty>`` → ``(first, next, difficulty, D)``: ``D`` the distance the later rounds
+    pick on (``:fp``: the fingerprint distance, else TMD)."""
+    first, nxt = strategy.split(">")
+    nxt, _, how = nxt.partition("/")
+    nxt, _, metric = nxt.partition(":")
+    return first, nxt, how, (case.D_fp if metric == "fp" else case.D)
+
+
 def _rounds(case: PoolCase, strategy: str, trial: int, todo, row, budgets=BUDGETS) -> list[dict]:
     from ..select.rounds import next_batch
 
-    first, nxt = strategy.split(">")
-    nxt, _, how = nxt.partition("/")
-    nxt, _, metric = nxt.partition(":")  # ``:fp``: the later rounds on the fingerprint distance, not TMD
-    D = case.D_fp if metric == "fp" else case.D
+    first, nxt, how, D = _parse_rounds(case, strategy)
     if not any(todo(strategy, "rounds", b, trial) for b in budgets):
         return []
     out = []
@@ -469,15 +475,14 @@ def control_round(case: PoolCase, strategy: str, share: float, trial: int):
     """
     from ..select.rounds import next_batch
 
-    first, nxt = strategy.split(">")
-    nxt, _, how = nxt.partition("/")
+    first, nxt, how, D = _parse_rounds(case, strategy)
     picks, _ = first_round(case, first, case.k(BUDGETS[0]), trial)
     new = case.k(BUDGETS[1]) - picks.size
     m = int(math.ceil(share * new))
     rng = np.random.default_rng([trial, 0xC0A7])
     arm = np.sort(rng.choice(np.setdiff1d(np.arange(case.P), picks), size=m, replace=False))
     u = difficulty(case, picks, how, trial) if how else None
-    strat = next_batch(case.D, np.concatenate([picks, arm]), new - m, u, nxt, seed=trial, restarts=3)
+    strat = next_batch(D, np.concatenate([picks, arm]), new - m, u, nxt, seed=trial, restarts=3)
     return picks, arm, np.sort(np.asarray(strat, dtype=np.int64))
 
 

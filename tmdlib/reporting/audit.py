@@ -250,7 +250,7 @@ def _predictions_section(f: Mapping) -> dict:
     p = f["predictions"]
     d, a = p.get("domain") or {}, p.get("audit") or {}
     rows = [("predictions file", p.get("file")), ("pool molecules predicted", p.get("rows")), ("model", p.get("model")),
-            ("interval confidence", _pct(p.get("confidence")))]
+            ("property predicted (labels.name)", p.get("quantity")), ("interval confidence", _pct(p.get("confidence")))]
     if d.get("computed"):
         n_in, n_out = d.get("in_domain"), d.get("out_of_domain")
         share = d.get("share_in_domain")

@@ -36,7 +36,7 @@ def epsilon_ratios(rows) -> dict:
     out = defaultdict(list)
     for (d, m, lab, mo, b), v in eps.items():
         ref = eps.get((d, m, "tmd", "oneshot", b))
-        if ref:
+        if ref and np.isfinite(v).all():  # a pool run before its TMD matrix was prepared has no ε
             out[(m, lab, mo, b)].append(float(np.mean(v)) / float(np.mean(ref)))
     return {k: float(np.mean(v)) for k, v in out.items()}
 
@@ -321,6 +321,14 @@ def control_lines(control_rows: list[dict], cells: dict) -> list[str]:
     """
     if not control_rows:
         return []
+    by = {}
+    for r in control_rows:
+        by.setdefault(r["strategy"], []).append(r)
+    if len(by) > 1:  # one table per strategy replayed (the default's first)
+        from ..select.rounds import default_strategy
+
+        order = sorted(by, key=lambda st: (st != default_strategy(), st))
+        return [line for st in order for line in control_lines(by[st], cells)]
     counts = control_counts(control_rows, cells)
     costs = []
     for r in control_rows:
@@ -330,7 +338,8 @@ def control_lines(control_rows: list[dict], cells: dict) -> list[str]:
             costs.append(err / float(np.mean(same)))
     share = float(control_rows[0]["share"])
     c = counts.get("all") or {}
-    lines = [f"## The Random control (select.control: {share:g}) replayed in round two (5 % → 10 %)", "",
+    lines = [f"## The Random control (select.control: {share:g}) replayed in round two (5 % → 10 %): "
+             f"`{control_rows[0]['strategy']}`", "",
              f"{c.get('runs', 0)} verdicts ({len(c.get('sets', ()))} sets, strategy "
              f"`{control_rows[0]['strategy']}`). The rule: {c.get('folds') or '–'}-fold cross-fitting over every "
              "uniform label of the round (the audit sample and the control arm), each arm trained on the earlier "
@@ -383,14 +392,18 @@ def write_summary(results_dir, out: str | None = None) -> str:
                   "Each cell: mean ratio to Random over the family's pools · pools lost by more than one Random sd · "
                   "the worst pool's ratio; the strategy's last line is the unweighted mean of the families' means. "
                   "Strategies measured on at least two families.", ""] + tab + [""]
+    long = sorted({(lab, mo) for (dd, m, lab, mo, b) in cells if b > 0.2 + 1e-9 and lab != "full"},
+                  key=lambda k: (k[0] != "random", k[1], k[0]))
+    if long:
         lines += ["## Labels to 1.1 × the full-data error", "",
                   "The budget (share of the pool) at which the strategy's mean error reaches 1.1 × the full-data "
                   "error (the model cross-fitted over the whole pool, 5 folds), median over the family's pools (a "
-                  "pool not reached within the strategy's budgets counts as beyond them) · (pools reached / pools).",
-                  ""] + target_table(cells, [("random", "oneshot")] + shared) + [""]
-    eps = epsilon_ratios(rows)
+                  "pool not reached within the strategy's budgets, up to 60 %, counts as beyond them) · (pools "
+                  "reached / pools). Strategies run past 20 % (`run --long`).",
+                  ""] + target_table(cells, long) + [""]
     for fam in FAMILIES:
         fam_cells = {k: v for k, v in cells.items() if family_of(k[0]) == fam}
+        eps = epsilon_ratios([r for r in rows if family_of(r["dataset"]) == fam])
         for model in models:
             for mode in ("oneshot", "rounds"):
                 tab, _ = summary_table(fam_cells, model, mode, eps=eps)

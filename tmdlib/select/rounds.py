@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["stratified_picks", "first_picks", "FIRST_PICKERS", "picking_distance", "default_strategy",
+__all__ = ["stratified_picks", "first_picks", "FIRST_PICKERS", "picking_distance", "default_strategy", "default_first",
+           "DEFAULT_FIRST_CLASSES",
            "union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
            "isolation", "knn_difficulty", "default_method", "DEFAULT_FIRST",
            "check_control", "forest_difficulty", "DIFFICULTIES", "DEFAULT_DIFFICULTY", "default_weighting"]
@@ -64,12 +65,21 @@ FIRST_PICKERS = {"tmd-mix": ("mix", "tmd"), "tmd": ("medoids", "tmd"), "strat": 
                  "fpk-mix": ("mix", "fp"), "fpk": ("medoids", "fp"), "strat-fp": ("strat", "fp")}
 #: The default first round of ``tmd-rounds`` and its later-round strategy (chosen on the pool benchmark's families:
 #: docs/pool-benchmark.md).
-DEFAULT_FIRST = "tmd-mix"
+DEFAULT_FIRST = "strat-fp"
 DEFAULT_NEXT = "tmd-unc"
+#: The first round where the labels are known to be classes (``base.task``, a built-in's task, or 0/1 answers so far):
+#: on the classification family TMD's half-uniform mix held up best (docs/pool-benchmark.md).
+DEFAULT_FIRST_CLASSES = "tmd-mix"
 #: Difficulty estimates from the labels so far: ``forest`` (:func:`forest_difficulty`), ``knn``
 #: (:func:`knn_difficulty`); the default chosen on the pool benchmark.
 DIFFICULTIES = ("forest", "knn")
 DEFAULT_DIFFICULTY = "forest"
+
+
+def default_first(classes: bool = False) -> str:
+    """The measured first round of ``tmd-rounds`` (:data:`FIRST_PICKERS`): :data:`DEFAULT_FIRST_CLASSES` for labels
+    known to be classes, :data:`DEFAULT_FIRST` otherwise (regression, or a pool whose labels are not known yet)."""
+    return DEFAULT_FIRST_CLASSES if classes else DEFAULT_FIRST
 
 
 def default_strategy(first: str | None = None, nxt: str | None = None, difficulty: str | None = None) -> str:
@@ -313,6 +323,7 @@ def _systematic(quota: np.ndarray, total: int, rng) -> np.ndarray:
     q = np.asarray(quota, dtype=np.float64)
     q = q * (float(total) / q.sum()) if q.sum() > 0 else np.zeros_like(q)
     edges = np.concatenate([[0.0], np.cumsum(q)])
+    edges[-1] = float(total)  # exactly: the counts then sum to ``total``
     u = float(rng.random())
     return (np.floor(edges[1:] - u + 1.0) - np.floor(edges[:-1] - u + 1.0)).astype(np.int64).clip(0)
 

@@ -24,7 +24,7 @@ def _columns(cal, model, domain, smiles):
     from tmdlib.models import Inputs
 
     dom = domain.columns(smiles)
-    p = cal.predict(model.outputs(Inputs(smiles=smiles)), sigmas=dom["sigma"])
+    p = cal.predict(model.outputs(Inputs(smiles=smiles)), sigmas=dom["sigma"], bins=dom["bin"])
     return {"lower": p["lower"][:, 0], "upper": p["upper"][:, 0], **dom}
 
 
@@ -85,5 +85,56 @@ def test_without_an_audit_sample_there_is_no_threshold_and_no_interval():
     cal, domain = calibrate_with_domain(smiles[:20], [], [], [], TaskSpec("regression"))
     cols = domain.columns(["CCO", smiles[0]])
     assert domain.threshold is None and cols["in_domain"] is None and cols["nn_similarity"][1] == 1.0
-    p = cal.predict(np.zeros((2, 1)), sigmas=cols["sigma"])
+    p = cal.predict(np.zeros((2, 1)), sigmas=cols["sigma"], bins=cols["bin"])
     assert np.isnan(p["lower"]).all() and cal.note and "fewer than 2" in cal.note
+
+
+def test_similarity_bins_on_a_real_pool_with_a_series_never_trained_on():
+    """Issue 67: CHEMBL214_Ki with the fifth of the pool nearest one molecule (a series) kept out of training; the
+    audit sample is uniform over the rest, the series included.  Per similarity bin (3 of 50 audit molecules each)
+    the intervals cover near 90 % over three draws — one draw of 50 calibration members spreads by ±0.04 —, and
+    the bins' sizes are what predictions.json states."""
+    from tmdlib.chem.domain import Domain, calibrate_with_domain
+    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.models import Inputs, get_model
+
+    smiles, y = _series("CHEMBL214_Ki")
+    task = TaskSpec("regression")
+    per_bin, shifted_cover = [], []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        near, _ = Domain([smiles[int(rng.integers(len(smiles)))]]).measure(smiles)
+        series = near >= np.quantile(near, 0.8)
+        train = rng.permutation(np.flatnonzero(~series))[:300]
+        others = rng.permutation(np.setdiff1d(np.arange(len(smiles)), train))
+        cal, rest = others[:150], others[150:]
+        pick = lambda idx: [smiles[i] for i in idx]  # noqa: E731
+        model = get_model("svm").build().fit(Inputs(smiles=pick(train)), y[train], task=task)
+        c, domain = calibrate_with_domain(pick(train), model.outputs(Inputs(smiles=pick(cal))), pick(cal), y[cal],
+                                          task, 0.9)
+        assert c.intervals == "similarity-bins" and domain.bin_sizes == [50, 50, 50] and len(domain.edges) == 2
+        assert [r["n_calibration"] for r in c.describe(domain.edges)["bins"]["y"]] == [50, 50, 50]
+        cols = _columns(c, model, domain, pick(rest))
+        hit = (cols["lower"] <= y[rest]) & (y[rest] <= cols["upper"])
+        per_bin.append([hit[cols["bin"] == b].mean() for b in range(3)])
+        shifted_cover.append(hit[series[rest]].mean())
+    per_bin = np.mean(per_bin, axis=0)
+    assert (per_bin >= 0.9 - 0.08).all(), per_bin
+    assert np.mean(shifted_cover) >= 0.9 - 0.08, shifted_cover
+
+
+def test_classification_keeps_one_quantile_and_a_small_audit_sample_says_one_bin():
+    from tmdlib.chem.domain import calibrate_with_domain
+    from tmdlib.datasets.task import TaskSpec
+
+    smiles, y = _series("CHEMBL204_Ki")
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(120, 1))
+    cal, domain = calibrate_with_domain(smiles[:100], logits, smiles[100:220], (y[100:220] > 7).astype(float),
+                                        TaskSpec("binary"))
+    assert cal.intervals is None and not cal.mondrian and len(domain.edges) == 0 and domain.threshold is not None
+    reg, domain = calibrate_with_domain(smiles[:100], y[100:160, None] + rng.normal(size=(60, 1)), smiles[100:160],
+                                        y[100:160], TaskSpec("regression"))
+    desc = reg.describe(domain.edges)
+    assert reg.intervals == "similarity-bins" and [b["n_calibration"] for b in desc["bins"]["y"]] == [60]
+    assert desc["bin_notes"][0].startswith("60 calibration members, fewer than 2 x 50: one similarity bin")

@@ -91,6 +91,18 @@ def test_a_chembl_export_needs_nothing_set():
     assert info["not_converted"] == {"%": 1} and any("%: 1" in w for w in info["warnings"])
 
 
+def test_the_property_is_named_after_the_value_column_and_the_transform():
+    """Issue 70 item 4: labels.name: auto names the property by the lab's value column, p<column> after p."""
+    from tmdlib.datasets.labsheet import property_name
+
+    table = _table("ki_nM.tsv", "\t")
+    assert [_norm(table, transform=t)[1]["name"] for t in ("none", "p", "log10")] == ["Ki", "pKi", "log10 Ki"]
+    assert _norm(_table("chembl_activities.csv", ";"))[1]["name"] == "pKi"  # its one Standard Type
+    assert _norm(_table("extra_columns.csv", ","))[1]["name"] == "pKi"
+    assert property_name("IC50 (nM)") == "IC50 (nM)" and property_name("IC50 nM", "p") == "pIC50"
+    assert property_name("y", "p") == "pActivity" and property_name("Standard Value", "p") == "pChEMBL"
+
+
 def test_integer_concentrations_are_never_classes():
     from tmdlib.datasets.task import decide_task, task_reason
 

@@ -167,6 +167,25 @@ def test_the_audit_task_reads_the_predictions_and_the_lab(tmp_path):
     assert facts["plots"] == [(n, c) for n, c, _ in images]
 
 
+def test_the_property_names_the_axes_and_the_table(tmp_path):
+    """Issue 70 item 4: predictions.json's property (labels.name) names the plots' axes and the report's row."""
+    from tasks.audit import prediction_report
+    from tasks.predict import read_prediction_set, write_predictions
+
+    truth, pred, flags = _pool_files(tmp_path)
+    import pyarrow.parquet as pq
+
+    meta = read_prediction_set(str(tmp_path / "pred"))
+    write_predictions.fn(str(tmp_path / "pred"), pq.read_table(tmp_path / "pred" / "predictions.parquet"),
+                         {**meta, "property": "pIC50"})
+    facts, images = prediction_report.fn(str(tmp_path / "pred" / "predictions.parquet"), str(tmp_path / "labels.csv"),
+                                         str(tmp_path / "sel.json"), None)
+    assert facts["quantity"] == "pIC50"
+    assert images[1][2] == rp.distribution_png(pred, flags, title=images[1][1], quantity="pIC50")
+    text = audit.render_markdown({**_facts(), "predictions": facts}, images)
+    assert "| property predicted (labels.name) | pIC50 |" in text
+
+
 def test_a_classification_pool_gets_counts_not_a_parity_plot(tmp_path):
     from tasks.audit import prediction_report
 

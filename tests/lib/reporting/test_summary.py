@@ -60,3 +60,37 @@ def test_summary_before_any_metrics_and_without_epsilon(workspace):
     text = summary.summary_text(str(workspace))
     assert "Lemma 3.2 (coreset loss gap): Bound unknown: no ε was recorded" in text
     assert "eps n/a, c*eps n/a, observed gap 2.18" in text  # no crash on the missing numbers
+
+
+def test_summary_names_the_stages_another_tmdsub_made_and_the_rerun(workspace, monkeypatch):
+    """Issue 70 item 6: each stage's JSON records the tmdsub that wrote it; summary compares it with the installed
+    one and params.yaml's tool.version and says how to rerun."""
+    from tasks import io
+
+    monkeypatch.setattr(io, "tool_version", lambda: "0.2.0")
+    stages = [("select@POOL", ["data/selection/POOL/selection.json"]), ("tmd@POOL", ["data/tmd/POOL"]),
+              ("train@POOL", ["data/models/POOL/model.pt", "data/models/POOL/train.json"]),
+              ("ingest@POOL", ["data/graphs/POOL.parquet"])]
+    _write(workspace, "data/selection/POOL/selection.json", io.stamped({"k": 3}))  # the installed version
+    _write(workspace, "data/tmd/POOL/meta.json", {"graphs": 9, io.VERSION_FIELD: "0.1.0"})
+    _write(workspace, "data/models/POOL/train.json", {"model": "svm"})  # before versions were recorded
+    (workspace / "params.yaml").write_text('tool:\n  version: "0.1.0"   # a comment\n')
+    lines = summary.version_lines(stages, str(workspace))
+    assert lines[0] == "Tool version: tmdsub 0.2.0; params.yaml tool.version 0.1.0"
+    assert lines[1] == ("  stale, made by another version: tmd@POOL (tmdsub 0.1.0), train@POOL (no version recorded: "
+                        "made before tmdsub recorded it)")
+    assert "`tmdsub upgrade` (sets tool.version: 0.2.0 in params.yaml), then `dvc repro`" in lines[2]
+    from flows.project import upgrade_project
+
+    assert upgrade_project(workspace) == {"path": str(workspace / "params.yaml"), "previous": "0.1.0",
+                                          "version": "0.2.0"}
+    assert (workspace / "params.yaml").read_text() == 'tool:\n  version: "0.2.0"   # a comment\n'
+    assert summary.version_lines(stages, str(workspace))[2] == (
+        "  to rerun them: `dvc repro` (tool.version is the installed one: DVC reruns every stage)")
+    for p in ("data/tmd/POOL/meta.json", "data/models/POOL/train.json"):
+        _write(workspace, p, io.stamped({}))
+    assert summary.version_lines(stages, str(workspace)) == [
+        "Tool version: tmdsub 0.2.0; params.yaml tool.version 0.2.0; every stage's output was made by it"]
+    (workspace / "params.yaml").write_text("base: {}\n")  # the checkout: no tool.version, nothing to upgrade
+    with pytest.raises(Exception, match="no tool.version"):
+        upgrade_project(workspace)
