@@ -149,8 +149,13 @@ def test_bad_batch_is_one_clear_error_and_no_store(tmp_path, mutag_table):
     assert "b1" in str(err.value) and "node label 99" in str(err.value)
     assert not out.exists()
     (tmp_path / "append" / "M" / "b1").rename(tmp_path / "b1")
-    (tmp_path / "append" / "M" / "odd.txt").write_text("x")
-    with pytest.raises(InputError, match="odd.txt.*TU folder, a SMILES .csv or a graph-store .parquet"):
+    (tmp_path / "append" / "M" / "odd.bin").write_text("x")  # (.txt is a molecule file type now: a header-less one)
+    with pytest.raises(InputError, match="odd.bin.*a batch is a TU folder, a molecule file .* or a graph-store"):
+        ingest_flow("tu", str(base), "M", str(out), append_dir=str(tmp_path / "append" / "M"))
+    assert not out.exists()
+    (tmp_path / "append" / "M" / "odd.bin").rename(tmp_path / "odd.txt")
+    (tmp_path / "append" / "M" / "odd.txt").write_text("x")  # a text file that is not a pool: one clear error too
+    with pytest.raises(InputError, match="odd.txt.*no SMILES column"):
         ingest_flow("tu", str(base), "M", str(out), append_dir=str(tmp_path / "append" / "M"))
     assert not out.exists()
 
