@@ -278,3 +278,17 @@ def open_in_chromium(page_file: Path, image_attr: str = "alt") -> tuple[str, lis
         finally:
             browser.close()
     return text, images, problems, requests
+
+
+#: The venv's own ``dvc`` and ``tmdsub`` (what a pipeline test runs as a user would).
+DVC = str(Path(sys.executable).parent / "dvc")
+TMDSUB = str(Path(sys.executable).parent / "tmdsub")
+
+
+def run_ok(args, cwd, env, timeout: float = 900):
+    """Run a command in ``cwd``; it must succeed (the tail of its output is the assertion message)."""
+    import subprocess
+
+    res = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res

@@ -10,26 +10,16 @@ from __future__ import annotations
 import csv
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from helpers import RAW, git_workspace, pipeline_env
+from helpers import DVC, RAW, TMDSUB, git_workspace, pipeline_env
+from helpers import run_ok as _sh
 
-DVC = str(Path(sys.executable).parent / "dvc")
-TMDSUB = str(Path(sys.executable).parent / "tmdsub")
 N = 160
 pytestmark = pytest.mark.skipif(not (RAW / "MoleculeACE").is_dir(), reason="data/raw not present")
-
-
-def _sh(args, cwd, env):
-    res = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return res
 
 
 def test_two_rounds_with_the_defaults_learn_from_the_answers(tmp_path):
