@@ -218,8 +218,9 @@ def write_invalid_report(out: str, invalid: list) -> str | None:
     return str(path)
 
 
-#: Pools up to this size have their duplicate structures counted on RDKit's canonical SMILES (about 0.2 ms a
-#: molecule on one core, measured: 10 s at this size); larger ones on the SMILES as written.
+#: A store without the canonical key column (older, or an OGB source) has its duplicate structures counted on
+#: RDKit's canonical SMILES up to this size (about 0.2 ms a molecule on one core, measured: 10 s at this size),
+#: larger ones on the SMILES as written.
 CANONICAL_DUPLICATES_LIMIT = 50_000
 
 
@@ -228,15 +229,22 @@ def count_duplicates(store: str) -> dict | None:
     structures have copies), ``graphs`` (the graphs beyond each structure's first), ``compared`` (on what)."""
     import pyarrow.parquet as pq
 
-    if "smiles" not in pq.read_schema(store).names:
-        return None
-    smiles = pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist()
-    if len(smiles) <= CANONICAL_DUPLICATES_LIMIT:
-        from tmdlib.datasets.smiles import canonical_smiles
+    from tmdlib.datasets.smiles import CANONICAL_COLUMN
 
-        keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
+    names = pq.read_schema(store).names
+    if "smiles" not in names:
+        return None
+    if CANONICAL_COLUMN in names:  # the key index written at ingest: canonical at any size, no parsing
+        keys = pq.read_table(store, columns=[CANONICAL_COLUMN]).column(CANONICAL_COLUMN).to_pylist()
+        compared = "RDKit's canonical SMILES"
     else:
-        keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
+        smiles = pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist()
+        if len(smiles) <= CANONICAL_DUPLICATES_LIMIT:
+            from tmdlib.datasets.smiles import canonical_smiles
+
+            keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
+        else:
+            keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
     from collections import Counter
 
     counts = Counter(keys)

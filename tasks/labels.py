@@ -1,10 +1,12 @@
 """Label hand-off tasks: export the label requests, import (or stand in for) the labels."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from prefect import task
 
 from tmdlib import InputError
@@ -280,29 +282,41 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
     table, how = normalize_answers(table, targets, columns=sheet.get("columns"), transform=sheet.get("transform",
                                    "none"), units=sheet.get("units"), path=source, line_numbers=lines)
     names = table.column_names
-    request_sources = pool = canonical = None
+    request_sources = pool = canonical = index = None
     key = next((k for k in ("graph_id", "source_id", "smiles") if k in names), None)
+    stored = pq.read_schema(store_path).names
     if key == "source_id":  # the requests' source ids, and the user's compound ids of the whole pool
+        from tmdlib.datasets.labels import key_index
         from tmdlib.datasets.smiles import ID_COLUMN
 
+        wanted = {str(k).strip() for k in table.column("source_id").to_pylist() if k is not None}
         req = pq.read_table(requests_path, columns=["graph_id", "source_id"])
-        pairs = zip(req.column("graph_id").to_pylist(), req.column("source_id").to_pylist())
-        if ID_COLUMN in pq.read_schema(store_path).names:
+        request_sources = key_index(pc.utf8_trim_whitespace(req.column("source_id").cast(pa.string())),
+                                    req.column("graph_id"), wanted)
+        if ID_COLUMN in stored:  # the pool's ids filtered to the lab's (vectorised): no loop over the pool
             t = pq.read_table(store_path, columns=["graph_id", ID_COLUMN])
-            pairs = [*pairs, *((g, c) for g, c in zip(t.column("graph_id").to_pylist(), t.column(ID_COLUMN)
-                                                      .to_pylist()) if c)]
-        request_sources = {}
-        for g, s in pairs:
-            hits = request_sources.setdefault(str(s).strip(), [])
-            if int(g) not in hits:
-                hits.append(int(g))
-    elif key == "smiles" and "smiles" in pq.read_schema(store_path).names:
-        from tmdlib.datasets.smiles import canonical_smiles
+            for k, gids in key_index(t.column(ID_COLUMN), t.column("graph_id"), wanted).items():
+                hits = request_sources.setdefault(k, [])
+                hits.extend(g for g in gids if g not in hits)
+    elif key == "smiles" and "smiles" in stored:
+        from tmdlib.datasets.labels import key_index
+        from tmdlib.datasets.smiles import CANONICAL_COLUMN, canonical_smiles
 
-        t = pq.read_table(store_path, columns=["graph_id", "smiles"])
-        pool, canonical = (t.column("graph_id").to_pylist(), t.column("smiles").to_pylist()), canonical_smiles
+        canonical = functools.lru_cache(maxsize=None)(canonical_smiles)  # each lab SMILES parsed once
+        chem_key = canonical_smiles
+        if CANONICAL_COLUMN in stored:  # the key index written at ingest: only the lab's molecules are parsed
+            wanted = {canonical(str(s).strip()) for s in table.column("smiles").to_pylist() if s}
+            t = pq.read_table(store_path, columns=["graph_id", CANONICAL_COLUMN])
+            keys = t.column(CANONICAL_COLUMN)
+            if keys.null_count:  # molecules appended from a source without the index: canonicalised here
+                written = pq.read_table(store_path, columns=["smiles"]).column("smiles").to_pylist()
+                keys = [k if k is not None else chem_key(s) for k, s in zip(keys.to_pylist(), written)]
+            index = key_index(keys, t.column("graph_id"), wanted - {None})
+        else:  # a store from before the key index (or an OGB source): every pool molecule canonicalised
+            t = pq.read_table(store_path, columns=["graph_id", "smiles"])
+            pool = (t.column("graph_id").to_pylist(), t.column("smiles").to_pylist())
     m, info = read_answers(table, known, targets, request_sources=request_sources, pool_smiles=pool,
-                           canonical=canonical, path=source, line_numbers=lines)
+                           canonical=canonical, smiles_index=index, path=source, line_numbers=lines)
     return m, {**info, "sheet": {"form": form, **how}}
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 
-__all__ = ["label_request_table", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA",
+__all__ = ["label_request_table", "key_index", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA",
            "label_columns", "labels_schema", "KEY_COLUMNS", "QUALIFIERS", "CENSORED", "MISSING_NOTES",
            "REPLICATE_RULES", "CENSORED_RULES", "MEASUREMENT_SCHEMA", "parse_value", "read_answers", "apply_censored",
            "aggregate_measurements"]
@@ -212,44 +212,17 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
     for r in range(nrows):
         ln = int(lines[r])
         gid = _parse_id(raw_ids[r])
-        if gid is None:
-            offenders.append((ln, f"graph_id {raw_ids[r]!r} is not an integer"))
-        elif not -2 ** 63 <= gid < 2 ** 63:
-            offenders.append((ln, f"graph_id {gid} is out of range (64-bit graph ids)"))
-        elif gid not in known:
-            offenders.append((ln, f"unknown graph_id {gid}"))
+        why = _id_problem(raw_ids[r], gid, known)
+        if why:
+            offenders.append((ln, why))
         else:
             seen.setdefault(gid, []).append(ln)
-        row = []
-        for c, col in zip(lab_cols, raw_labs):
-            raw = col[r]
-            empty = raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "nan", "na", "none"))
-            lab = None if empty else _parse_label(raw)
-            what = "label" if len(lab_cols) == 1 else f"label {c}"
-            if empty and gaps_ok:
-                lab = math.nan
-            elif lab is None:
-                offenders.append((ln, f"{what} {raw!r} is not a finite number"
-                                      + (" (this task needs every label)" if empty and task is not None else "")))
-            elif allowed is not None and lab not in allowed:
-                offenders.append((ln, f"{what} {raw!r} is not one of {sorted(allowed)}"))
-            row.append(lab)
         ids.append(gid)
-        labs.append(row)
+        labs.append([_label_cell(col[r], c if len(lab_cols) > 1 else None, ln, gaps_ok, allowed, task, offenders)
+                     for c, col in zip(lab_cols, raw_labs)])
     if task is not None and not offenders:
-        from .task import validate_labels
-
-        try:
-            validate_labels(np.asarray(labs, dtype=np.float64).reshape(nrows, len(lab_cols)), task, path=path,
-                            lines=lines, encoded=False)
-        except InputError as err:
-            if err.line is not None:  # one problem, reported with its line
-                offenders.append((int(err.line), err.problem))
-            for part in err.problem.splitlines()[1:]:
-                text = part.strip()
-                if text.startswith("line "):
-                    n, _, msg = text[5:].partition(": ")
-                    offenders.append((int(n), msg))
+        offenders += _task_offenders(np.asarray(labs, dtype=np.float64).reshape(nrows, len(lab_cols)), task, path,
+                                     lines)
     for gid, lns in seen.items():
         if len(lns) > 1:
             offenders.append((lns[0], f"duplicate graph_id {gid} on {_fmt_lines(lns)}"))
@@ -258,17 +231,54 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
         shown = ", ".join(str(g) for g in absent[:50]) + (" ..." if len(absent) > 50 else "")
         offenders.append((None, f"no label for {len(absent)} requested graph_id(s): {shown}"))
     if offenders:
-        offenders.sort(key=lambda o: (o[0] is None, o[0] or 0))
-        if len(offenders) == 1:  # one problem: one line, "file:line: problem"
-            err = InputError(path, offenders[0][1], line=offenders[0][0])
-            err.offenders = offenders
-            raise err
-        body = "\n".join(f"  {'line ' + str(ln) if ln is not None else 'file'}: {msg}" for ln, msg in offenders)
-        err = InputError(path, f"{len(offenders)} problem(s) in the label file:\n{body}")
-        err.offenders = offenders
-        raise err
-    gid = np.asarray(ids, dtype=np.int64)
-    lab = np.asarray(labs, dtype=np.float64).reshape(nrows, len(lab_cols))
+        _raise(path, offenders, len(offenders), "in the label file")
+    return _label_table(np.asarray(ids, dtype=np.int64),
+                        np.asarray(labs, dtype=np.float64).reshape(nrows, len(lab_cols)), task)
+
+
+def _id_problem(raw, gid: int | None, known: set) -> str | None:
+    """Why a label file's ``graph_id`` cell names no graph of the dataset, or None."""
+    if gid is None:
+        return f"graph_id {raw!r} is not an integer"
+    if not -2 ** 63 <= gid < 2 ** 63:
+        return f"graph_id {gid} is out of range (64-bit graph ids)"
+    return None if gid in known else f"unknown graph_id {gid}"
+
+
+def _label_cell(raw, column: str | None, ln: int, gaps_ok: bool, allowed, task, offenders: list) -> float | None:
+    """One label cell as a number (NaN: not measured where the task allows it); a problem goes to ``offenders``."""
+    empty = raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "nan", "na", "none"))
+    lab = None if empty else _parse_label(raw)
+    what = "label" if column is None else f"label {column}"
+    if empty and gaps_ok:
+        return math.nan
+    if lab is None:
+        offenders.append((ln, f"{what} {raw!r} is not a finite number"
+                              + (" (this task needs every label)" if empty and task is not None else "")))
+    elif allowed is not None and lab not in allowed:
+        offenders.append((ln, f"{what} {raw!r} is not one of {sorted(allowed)}"))
+    return lab
+
+
+def _task_offenders(labs: np.ndarray, task, path, lines) -> list:
+    """``(line, problem)`` of every label the task does not take (:func:`~tmdlib.datasets.task.validate_labels`)."""
+    from .task import validate_labels
+
+    try:
+        validate_labels(labs, task, path=path, lines=lines, encoded=False)
+    except InputError as err:
+        found = [(int(err.line), err.problem)] if err.line is not None else []  # one problem, with its line
+        for part in err.problem.splitlines()[1:]:
+            text = part.strip()
+            if text.startswith("line "):
+                n, _, msg = text[5:].partition(": ")
+                found.append((int(n), msg))
+        return found
+    return []
+
+
+def _label_table(gid: np.ndarray, lab: np.ndarray, task) -> pa.Table:
+    """The checked labels as :func:`labels_schema`'s table, sorted by graph id."""
     order = np.argsort(gid, kind="stable")
     if task is None or task.num_targets == 1:
         return pa.table({"graph_id": pa.array(gid[order], pa.int64()),
@@ -372,9 +382,46 @@ def _value_columns(names: list[str], targets: Sequence[str], value_column: str |
             f"{', '.join(others) or 'none'}")
 
 
+def key_index(pool_keys, graph_ids, wanted: Iterable[str]) -> dict[str, list[int]]:
+    r"""The graph ids of each wanted key among a pool's keys, in time linear in the pool and no Python loop over it.
+
+    ``index[k] = [g_i : pool_keys_i = k]`` for every ``k`` of ``wanted`` that the pool has: the pool's key column
+    is filtered with Arrow's hashed ``is_in`` against the wanted set (vectorised, O(n + m)), and only the matching
+    rows -- at most a few per answer -- are grouped in Python.  This is what lets a lab's answers keyed by SMILES
+    or by compound id be matched on a pool of millions in about the time graph-id keys take.
+
+    Parameters
+    ----------
+    pool_keys : pyarrow.Array, pyarrow.ChunkedArray or sequence of str, length n
+        The pool's key of each molecule (e.g. the store's canonical SMILES or compound ids; null: no key).
+    graph_ids : array_like of int, length n
+        The graph id of each row.
+    wanted : iterable of str, m keys
+        The keys asked for (the lab's, already in the pool keys' form: canonical SMILES, stripped ids).
+
+    Returns
+    -------
+    dict
+        ``key -> [graph ids]`` (pool order) for the wanted keys found; a key the pool lacks is absent.
+    """
+    import pyarrow.compute as pc
+
+    want = pa.array(sorted({str(w) for w in wanted if w is not None}), pa.string())
+    keys = pool_keys if isinstance(pool_keys, (pa.Array, pa.ChunkedArray)) else pa.array(list(pool_keys), pa.string())
+    if not len(want) or not len(keys):
+        return {}
+    hit = pc.fill_null(pc.is_in(keys, value_set=want), False)
+    rows = np.flatnonzero(np.asarray(hit))
+    index: dict[str, list[int]] = {}
+    ids = np.asarray(graph_ids)
+    for k, g in zip(pc.take(keys, pa.array(rows)).to_pylist(), ids[rows].tolist()):
+        index.setdefault(k, []).append(int(g))
+    return index
+
+
 def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *, request_sources=None,
-                 pool_smiles=None, canonical=None, path: str | os.PathLike | None = None, line_numbers=None,
-                 value_column: str | None = None, limit: int = 50) -> tuple[pa.Table, dict]:
+                 pool_smiles=None, canonical=None, smiles_index=None, path: str | os.PathLike | None = None,
+                 line_numbers=None, value_column: str | None = None, limit: int = 50) -> tuple[pa.Table, dict]:
     r"""A lab's answer table as measurements, every key and value checked; every problem in one error.
 
     Keys (the first of :data:`KEY_COLUMNS` the table has): ``graph_id`` (an id of the pool), ``source_id`` (the
@@ -402,6 +449,9 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
         The pool's molecules.
     canonical : callable, optional
         ``canonical(smiles) -> str or None`` (None: not a molecule); needed for a ``smiles`` key.
+    smiles_index : mapping of str to list of int, optional
+        ``canonical SMILES -> graph ids`` of the pool, at least for the lab's molecules (:func:`key_index` on the
+        store's canonical column, written at ingest): used instead of canonicalising ``pool_smiles``.
     path : path, optional
         Named in errors.
     line_numbers : array_like of int, optional
@@ -432,18 +482,16 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
     cols = _value_columns(names, targets, value_column)
     if isinstance(cols, str):
         raise InputError(path, f"{cols}; found {names}", line=1)
-    if key == "smiles" and (pool_smiles is None or canonical is None):
+    if key == "smiles" and ((pool_smiles is None and smiles_index is None) or canonical is None):
         raise InputError(path, "answers keyed by SMILES need a pool of molecules (this pool has no smiles column)",
                          line=1)
     n = table.num_rows
     lines = np.arange(2, n + 2) if line_numbers is None else np.asarray(line_numbers, dtype=np.int64)
     known = {int(k) for k in known_ids}
-    by_smiles: dict[str, list[int]] = {}
-    if key == "smiles":
+    by_smiles: dict[str, list[int]] = dict(smiles_index or {})
+    if key == "smiles" and smiles_index is None:  # no key index: every molecule of the pool canonicalised
         for g, s in zip(*pool_smiles):
-            c = canonical(s) if s else None
-            if c is not None:
-                by_smiles.setdefault(c, []).append(int(g))
+            by_smiles.setdefault(canonical(s) if s else None, []).append(int(g))
     keys = table.column(key).to_pylist()
     vals = [table.column(c).to_pylist() for c in cols]
     others = [table.column(c).to_pylist() for c in names]
@@ -456,35 +504,9 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
         if all(v is None or str(v).strip() == "" for col in others for v in (col[r],)):
             blank += 1
             continue
-        raw = keys[r]
-        text = "" if raw is None else str(raw).strip()
-        gid, why, hits = None, None, []
-        if not text:
-            why = f"empty {key}"
-        elif key == "graph_id":
-            gid = _parse_id(text)
-            if gid is None:
-                why = f"graph_id {raw!r} is not an integer"
-            elif gid not in known:
-                why, gid = f"graph_id {gid} is no graph of the pool", None
-        else:
-            if key == "source_id":
-                hits = list((request_sources or {}).get(text, ()))
-                what = f"source_id {text!r}"
-                where = "of the requests"
-            else:
-                c = canonical(text)
-                hits = [] if c is None else by_smiles.get(c, [])
-                what = f"SMILES {text!r}" + (" (RDKit cannot parse it)" if c is None else "")
-                where = "of the pool"
-            if len(hits) == 1 or (hits and key == "smiles"):
-                gid = hits[0]
-                if len(hits) > 1:  # one structure stored several times: the answer is every copy's
-                    copies.append(len(hits))
-            elif not hits:
-                why = f"{what} matches no molecule {where}"
-            else:
-                why = f"{what} matches {len(hits)} molecules {where} (graph ids {', '.join(map(str, hits[:5]))})"
+        gid, why, hits = _resolve_key(key, keys[r], known, request_sources, by_smiles, canonical)
+        if len(hits) > 1 and why is None:  # one structure stored several times: the answer is every copy's
+            copies.append(len(hits))
         parsed = []
         for c, col in zip(cols, vals):
             try:
@@ -512,10 +534,37 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
     return pa.table(rows, schema=MEASUREMENT_SCHEMA), info
 
 
+def _resolve_key(key: str, raw, known: set, request_sources, by_smiles: dict, canonical) -> tuple:
+    """``(graph id, problem or None, every graph the key names)`` of one answer's key cell."""
+    text = "" if raw is None else str(raw).strip()
+    if not text:
+        return None, f"empty {key}", []
+    if key == "graph_id":
+        gid = _parse_id(text)
+        if gid is None:
+            return None, f"graph_id {raw!r} is not an integer", []
+        return (gid, None, [gid]) if gid in known else (None, f"graph_id {gid} is no graph of the pool", [])
+    if key == "source_id":
+        hits = list((request_sources or {}).get(text, ()))
+        what, where = f"source_id {text!r}", "of the requests"
+    else:
+        c = canonical(text)
+        hits = [] if c is None else by_smiles.get(c, [])
+        what = f"SMILES {text!r}" + (" (RDKit cannot parse it)" if c is None else "")
+        where = "of the pool"
+    if len(hits) == 1 or (hits and key == "smiles"):
+        return hits[0], None, hits
+    if not hits:
+        return None, f"{what} matches no molecule {where}", []
+    return None, f"{what} matches {len(hits)} molecules {where} (graph ids {', '.join(map(str, hits[:5]))})", hits
+
+
 def _raise(path, problems: list, limit: int, where: str) -> None:
     problems = sorted(problems, key=lambda p: (p[0] is None, p[0] or 0))
-    if len(problems) == 1:
-        raise InputError(path, problems[0][1], line=problems[0][0])
+    if len(problems) == 1:  # one problem: one line, "file:line: problem"
+        err = InputError(path, problems[0][1], line=problems[0][0])
+        err.offenders = problems
+        raise err
     body = "\n".join(f"  {'line ' + str(ln) if ln is not None else 'file'}: {msg}" for ln, msg in problems[:limit])
     more = f"\n  ... and {len(problems) - limit} more" if len(problems) > limit else ""
     err = InputError(path, f"{len(problems)} problem(s) {where}:\n{body}{more}")

@@ -258,141 +258,167 @@ def normalize_answers(table: pa.Table, targets: Sequence[str] = ("y",), *, colum
         No key or value column, a column named in ``columns`` that the sheet lacks, an unknown transform, ``p``
         without units, or every line whose value cannot be transformed.
     """
-    from .labels import parse_value
-
     if transform not in TRANSFORMS:
         raise InputError(path, f"labels.transform must be one of {', '.join(TRANSFORMS)}; got {transform!r}")
     bad = sorted(set(columns or {}) - set(COLUMN_ROLES))
     if bad:
         raise InputError(path, f"labels.columns: unknown role(s) {', '.join(bad)}; known: {', '.join(COLUMN_ROLES)}")
-    names = table.column_names
-    keys = {}
-    for c in names:
-        keys.setdefault(header_key(c), c)
     n = table.num_rows
     lines = np.arange(2, n + 2) if line_numbers is None else np.asarray(line_numbers, dtype=np.int64)
-    chembl = (not (columns or {}).get("value") and all(CHEMBL[r] in keys for r in ("value", "units", "pchembl")))
-    key_col, kind = _key_column(names, keys, columns, path)
-    if chembl:
-        val_cols = [keys[CHEMBL["value"]]]
-        rel_col, unit_col = keys.get(CHEMBL["relation"]), keys[CHEMBL["units"]]
-    else:
-        rel_col = _named(columns, "relation", keys, path) or _find(keys, RELATION_NAMES)
-        unit_col = _named(columns, "units", keys, path) or _find(keys, UNITS_NAMES)
-        taken = {key_col} | {c for c in (rel_col, unit_col) if c}
-        val_cols = _value_columns(table, keys, targets, columns, taken, path)
-    if transform == "p" and not chembl and unit_col is None and not units:
-        raise InputError(path, "labels.transform: p needs the values' units: a units column (units, unit, "
-                               "standard units, or labels.columns.units) or labels.units (nM, uM, mM, M)")
-    if units and molar_factor(units) is None and transform == "p":
-        raise InputError(path, f"labels.units {units!r} is no concentration unit (M, mM, uM, µM, nM, pM)")
-    col = lambda c: table.column(c).to_pylist() if c else [None] * n  # noqa: E731
-    rel, unit = col(rel_col), col(unit_col)
-    pchembl = col(keys.get(CHEMBL["pchembl"])) if chembl else [None] * n
-    problems: list[tuple[int, str]] = []
-    not_converted: dict[str, int] = {}
-    raw_values: list[float] = []
-    out_vals = []
-    n_pchembl = n_converted = 0
-    for c in val_cols:
-        cells = col(c)
-        out = []
-        for r in range(n):
-            cell = cells[r]
-            ln = int(lines[r])
-            try:
-                v, q, note = parse_value(cell)
-            except ValueError:
-                out.append("" if cell is None else str(cell))  # read_answers names the line
-                continue
-            if rel_col is not None and math.isfinite(v):
-                rq = _strip_relation(rel[r])
-                if rq not in ("", "<", ">", "<=", ">=", "~"):
-                    problems.append((ln, f"relation {rel[r]!r} is none of =, <, >, <=, >=, ~"))
-                    out.append("")
-                    continue
-                q = rq or q
-            if chembl:
-                p = pchembl[r]
-                try:
-                    pv, _, pnote = parse_value(p)
-                except ValueError:
-                    pv, pnote = math.nan, ""
-                if math.isfinite(pv):
-                    n_pchembl += 1
-                    out.append(f"{_FLIP[q]}{pv!r}")
-                    continue
-            if not math.isfinite(v):
-                out.append(note if note != "empty" else "")
-                continue
-            raw_values.append(v)
-            how = "p" if chembl else transform
-            if how == "none":
-                out.append(f"{q}{v!r}")
-                continue
-            if v <= 0:
-                problems.append((ln, f"value {cell!r}: the logarithm of a value <= 0 (labels.transform: {how})"))
-                out.append("")
-                continue
-            if how == "log10":
-                out.append(f"{q}{math.log10(v)!r}")
-                continue
-            u = unit[r] if unit_col is not None and str(unit[r] or "").strip() else units
-            f = molar_factor(u)
-            if f is None:
-                if chembl:  # a ChEMBL row in %, ug.mL-1, ...: no pChEMBL, no molar value: missing, counted
-                    not_converted[str(u or "")] = not_converted.get(str(u or ""), 0) + 1
-                    out.append("NA")
-                    continue
-                problems.append((ln, f"units {u!r} are no concentration (M, mM, uM, µM, nM, pM): cannot take "
-                                     "-log10 of the molar value"))
-                out.append("")
-                continue
-            n_converted += 1
-            out.append(f"{_FLIP[q]}{-math.log10(v * f)!r}")
-        out_vals.append(out)
-    if problems:
+    sheet = _SheetColumns(table, targets, columns, transform, units, path)
+    conv = _Conversion(sheet, transform, units)
+    for c in sheet.values:
+        conv.column(table.column(c).to_pylist(), lines)
+    if conv.problems:
         from .labels import _raise
 
-        _raise(path, problems, limit, "in the answer file")
-    used = {"key": key_col, "value": val_cols[0] if len(val_cols) == 1 else val_cols}
-    if rel_col:
-        used["relation"] = rel_col
-    if unit_col:
-        used["units"] = unit_col
-    if chembl:
-        used["pchembl"] = keys[CHEMBL["pchembl"]]
-    ignored = [c for c in names if c not in {key_col, rel_col, unit_col, *val_cols, used.get("pchembl")}]
-    warnings = []
-    name = None if len(val_cols) != 1 else property_name(val_cols[0], "p" if chembl else transform)
-    if chembl:
-        rule = (f"ChEMBL activity export: value = {used['pchembl']} where present ({n_pchembl} rows), else "
-                f"-log10 molar of {val_cols[0]} in {unit_col} ({n_converted} rows)"
-                + (f", relation from {rel_col} (a bound flips)" if rel_col else ""))
-        types = keys.get(CHEMBL["type"])
+        _raise(path, conv.problems, limit, "in the answer file")
+    used, ignored = sheet.used()
+    rule, warnings, name = _rule(sheet, conv, transform, units)
+    out_names = ["value"] if len(sheet.values) == 1 else list(targets)
+    answers = pa.table({sheet.kind: pa.array(["" if x is None else str(x) for x in sheet.cells(sheet.key)],
+                                             pa.string()),
+                        **{nm: pa.array(v, pa.string()) for nm, v in zip(out_names, conv.out)}})
+    return answers, {"columns": used, "ignored": ignored, "rule": rule, "transform": "p" if sheet.chembl else
+                     transform, "warnings": warnings, "chembl": sheet.chembl, "not_converted": conv.not_converted,
+                     "name": name}
+
+
+class _SheetColumns:
+    """The roles of a lab sheet's columns: key (and its kind), value(s), relation, units; ChEMBL's export found by
+    its headers.  Raises the sheet-level errors (no key, no value, ``p`` without units)."""
+
+    def __init__(self, table: pa.Table, targets, columns, transform: str, units, path):
+        self.table, self.names = table, table.column_names
+        keys: dict = {}
+        for c in self.names:
+            keys.setdefault(header_key(c), c)
+        self.header = keys
+        self.chembl = (not (columns or {}).get("value")
+                       and all(CHEMBL[r] in keys for r in ("value", "units", "pchembl")))
+        self.key, self.kind = _key_column(self.names, keys, columns, path)
+        if self.chembl:
+            self.values = [keys[CHEMBL["value"]]]
+            self.relation, self.units = keys.get(CHEMBL["relation"]), keys[CHEMBL["units"]]
+            self.pchembl = keys[CHEMBL["pchembl"]]
+        else:
+            self.relation = _named(columns, "relation", keys, path) or _find(keys, RELATION_NAMES)
+            self.units = _named(columns, "units", keys, path) or _find(keys, UNITS_NAMES)
+            taken = {self.key} | {c for c in (self.relation, self.units) if c}
+            self.values = _value_columns(table, keys, targets, columns, taken, path)
+            self.pchembl = None
+        if transform == "p" and not self.chembl and self.units is None and not units:
+            raise InputError(path, "labels.transform: p needs the values' units: a units column (units, unit, "
+                                   "standard units, or labels.columns.units) or labels.units (nM, uM, mM, M)")
+        if units and molar_factor(units) is None and transform == "p":
+            raise InputError(path, f"labels.units {units!r} is no concentration unit (M, mM, uM, µM, nM, pM)")
+
+    def cells(self, c) -> list:
+        """A column's cells (all None for a role the sheet lacks)."""
+        return self.table.column(c).to_pylist() if c else [None] * self.table.num_rows
+
+    def used(self) -> tuple[dict, list]:
+        """``(role -> header used, headers ignored)``."""
+        used = {"key": self.key, "value": self.values[0] if len(self.values) == 1 else self.values}
+        for role, c in (("relation", self.relation), ("units", self.units), ("pchembl", self.pchembl)):
+            if c:
+                used[role] = c
+        taken = {self.key, self.relation, self.units, *self.values, self.pchembl}
+        return used, [c for c in self.names if c not in taken]
+
+
+class _Conversion:
+    """Each value cell as ``<qualifier><number>`` by the sheet's rule, the problems by line, and the counts the
+    rule's line reports (pChEMBL used, converted, not converted)."""
+
+    def __init__(self, sheet: _SheetColumns, transform: str, units):
+        self.sheet, self.how, self.units = sheet, "p" if sheet.chembl else transform, units
+        self.rel, self.unit, self.pchembl = sheet.cells(sheet.relation), sheet.cells(sheet.units), \
+            sheet.cells(sheet.pchembl)
+        self.problems: list[tuple[int, str]] = []
+        self.not_converted: dict[str, int] = {}
+        self.raw: list[float] = []
+        self.out: list[list[str]] = []
+        self.n_pchembl = self.n_converted = 0
+
+    def column(self, cells: list, lines) -> None:
+        self.out.append([self.cell(r, cell, int(lines[r])) for r, cell in enumerate(cells)])
+
+    def cell(self, r: int, cell, ln: int) -> str:
+        from .labels import parse_value
+
+        try:
+            v, q, note = parse_value(cell)
+        except ValueError:
+            return "" if cell is None else str(cell)  # read_answers names the line
+        if self.sheet.relation is not None and math.isfinite(v):
+            rq = _strip_relation(self.rel[r])
+            if rq not in ("", "<", ">", "<=", ">=", "~"):
+                self.problems.append((ln, f"relation {self.rel[r]!r} is none of =, <, >, <=, >=, ~"))
+                return ""
+            q = rq or q
+        if self.sheet.chembl:
+            try:
+                pv = parse_value(self.pchembl[r])[0]
+            except ValueError:
+                pv = math.nan
+            if math.isfinite(pv):
+                self.n_pchembl += 1
+                return f"{_FLIP[q]}{pv!r}"
+        if not math.isfinite(v):
+            return note if note != "empty" else ""
+        self.raw.append(v)
+        return self.transformed(r, cell, v, q, ln)
+
+    def transformed(self, r: int, cell, v: float, q: str, ln: int) -> str:
+        if self.how == "none":
+            return f"{q}{v!r}"
+        if v <= 0:
+            self.problems.append((ln, f"value {cell!r}: the logarithm of a value <= 0 (labels.transform: {self.how})"))
+            return ""
+        if self.how == "log10":
+            return f"{q}{math.log10(v)!r}"
+        u = self.unit[r] if self.sheet.units is not None and str(self.unit[r] or "").strip() else self.units
+        f = molar_factor(u)
+        if f is None:
+            if self.sheet.chembl:  # a ChEMBL row in %, ug.mL-1, ...: no pChEMBL, no molar value: missing, counted
+                self.not_converted[str(u or "")] = self.not_converted.get(str(u or ""), 0) + 1
+                return "NA"
+            self.problems.append((ln, f"units {u!r} are no concentration (M, mM, uM, µM, nM, pM): cannot take "
+                                      "-log10 of the molar value"))
+            return ""
+        self.n_converted += 1
+        return f"{_FLIP[q]}{-math.log10(v * f)!r}"
+
+
+def _rule(sheet: _SheetColumns, conv: _Conversion, transform: str, units) -> tuple[str, list, str | None]:
+    """The value rule in one line, the sheet's warnings, and what the value measures."""
+    vals, warnings = sheet.values, []
+    name = None if len(vals) != 1 else property_name(vals[0], "p" if sheet.chembl else transform)
+    if sheet.chembl:
+        rule = (f"ChEMBL activity export: value = {sheet.pchembl} where present ({conv.n_pchembl} rows), else "
+                f"-log10 molar of {vals[0]} in {sheet.units} ({conv.n_converted} rows)"
+                + (f", relation from {sheet.relation} (a bound flips)" if sheet.relation else ""))
+        types = sheet.header.get(CHEMBL["type"])
         if types:
-            kinds = sorted({str(t).strip().strip("'\"") for t in col(types) if t not in (None, "")})
-            name = property_name(val_cols[0], "p", kinds[0] if len(kinds) == 1 else None)
+            kinds = sorted({str(t).strip().strip("'\"") for t in sheet.cells(types) if t not in (None, "")})
+            name = property_name(vals[0], "p", kinds[0] if len(kinds) == 1 else None)
             if len(kinds) > 1:
                 warnings.append(f"the export mixes activity types ({', '.join(kinds)}): one model will fit them as "
                                 "one value")
-        if not_converted:
+        if conv.not_converted:
             warnings.append("values in units that are no concentration, read as missing: " +
-                            ", ".join(f"{k or '(none)'}: {v}" for k, v in sorted(not_converted.items())))
-    else:
-        what = "the value" if len(val_cols) == 1 else "the values"
-        rule = {"none": f"{what} as written in {', '.join(val_cols)}",
-                "log10": f"log10 of {', '.join(val_cols)}",
-                "p": f"-log10 molar of {', '.join(val_cols)} in "
-                     + (f"{unit_col}" if unit_col else f"{units} (labels.units)") + " (a bound flips)"}[transform]
-        if rel_col:
-            rule += f", relation from {rel_col}"
-        if transform == "none":
-            w = magnitude_warning(raw_values)
-            if w:
-                warnings.append(w)
-    out_names = ["value"] if len(val_cols) == 1 else list(targets)
-    answers = pa.table({kind: pa.array(["" if x is None else str(x) for x in col(key_col)], pa.string()),
-                        **{nm: pa.array(v, pa.string()) for nm, v in zip(out_names, out_vals)}})
-    return answers, {"columns": used, "ignored": ignored, "rule": rule, "transform": "p" if chembl else transform,
-                     "warnings": warnings, "chembl": chembl, "not_converted": not_converted, "name": name}
+                            ", ".join(f"{k or '(none)'}: {v}" for k, v in sorted(conv.not_converted.items())))
+        return rule, warnings, name
+    what = "the value" if len(vals) == 1 else "the values"
+    rule = {"none": f"{what} as written in {', '.join(vals)}",
+            "log10": f"log10 of {', '.join(vals)}",
+            "p": f"-log10 molar of {', '.join(vals)} in "
+                 + (f"{sheet.units}" if sheet.units else f"{units} (labels.units)") + " (a bound flips)"}[transform]
+    if sheet.relation:
+        rule += f", relation from {sheet.relation}"
+    if transform == "none":
+        w = magnitude_warning(conv.raw)
+        if w:
+            warnings.append(w)
+    return rule, warnings, name

@@ -183,3 +183,25 @@ def test_prediction_smiles_one_reason_per_bad_row(tmp_path):
         read_prediction_smiles(p, column="smi")
     with pytest.raises(InputError, match="file not found"):
         read_prediction_smiles(tmp_path / "nope.csv")
+
+
+def test_key_index_finds_only_the_wanted_keys_with_every_copy():
+    from tmdlib.datasets.labels import key_index
+
+    pool = pa.array(["CCO", None, "c1ccccc1", "CCO", "CN"], pa.string())
+    index = key_index(pool, np.array([10, 11, 12, 13, 14]), ["CCO", "CN", "CCC", None])
+    assert index == {"CCO": [10, 13], "CN": [14]}  # CCC: not in the pool, absent; a null key matches nothing
+    assert key_index(pool, np.arange(5), []) == {} and key_index(["A"], [7], {"A"}) == {"A": [7]}
+
+
+def test_an_index_of_the_pool_reads_the_same_answers_as_canonicalising_it():
+    from tmdlib.datasets.labels import key_index, read_answers
+    from tmdlib.datasets.smiles import canonical_smiles
+
+    lab = _answers([(SMILES[i], Y[i]) for i in (3, 0, 7)])
+    keys = pa.array([canonical_smiles(s) for s in SMILES], pa.string())
+    wanted = {canonical_smiles(s) for s in lab.column("smiles").to_pylist()}
+    index = key_index(keys, IDS, wanted)
+    assert sorted(index) == sorted(wanted) and len(index) == 3  # only the lab's three molecules are grouped
+    fast, _ = read_answers(lab, IDS, ("y",), smiles_index=index, canonical=canonical_smiles, path="lab.csv")
+    assert fast.equals(_read(lab)[0]) and fast.column("graph_id").to_pylist() == [3, 0, 7]

@@ -96,6 +96,11 @@ def test_streamed_store_with_two_worker_processes(tmp_path):
     whole = read_smiles_csv(path, smiles_column="SMILES", label_column="a")
     streamed = read_graph_parquet(out)
     assert streamed.equals(whole) and streamed.schema.metadata == whole.schema.metadata
+    # the answers' key index: each molecule's canonical SMILES, from the molecule parsed once at ingest
+    from tmdlib.datasets.smiles import CANONICAL_COLUMN, canonical_smiles
+
+    assert streamed.column(CANONICAL_COLUMN).to_pylist() == [canonical_smiles(s) for s in
+                                                              streamed.column("smiles").to_pylist()]
 
 
 def test_task_source_is_recorded(tmp_path):

@@ -93,3 +93,42 @@ def test_sheet_rules_from_params(tmp_path):
         p.write_text(yaml.safe_dump({"labels": bad}))
         with pytest.raises(InputError, match=match):
             label_params(str(p), "POOL")
+
+
+def test_smiles_and_compound_id_keys_use_the_stores_key_index(tmp_path, monkeypatch):
+    """A store written at ingest carries each molecule's canonical SMILES: a SMILES-keyed answer parses only the
+    lab's molecules (never the pool's: here its ``smiles`` column is unparseable on purpose), and a compound-id
+    key is found among the pool's ids without a loop over the pool; both read what canonicalising the pool reads."""
+    import tmdlib.datasets.smiles as chem
+    from tmdlib.datasets.smiles import CANONICAL_COLUMN, ID_COLUMN
+
+    pool = pa.table({"graph_id": pa.array(range(13), pa.int64()),
+                     "smiles": [SMILES[9] if i == 9 else "not a SMILES" for i in range(13)],
+                     # graph 9 appended from a source without the index: its key is canonicalised when needed
+                     CANONICAL_COLUMN: [None if i == 9 else chem.canonical_smiles(s)
+                                        for i, s in enumerate(SMILES + [SMILES[0]])],
+                     ID_COLUMN: [f"CPD-{i}" for i in range(13)]})
+    indexed = tmp_path / "INDEXED.parquet"
+    pq.write_table(pool, indexed)
+    plain = tmp_path / "PLAIN.parquet"
+    pq.write_table(pa.table({"graph_id": pool.column("graph_id"), "smiles": SMILES + [SMILES[0]]}), plain)
+    lab = tmp_path / "lab.csv"
+    lab.write_text("smiles,pKi\n" + "".join(f"{SMILES[i]},{5 + i / 10}\n" for i in (4, 0, 9)))
+    parsed = []
+    real = chem.canonical_smiles
+    monkeypatch.setattr(chem, "canonical_smiles", lambda s: parsed.append(s) or real(s))
+    m, info = _read(lab, str(indexed))
+    assert len(parsed) == 4  # the lab's three molecules, each once, and graph 9 of the pool
+    assert m.column("graph_id").to_pylist() == [4, 0, 12, 9] and info["copies"]["graphs"] == 2
+    assert m.equals(_read(lab, str(plain))[0])
+    from tasks.labels import read_answer_file
+
+    requests = tmp_path / "requests.parquet"
+    pq.write_table(pa.table({"graph_id": pa.array([2], pa.int64()), "source_id": ["2 "]}), requests)
+    ids = tmp_path / "ids.csv"
+    ids.write_text("Compound ID,pKi\nCPD-9 ,6.1\nCPD-2,5.5\n2,5.4\n")
+    m, info = read_answer_file.fn(str(ids), str(indexed), str(requests), np.arange(13), ("y",))
+    assert info["key"] == "source_id" and m.column("graph_id").to_pylist() == [9, 2, 2]
+    ids.write_text("Compound ID,pKi\nCPD-99,6.1\n")
+    with pytest.raises(InputError, match="CPD-99.*matches no molecule"):
+        read_answer_file.fn(str(ids), str(indexed), str(requests), np.arange(13), ("y",))
