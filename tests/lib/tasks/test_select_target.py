@@ -119,3 +119,32 @@ def test_positive_on_ogbg_molbace_follows_the_positive_class_and_never_picks_the
     assert set(new) == set(free[np.argsort(-mu[free], kind="stable")[:30]])
     assert not np.isin(pool.graph_ids[sel.positions], ids[audit]).any()
     assert y[train][new].mean() > y[train][free].mean()  # the positives come first
+
+
+@pytest.mark.parametrize("target, want", [("none", None), ("pKi", "pKi"), ({"pKi": 1, "logS": -0.5},
+                                                                            {"pKi": 1.0, "logS": -0.5})])
+def test_params_yaml_select_target_reaches_the_select_command(tmp_path, target, want):
+    """params.yaml's select.target through the repo's dvc.yaml (DVC's own interpolation: a mapping becomes
+    ``--NAME WEIGHT`` pairs) to the select command's parsed --target, read back by parse_target."""
+    import shlex
+    import shutil
+
+    import typer
+    import yaml
+    from dvc.parsing import DataResolver
+    from dvc.repo import Repo
+
+    from flows.cli import app
+    from helpers import ROOT
+    from tmdlib.select.hits import parse_target
+
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["base"]["datasets"] = {"POOL": "POOL.csv"}
+    params["select"].update(goal="maximize", target=target)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    stages = DataResolver(Repo(str(tmp_path), uninitialized=True), str(tmp_path),
+                          yaml.safe_load((tmp_path / "dvc.yaml").read_text())).resolve()["stages"]
+    argv = shlex.split(stages["select@POOL"]["cmd"])
+    ctx = typer.main.get_command(app).commands["select"].make_context("select", argv[argv.index("select") + 1:])
+    assert ctx.params["goal"] == "maximize" and parse_target(ctx.params["target"]) == want
