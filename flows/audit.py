@@ -41,8 +41,9 @@ def audit_flow(dataset: str, graphs: str, tmd_meta: str, selection: str, nodes: 
         from tasks.io import read_json
 
         labels = labels or read_json(train_info, "train info").get("labels")
+        given = facts.get("params") or {}
         facts["predictions"], extra = prediction_report(predictions, labels, selection, facts.get("task"),
-                                                        (facts.get("params") or {}).get("select.goal", "model"))
+                                                        given.get("select.goal", "model"), given.get("select.target"))
     files = write_report(out_dir, facts, bound_plot, extra)
     result = {"files": files, "facts": facts}
     run_id = facts["provenance"].get("mlflow_run_id")

@@ -230,6 +230,7 @@ def select(
     control: float = typer.Option(0.0, "--control", help="tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate compares the two arms on the audit sample). 0 = none."),
     next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random | strat | strat-unc (tmdlib.select.rounds.NEXT_STRATEGIES)."),
     goal: str = typer.Option("model", "--goal", help="What later rounds are for: model (a model good on the whole pool) | maximize | minimize (a regression label: hit hunting) | positive (a binary pool's positives). The audit sample stays uniform."),
+    target: str = typer.Option("none", "--target", help="With --goal maximize | minimize on a pool with several targets: the target to optimise, or a desirability NAME=WEIGHT,NAME=WEIGHT (score = sum of weight x the standardised prediction; a params.yaml mapping arrives as --NAME WEIGHT pairs). none = a one-target pool."),
     seed: int = typer.Option(0, "--seed"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
     graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
@@ -266,6 +267,8 @@ def select(
     _choice("--next", next_strategy, ("auto",) + NEXT_STRATEGIES)
     from tmdlib.select.hits import GOALS
     _choice("--goal", goal, GOALS)
+    from tmdlib.select.hits import parse_target
+    target_spec = parse_target(target)  # checked against the pool's targets where the flow reads the ledger
     _choice("--engine", engine, ("exact", "scalable", "auto"))
     _choice("--backend", backend, ("fasterpam", "sklearn-extra", "sklearn-extra-alternate"))
     if dask_address:
@@ -286,7 +289,7 @@ def select(
                backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
                cache_dir=str(cache_dir), part_size=_part_size(part_size), max_pairs=_max_pairs(max_pairs),
                trust_matrix=trust_matrix, audit=audit, next_strategy=next_strategy, control=control,
-               goal=goal)
+               goal=goal, target=target_spec)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {sel['method']} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "

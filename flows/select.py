@@ -29,7 +29,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
                 weights="pascal", cache_dir: str | None = None, part_size: int | str = "auto",
                 max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False,
-                audit="auto", next_strategy: str = "auto", control: float = 0.0, goal: str = "model") -> dict:
+                audit="auto", next_strategy: str = "auto", control: float = 0.0, goal: str = "model",
+                target=None) -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes
     ``selection.json`` (the selection, its certificate, the split, the store's content hash) and returns it
@@ -51,6 +52,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     uniform pick, the Random control arm the evaluate stage compares the strategy with.  ``goal`` (``select.goal``):
     ``model`` (a model good on the whole pool) or hit hunting from round two (``maximize`` / ``minimize`` a regression
     label, ``positive`` of a binary pool: :func:`tasks.select.learn_options`); the audit sample is never a candidate.
+    ``target`` (``select.target``): on a pool with several targets, the one the goal is about or a stated
+    desirability ``{target: weight}`` (:func:`tmdlib.select.hits.parse_target`).
     """
     source = open_store(graphs)
     store = source.stored()  # ids and sizes; the graphs are read a chunk at a time
@@ -86,7 +89,7 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
     learn = learn_options(method, graphs, train, store.graph_ids[train], ledger, next_strategy, seed,
-                          plan.engine == "exact", control, goal, source.task)
+                          plan.engine == "exact", control, goal, source.task, target)
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
                       labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,

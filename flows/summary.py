@@ -183,13 +183,14 @@ def summary_text(root: str = ".") -> str:
 
 def hit_report(root: str = ".") -> list[str]:
     """Under ``select.goal`` maximize / minimize: per dataset with predictions, the best measured so far and the
-    predicted best not yet measured (:func:`tasks.audit.hit_summary`)."""
+    predicted best not yet measured (:func:`tasks.audit.hit_summary`; of ``select.target`` on a multi-target pool)."""
     import yaml
 
     from tasks.audit import hit_summary
 
     params = Path(root) / "params.yaml"
-    goal = ((yaml.safe_load(params.read_text()) or {}).get("select") or {}).get("goal") if params.is_file() else None
+    select = ((yaml.safe_load(params.read_text()) or {}).get("select") or {}) if params.is_file() else {}
+    goal, hunt = select.get("goal"), select.get("target")  # hunt: a multi-target pool's target (select.target)
     if goal not in ("maximize", "minimize"):
         return []
     stages = stage_outputs(root)
@@ -201,7 +202,8 @@ def hit_report(root: str = ".") -> list[str]:
         for o in outs:
             if name == "predict" and o.endswith(".parquet") and (Path(root) / o).is_file() and dataset in labels:
                 out += [f"[{dataset}] " + ln if not ln.startswith("  ") else ln
-                        for ln in hit_summary(str(Path(root) / o), str(Path(root) / labels[dataset]), goal)]
+                        for ln in hit_summary(str(Path(root) / o), str(Path(root) / labels[dataset]), goal,
+                                              hunt=hunt)]
     return out
 
 

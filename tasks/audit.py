@@ -324,7 +324,7 @@ def _audit_measurements(labels: str, sel: dict, spec, gids) -> tuple[np.ndarray,
 
 @task(name="audit-predictions", persist_result=False)
 def prediction_report(predictions: str, labels: str, selection: str, task_dict: dict | None,
-                      goal: str = "model") -> tuple[dict, list]:
+                      goal: str = "model", hunt=None) -> tuple[dict, list]:
     """``(facts["predictions"], images)`` of a production run (:mod:`tmdlib.reporting.predictions`).
 
     Reads ``predictions.parquet`` and the ``predictions.json`` beside it (one set:
@@ -333,7 +333,8 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     the distribution covers every pool molecule's prediction, split by its ``in_domain`` flag.  A multi-target
     regression shows its first target.  Images: ``[(file name, caption, PNG)]``.  ``goal`` ``maximize`` /
     ``minimize`` (``select.goal``) adds ``hits`` (:func:`tmdlib.reporting.hits.hit_facts`: the best measured so far,
-    with compound ids when ingested, and the predicted best not yet measured with their intervals).
+    with compound ids when ingested, and the predicted best not yet measured with their intervals) of the target
+    ``hunt`` names (``select.target``) on a multi-target pool, else of the first target.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -388,34 +389,42 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
         facts["parity_note"] = ("classification: no parity plot; the audit sample's predicted against measured "
                                 "classes are counted above")
     if goal in ("maximize", "minimize") and spec.is_regression:
-        facts["hits"] = _hits(predictions, labels, spec, table, values, col, target, goal)
+        facts["hits"] = _hits(predictions, labels, spec, goal, hunt)
     facts["plots"] = [(name, cap) for name, cap, _ in images]
     return facts, images
 
 
-def _hits(predictions: str, labels: str, spec, table, values, col: str, target: str, goal: str) -> dict:
-    """The hit report's facts (:func:`tmdlib.reporting.hits.hit_facts`) from the predictions and every label."""
+def _hits(predictions: str, labels: str, spec, goal: str, hunt=None, n: int | None = None) -> dict:
+    """The hit report's facts (:func:`tmdlib.reporting.hits.hit_facts`, ``n`` per list) from the predictions and
+    every label: of the target ``hunt`` names (``select.target``, a name) on a multi-target pool, else of the first;
+    a molecule counts as measured once it has a value for that target."""
     import pyarrow.parquet as pq
 
-    from tmdlib.reporting.hits import hit_facts
+    from tmdlib.reporting.hits import SHOWN, hit_facts
 
     from .io import read_labels
 
+    multi = spec.num_targets > 1
+    target = hunt if multi and isinstance(hunt, str) and hunt in spec.targets else spec.targets[0]
+    j = spec.targets.index(target)
+    col, lo_col, hi_col = (f"{c}_{target}" if multi else c for c in ("prediction", "lower", "upper"))
+    names = pq.read_schema(predictions).names
+    table = pq.read_table(predictions, columns=[c for c in ("graph_id", col, lo_col, hi_col, "compound_id")
+                                                if c in names])
     label_map, _ = read_labels(labels, None, spec)
-    measured = {int(g): float(np.ravel(v)[0]) for g, v in label_map.items()}
-    names = table.column_names
-    bounds = [f"{b}_{target}" if col != "prediction" else b for b in ("lower", "upper")]
-    lo, hi = (table.column(b).to_numpy(zero_copy_only=False) if b in names else None for b in bounds)
-    ids = (pq.read_table(predictions, columns=["compound_id"]).column("compound_id").to_pylist()
-           if "compound_id" in pq.read_schema(predictions).names else None)
-    return hit_facts(goal, measured, table.column("graph_id").to_numpy(), values, lo, hi, ids)
+    measured = {int(g): float(np.ravel(v)[j]) for g, v in label_map.items()}
+    measured = {g: v for g, v in measured.items() if np.isfinite(v)}
+    lo, hi = (table.column(b).to_numpy(zero_copy_only=False) if b in names else None for b in (lo_col, hi_col))
+    ids = table.column("compound_id").to_pylist() if "compound_id" in names else None
+    values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
+    return hit_facts(goal, measured, table.column("graph_id").to_numpy(), values, lo, hi, ids,
+                     n=SHOWN if n is None else n, target=target if multi else None)
 
 
-def hit_summary(predictions: str, labels: str, goal: str, n: int = 5) -> list[str]:
+def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None) -> list[str]:
     """``tmdsub summary``'s hit lines (:func:`tmdlib.reporting.hits.hit_lines`, ``n`` per list) of a production run
-    under ``select.goal`` maximize / minimize: [] for another goal, a classification or multi-target run."""
-    import pyarrow.parquet as pq
-
+    under ``select.goal`` maximize / minimize, of the target ``hunt`` names on a multi-target pool (``select.target``;
+    else the first): [] for another goal or a classification run."""
     from tmdlib.datasets.task import TaskSpec
     from tmdlib.reporting.hits import hit_lines
 
@@ -425,14 +434,9 @@ def hit_summary(predictions: str, labels: str, goal: str, n: int = 5) -> list[st
         return []
     folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
     spec = TaskSpec.from_dict(read_prediction_set(str(folder), stem).get("task") or {})
-    if not spec.is_regression or spec.num_targets != 1:
+    if not spec.is_regression:
         return []
-    names = pq.read_schema(predictions).names
-    table = pq.read_table(predictions, columns=[c for c in ("graph_id", "prediction", "lower", "upper") if c in names])
-    values = np.asarray(table.column("prediction").to_numpy(zero_copy_only=False), dtype=np.float64)
-    h = _hits(predictions, labels, spec, table, values, "prediction", spec.targets[0], goal)
-    h["measured"], h["predicted"] = h["measured"][:n], h["predicted"][:n]
-    return hit_lines(h)
+    return hit_lines(_hits(predictions, labels, spec, goal, hunt, n))
 
 
 def _pct_text(value) -> str:

@@ -31,23 +31,30 @@ def resolve_plan(pool, method: str, production: bool, **plan_options):
 
 
 def learn_options(method: str, graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str,
-                  seed: int, exact: bool, control: float = 0.0, goal: str = "model", task=None) -> dict:
+                  seed: int, exact: bool, control: float = 0.0, goal: str = "model", task=None,
+                  target=None) -> dict:
     """The options a label-reading method gets (none for a label-free one): ``control`` and :func:`round_options`.
-    ``goal`` (``select.goal``) is checked against the pool's ``task`` (:func:`tmdlib.select.hits.check_goal`) and
-    needs ``tmd-rounds``; ``model`` is the rounds as before."""
+    ``goal`` (``select.goal``) and ``target`` (``select.target``: a multi-target pool's one target or a stated
+    desirability) are checked against the pool's ``task`` or, for a pool stored without labels, the ledger's label
+    columns (:func:`tmdlib.select.hits.check_goal`, :func:`tmdlib.select.hits.check_target`); a goal needs
+    ``tmd-rounds``; ``model`` is the rounds as before."""
     from tmdlib.errors import InputError
     from tmdlib.select import get_method
-    from tmdlib.select.hits import check_goal
+    from tmdlib.select.hits import check_goal, check_target
 
     if task is not None and getattr(task, "decided", True):
-        goal = check_goal(goal, classification=bool(task.is_classification), targets=int(task.num_targets))
+        goal = check_goal(goal, classification=bool(task.is_classification), targets=int(task.num_targets),
+                          target=target)
+        target = check_target(target, task.targets)
     elif ledger.num_rows:  # a pool stored without labels: the ledger's columns and answers say
         cols = [c for c in ledger.column_names if c != "graph_id"]
         y = ledger.column(cols[0]).to_numpy(zero_copy_only=False) if len(cols) == 1 else np.zeros(0)
         goal = check_goal(goal, classification=bool(len(cols) == 1 and np.isin(y, (0.0, 1.0)).all()),
-                          targets=len(cols))
+                          targets=len(cols), target=target)
+        target = check_target(target, cols) if len(cols) > 1 else None
     else:
         goal = check_goal(goal, classification=False) if goal != "positive" else goal
+        target = None  # nothing measured yet: round one is label-free
     if goal not in (None, "", "model") and method != "tmd-rounds":
         raise InputError(None, f"select.goal: {goal} needs select.method tmd-rounds (auto in production), "
                                f"not {method!r}")
@@ -55,13 +62,13 @@ def learn_options(method: str, graphs: str, train: np.ndarray, train_ids: np.nda
         return {}
     classes = task is not None and task.is_classification and getattr(task, "source", "") != "unlabelled"
     return {"control": control, **round_options(graphs, train, train_ids, ledger, next_strategy, "auto", seed, exact,
-                                                goal=goal, classes=classes)}
+                                                goal=goal, classes=classes, target=target)}
 
 
 @task(name="round-options", persist_result=False)
 def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto",
                   difficulty: str = "auto", seed: int = 0, exact: bool = True, goal: str = "model",
-                  acquisition: str = "auto", classes: bool = False) -> dict:
+                  acquisition: str = "auto", classes: bool = False, target=None) -> dict:
     """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
     its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: ``forest``, the spread of a random
     forest's trees, :func:`tmdlib.select.rounds.forest_difficulty`, or ``knn``, the spread of the nearest labels,
@@ -74,7 +81,9 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     ``goal`` ``maximize`` / ``minimize`` / ``positive`` (``select.goal``): the later round hunts hits instead
     (:mod:`tmdlib.select.hits`): an acquisition score per member (``acquisition``, default
     :data:`tmdlib.select.hits.DEFAULT_ACQUISITION`) over a surrogate trained on the same labels (the registered
-    ``svm``'s predictions with a forest's spread; the forest's probability for ``positive``).
+    ``svm``'s predictions with a forest's spread; the forest's probability for ``positive``;
+    :func:`tmdlib.select.hits.hit_scores`).  On a multi-target ledger ``target`` (checked by :func:`learn_options`)
+    names the target the goal is about, or states a desirability ``{target: weight}``.
     The ``first`` round's picker (and so the space every round picks in) is the measured default for the goal and
     the labels' kind (:func:`tmdlib.select.rounds.default_first`; :data:`tmdlib.select.hits.HIT_FIRST` under a
     hit-hunting goal): ``classes`` (a task known to be classes before any answer), or 0/1 answers."""
@@ -85,51 +94,36 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     from .graphs import store_smiles
 
     strategy = DEFAULT_NEXT if next_strategy in (None, "", "auto") else str(next_strategy)
-    label = "label" if "label" in ledger.column_names else None
+    cols = ["label"] if "label" in ledger.column_names else (
+        [c for c in ledger.column_names if c != "graph_id"] if hunting(goal) and target is not None else [])
     ids = ledger.column("graph_id").to_numpy()
     where = np.isin(train_ids, ids)
     first = HIT_FIRST if hunting(goal) else default_first(classes)
     base = {"strategy": strategy, "first": first, **({"goal": goal} if goal not in (None, "", "model") else {})}
-    if label is None or where.sum() < 2 or not exact:  # (the scalable engine: no matrix, the coreset grows)
+    if not cols or where.sum() < 2 or not exact:  # (the scalable engine: no matrix, the coreset grows)
         return base
     smiles = store_smiles(graphs, train)
     if smiles is None:
         return base
     from tmdlib.chem.fingerprints import ecfp4_counts
 
-    y_of = dict(zip(ids.tolist(), ledger.column(label).to_numpy(zero_copy_only=False).tolist()))
+    row_of = {int(g): r for r, g in enumerate(ids.tolist())}
     X = ecfp4_counts(smiles)
     lab = np.flatnonzero(where)
-    y = np.array([y_of[int(g)] for g in train_ids[lab]], dtype=np.float64)
+    rows = [row_of[int(g)] for g in train_ids[lab]]
+    Y = np.column_stack([ledger.column(c).to_numpy(zero_copy_only=False).astype(np.float64)[rows] for c in cols])
+    y = Y[:, 0]
     how = DEFAULT_DIFFICULTY if difficulty in (None, "", "auto") else str(difficulty)
     classes = classes or bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's spread)
     if goal not in (None, "", "model"):
-        return {"strategy": strategy, "goal": goal, "first": first, **hit_scores(X[lab], y, X, goal, acquisition, seed)}
+        from tmdlib.select.hits import hit_scores
+
+        return {"strategy": strategy, "goal": goal, "first": first, **({"target": target} if target else {}),
+                **hit_scores(X[lab], Y if len(cols) > 1 else y, X, goal, acquisition, seed=seed, names=cols,
+                             target=target)}
     u = (forest_difficulty(X[lab], y, X, classes=classes, seed=seed) if how == "forest" else
          knn_difficulty(X[lab], y, X))
     return {"strategy": strategy, "first": default_first(classes), "difficulty": u, "difficulty_from": how}
-
-
-def hit_scores(X_labelled: np.ndarray, y: np.ndarray, X: np.ndarray, goal: str, acquisition: str = "auto",
-               seed: int = 0) -> dict:
-    r"""``{"scores", "acquisition"}``: the acquisition score of every pool member for ``goal``
-    (:func:`tmdlib.select.hits.acquisition` on the goal's signed labels): :math:`\mu` the registered ``svm``
-    (:class:`tmdlib.chem.models.TanimotoSVR`) on ECFP4 counts, :math:`\sigma` a forest's spread (only when the
-    acquisition reads it); for ``positive`` the forest's positive-class probability and its spread."""
-    from tmdlib.select import hits
-
-    acq = hits.DEFAULT_ACQUISITION if acquisition in (None, "", "auto") else str(acquisition)
-    s = hits.goal_sign(goal)
-    ys = s * np.asarray(y, dtype=np.float64) if goal != "positive" else np.asarray(y, dtype=np.float64)
-    if goal == "positive":
-        mu, sigma = hits.surrogate(X_labelled, ys, X, classes=True, seed=seed)
-    else:
-        from tmdlib.chem.models import TanimotoSVR
-
-        mean = TanimotoSVR().fit(X_labelled, ys).predict(X) if np.unique(ys).size > 1 else np.full(len(X), ys.mean())
-        mu, sigma = ((mean, np.zeros(len(X))) if acq == "greedy" else
-                     hits.surrogate(X_labelled, ys, X, seed=seed, mean=mean))
-    return {"scores": hits.acquisition(mu, sigma, acq, best=float(ys.max()), seed=seed), "acquisition": acq}
 
 
 @task(name="subsample-nodes", persist_result=False)

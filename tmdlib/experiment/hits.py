@@ -36,7 +36,8 @@ import math
 
 import numpy as np
 
-__all__ = ["STRATEGIES", "FOCUS", "COLUMNS", "BUDGETS", "run_hits", "hit_picks", "summary_lines", "GREEDY", "RANDOM"]
+__all__ = ["STRATEGIES", "FOCUS", "COLUMNS", "BUDGETS", "run_hits", "hit_picks", "summary_lines", "curve_lines",
+           "GREEDY", "RANDOM"]
 
 BUDGETS = (0.05, 0.10)
 RANDOM = "random"
@@ -197,4 +198,54 @@ def summary_lines(rows: list[dict], family: str, budget: float = 0.10) -> list[s
         lines.append(f"| `{s}` | {_mean(top5):.3f} | {ratio:.2f} | {four}/{len(done)} | "
                      f"{_mean(m(s, d, 'top1') for d in done):.3f} | {_mean(m(s, d, 'score5') for d in done):.3f} | "
                      f"{'–' if s == GREEDY else f'{above}/{len(g)}'} | {honest:.2f} |")
+    return lines
+
+
+def _ordered(strategies) -> list[str]:
+    return [s for s in STRATEGIES if s in strategies] + sorted(set(strategies) - set(STRATEGIES))
+
+
+def curve_lines(rows: list[dict], family: str, col: str = "top5") -> list[str]:
+    r"""The curve of top-k found against labels spent (issue 68) of one family, as a Markdown table: per strategy and
+    round (budget :math:`b`, the share :math:`k/|P|` of the pool picked so far), the mean over pools (each the mean
+    of its trials) of the share of the pool's true top 5 % found (``col``), from 0 before any label.  A strategy's
+    row covers the pools that have every round of it (their number shown).  Labels spent are given both as the share
+    of the pool picked and, with the audit sample measured on top, as :math:`(k + |A|)/(|P| + |A|)` of the set
+    (the means over the family's rows); Random's expected share found is the share picked.
+
+    Parameters
+    ----------
+    rows : list of dict
+        :data:`COLUMNS` rows (numbers as read from the CSVs or as written).
+    family : str
+    col : str
+        ``top5`` or ``top1``.
+
+    Returns
+    -------
+    list of str
+    """
+    rs = [r for r in rows if r["family"] == family]
+    if not rs:
+        return []
+    budgets = sorted({round(float(r["budget"]), 9) for r in rs})
+    per, spent = {}, {b: ([], []) for b in budgets}
+    for r in rs:
+        b, k, n, a = round(float(r["budget"]), 9), int(r["k"]), int(r["n_pool"]), int(r["n_audit"])
+        per.setdefault((r["strategy"], r["dataset"], b), []).append(float(r[col]))
+        spent[b][0].append(k / n)
+        spent[b][1].append((k + a) / (n + a))
+    what = {"top5": "top 5 %", "top1": "top 1 %"}.get(col, col)
+    head = " | ".join(f"{100 * _mean(spent[b][0]):.1f} % ({100 * _mean(spent[b][1]):.1f} %)" for b in budgets)
+    lines = [f"### {family}: share of the {what} found against labels spent", "",
+             "Labels spent: share of the pool picked (in brackets: with the audit sample, of the whole set). "
+             "Random's expected share found is the share picked.", "",
+             f"| strategy | pools | 0 % | {head} |", "|---|---|---|" + "---|" * len(budgets)]
+    for s in _ordered({r["strategy"] for r in rs}):
+        pools = sorted({d for (t, d, _) in per if t == s})
+        pools = [d for d in pools if all((s, d, b) in per for b in budgets)]
+        if not pools:
+            continue
+        cells = " | ".join(f"{_mean(_mean(per[(s, d, b)]) for d in pools):.3f}" for b in budgets)
+        lines.append(f"| `{s}` | {len(pools)} | 0 | {cells} |")
     return lines

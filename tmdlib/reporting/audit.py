@@ -54,6 +54,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from ..guarantees.losses import TRIVIAL_PREDICTOR
+from .hits import hit_title
 from .verdict import coreset_verdicts, node_verdicts
 
 __all__ = ["kept_dropped", "labelling_cost", "flat_items", "reproduce_commands", "molecule_rows",
@@ -293,7 +294,7 @@ def _hits_section(h: Mapping) -> dict:
     text = (f"The {word} values measured so far ({len(h['measured'])} of {h['n_measured']} labelled molecules) and "
             f"the {word} predictions among the {h['n_unmeasured']} molecules not yet measured, with their prediction "
             "intervals: the next round's candidates.")
-    return _section(f"Hits (select.goal: {h.get('goal')})", rows, text=text, tone="note")
+    return _section(hit_title(h), rows, text=text, tone="note")
 
 
 def _verdict_section(f: Mapping) -> dict:

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["hit_facts", "hit_lines", "SHOWN"]
+__all__ = ["hit_facts", "hit_lines", "hit_title", "SHOWN"]
 
 #: Molecules per list.
 SHOWN = 10
@@ -19,7 +19,7 @@ SHOWN = 10
 
 def hit_facts(goal: str, measured: Mapping[int, float], graph_ids: Sequence[int], predicted: Sequence[float],
               lower: Sequence[float] | None = None, upper: Sequence[float] | None = None,
-              names: Sequence | None = None, n: int = SHOWN) -> dict:
+              names: Sequence | None = None, n: int = SHOWN, target: str | None = None) -> dict:
     """The two lists of the hit report.
 
     Parameters
@@ -34,12 +34,15 @@ def hit_facts(goal: str, measured: Mapping[int, float], graph_ids: Sequence[int]
     names : sequence of str or None, length P, optional
         Compound ids (the user's, as ingested).
     n : int
+    target : str, optional
+        The target ranked, on a pool with several (``select.target``).
 
     Returns
     -------
     dict
-        ``goal``, ``measured`` (``[graph_id, name, value]``, best first), ``predicted`` (``[graph_id, name,
-        prediction, lower, upper]``, best first, only molecules not measured), ``n_measured``, ``n_unmeasured``.
+        ``goal``, ``target`` (given one), ``measured`` (``[graph_id, name, value]``, best first), ``predicted``
+        (``[graph_id, name, prediction, lower, upper]``, best first, only molecules not measured), ``n_measured``,
+        ``n_unmeasured``.
     """
     s = -1.0 if goal == "minimize" else 1.0
     gids = np.asarray(graph_ids, dtype=np.int64)
@@ -50,7 +53,8 @@ def hit_facts(goal: str, measured: Mapping[int, float], graph_ids: Sequence[int]
     un = un[np.argsort(-s * pred[un], kind="stable")][:int(n)]
     lo = None if lower is None else np.asarray(lower, dtype=np.float64)
     hi = None if upper is None else np.asarray(upper, dtype=np.float64)
-    return {"goal": goal, "n_measured": len(m), "n_unmeasured": int(gids.size - np.isin(gids, list(measured)).sum()),
+    return {"goal": goal, **({"target": target} if target else {}), "n_measured": len(m),
+            "n_unmeasured": int(gids.size - np.isin(gids, list(measured)).sum()),
             "measured": [[g, name_of.get(g), v] for g, v in m[:int(n)]],
             "predicted": [[int(gids[i]), name_of[int(gids[i])], float(pred[i]),
                            None if lo is None else float(lo[i]), None if hi is None else float(hi[i])] for i in un]}
@@ -60,10 +64,15 @@ def _name(gid, name) -> str:
     return f"{name} (graph {gid})" if name else f"graph {gid}"
 
 
+def hit_title(h: Mapping) -> str:
+    """``Hits (select.goal: maximize)``, with ``, select.target: NAME`` when :func:`hit_facts` ranked a named target."""
+    return f"Hits (select.goal: {h.get('goal')}" + (f", select.target: {h['target']})" if h.get("target") else ")")
+
+
 def hit_lines(h: Mapping) -> list[str]:
     """Plain-text lines of :func:`hit_facts` (``tmdsub summary``, the report's section rows)."""
     word = "lowest" if h.get("goal") == "minimize" else "highest"
-    out = [f"Hits (select.goal: {h.get('goal')}): the {word} measured so far, {len(h['measured'])} of "
+    out = [f"{hit_title(h)}: the {word} measured so far, {len(h['measured'])} of "
            f"{h['n_measured']}:"]
     out += [f"  {i + 1:2d}. {_name(g, nm)}: {v:.4g}" for i, (g, nm, v) in enumerate(h["measured"])]
     out.append(f"Predicted {word} not yet measured, {len(h['predicted'])} of {h['n_unmeasured']} "

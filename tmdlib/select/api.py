@@ -30,7 +30,7 @@ __all__ = ["Selection", "select_graphs", "check_engine"]
 
 #: What the pool setting's methods (``tmd-mix``, ``tmd-rounds``) say of a round, kept in :meth:`Selection.to_json`.
 ROUND_KEYS = ("first", "space", "share", "strategy", "difficulty_from", "round_new", "fallback", "control",
-              "strategy_new", "goal", "acquisition")
+              "strategy_new", "goal", "target", "acquisition")
 
 
 @dataclass(frozen=True, eq=False)

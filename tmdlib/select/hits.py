@@ -30,6 +30,18 @@ A batch (:func:`hit_batch`) is the ``k`` best by :math:`a`, or, with **diversity
 (the fingerprint or TMD distance of the pool) and the best of each cluster is picked -- no two picks from one tight
 analogue cluster while another promising one goes unmeasured.
 
+On a pool with several targets, ``select.target`` (:func:`parse_target`, :func:`check_target`) says what the goal
+is about: one **named target** (the surrogate is trained on the members measured for it), or a stated
+**desirability**, weights :math:`w_t` per target: with :math:`\bar y_t, s_t` the mean and standard deviation of the
+measured values of target :math:`t`, the desirability of a member is
+
+.. math:: d_i = \sum_t w_t\,\frac{y_{it} - \bar y_t}{s_t},
+
+and its prediction is the same sum over one surrogate per target, :math:`\mu_i = \sum_t w_t(\mu_{it}-\bar y_t)/s_t`,
+with spread :math:`\sigma_i = \sqrt{\sum_t w_t^2\sigma_{it}^2/s_t^2}` (the targets' errors taken as independent;
+:func:`desirability`).  A negative weight asks for a small value of that target; ``maximize`` then maximises
+:math:`d` (``minimize`` minimises it).
+
 The audit sample is never a candidate (callers leave it out of ``candidates`` or of the pool), so the pool estimate
 and the conformal intervals stay those of a uniform sample; the ε certificate of the labelled set is the same exact
 sum whatever picked it.
@@ -39,7 +51,9 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["GOALS", "DEFAULT_GOAL", "ACQUISITIONS", "DEFAULT_ACQUISITION", "HIT_FIRST", "hunting", "check_goal",
-           "goal_sign", "surrogate", "kernel_gp", "near_best", "acquisition", "hit_batch", "top_share"]
+           "goal_sign", "NO_TARGET", "parse_target", "check_target", "target_stats", "desirability",
+           "desirability_spread", "surrogate", "kernel_gp", "near_best", "acquisition", "hit_scores", "hit_batch",
+           "top_share"]
 
 #: ``select.goal`` values.
 GOALS = ("model", "maximize", "minimize", "positive")
@@ -51,6 +65,8 @@ DEFAULT_ACQUISITION = "greedy"
 #: ``tmd-rounds``' first round under a hit-hunting goal (label-free: k-medoids on the fingerprint distance, so that
 #: round two's surrogate has seen every region; measured on the hit benchmark: docs/hit-hunting.md).
 HIT_FIRST = "fpk"
+#: ``select.target`` values that name no target (params.yaml cannot pass an empty value through ``dvc.yaml``).
+NO_TARGET = ("", "none", "null")
 #: Candidates per pick that the diverse batch clusters (:func:`hit_batch`).
 DIVERSE_FACTOR = 3.0
 
@@ -73,9 +89,9 @@ def check_goal(goal: str, *, classification: bool, targets: int = 1, target=None
         if classification:
             raise InputError(None, f"select.goal: {g} needs a regression label; this pool's labels are classes: "
                                    "set select.goal: positive (the positives of a binary pool) or model")
-        if int(targets) > 1 and not target:
+        if int(targets) > 1 and parse_target(target) is None:
             raise InputError(None, f"select.goal: {g} on a pool with {int(targets)} targets: set select.target to "
-                                   "the one to optimise")
+                                   "the one to optimise, or to a desirability {target: weight}")
     if g == "positive" and not classification:
         raise InputError(None, "select.goal: positive needs a binary pool; for a regression label set "
                                "select.goal: maximize or minimize")
@@ -90,6 +106,164 @@ def hunting(goal) -> bool:
 def goal_sign(goal: str) -> float:
     """:math:`s`: +1 for ``maximize`` / ``positive``, −1 for ``minimize`` (0 for ``model``: no hit to hunt)."""
     return {"maximize": 1.0, "positive": 1.0, "minimize": -1.0}.get(str(goal), 0.0)
+
+
+def parse_target(value) -> str | dict[str, float] | None:
+    """``select.target`` (params.yaml) or ``--target`` (the CLI) read: no target, one target's name, or a stated
+    desirability ``{target: weight}`` (module docstring).
+
+    Parameters
+    ----------
+    value : None, str or mapping
+        ``none`` (or empty, None): no target; a name (``pKi``); a mapping ``{pKi: 1, logS: -0.5}`` (params.yaml, the
+        Python API); on the command line ``pKi=1,logS=-0.5`` or ``--pKi 1 --logS -0.5`` -- the form ``dvc.yaml``
+        passes a params.yaml mapping in (DVC unpacks a dictionary into ``--key value`` pairs).
+
+    Returns
+    -------
+    None, str or dict of str to float
+
+    Raises
+    ------
+    tmdlib.errors.InputError
+        A weight that is not a finite number, a target weighted twice, every weight zero.
+    """
+    from collections.abc import Mapping
+
+    from ..errors import InputError
+
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    else:
+        text = str(value).strip()
+        if text.lower() in NO_TARGET:
+            return None
+        if text.startswith("--"):
+            tokens = text.split()
+            if len(tokens) % 2 or not all(t.startswith("--") and len(t) > 2 for t in tokens[0::2]):
+                raise InputError(None, f"select.target: cannot read {text!r} as a desirability: --NAME WEIGHT pairs")
+            pairs = [(n[2:], w) for n, w in zip(tokens[0::2], tokens[1::2])]
+        elif "=" in text:
+            pairs = [tuple(p.split("=", 1)) if "=" in p else (p, None) for p in text.split(",") if p.strip()]
+        else:
+            return text
+    weights: dict[str, float] = {}
+    for name, w in pairs:
+        name = str(name).strip()
+        try:
+            weight = float(w) if not isinstance(w, bool) else float("nan")
+        except (TypeError, ValueError):
+            weight = float("nan")
+        if not np.isfinite(weight):
+            raise InputError(None, f"select.target: the weight of {name!r} must be a number, not {w!r} "
+                                   "(a desirability is {target: weight}, e.g. {pKi: 1, logS: -0.5})")
+        if not name or name in weights:
+            raise InputError(None, f"select.target: target {name!r} named twice or empty in the desirability")
+        weights[name] = weight
+    if not weights or not any(weights.values()):
+        raise InputError(None, "select.target: a desirability needs at least one non-zero weight")
+    return weights
+
+
+def check_target(target, names) -> str | dict[str, float] | None:
+    """``select.target`` (any form :func:`parse_target` reads) checked against the pool's target names.
+
+    Parameters
+    ----------
+    target : None, str or mapping
+    names : sequence of str
+        The pool's targets (the task's, or the label ledger's columns).
+
+    Returns
+    -------
+    None, str or dict of str to float
+        None on a one-target pool (its own name accepted: nothing to choose), the name, or the desirability's
+        weights.
+
+    Raises
+    ------
+    tmdlib.errors.InputError
+        A target the pool does not have (the known ones named), a desirability on a one-target pool.
+    """
+    from ..errors import InputError
+
+    t = parse_target(target)
+    names = [str(n) for n in names]
+    asked = [] if t is None else [t] if isinstance(t, str) else list(t)
+    unknown = [a for a in asked if a not in names]
+    if unknown:
+        raise InputError(None, f"select.target: {', '.join(map(repr, unknown))} is not a target of this pool; its "
+                               f"targets are {', '.join(names)}")
+    if len(names) <= 1:
+        if isinstance(t, dict):
+            raise InputError(None, f"select.target: a desirability needs several targets; this pool has one "
+                                   f"({', '.join(names)}): set select.target: none")
+        return None
+    return t
+
+
+def target_stats(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`\bar y_t` and :math:`s_t` of each target's measured values (NaN = not measured; :math:`s_t = 1`
+    where fewer than two values or no spread).
+
+    Parameters
+    ----------
+    Y : ndarray, shape (m, T)
+
+    Returns
+    -------
+    mean, scale : ndarray of float64, shape (T,)
+    """
+    Y = np.asarray(Y, dtype=np.float64).reshape(len(Y), -1)
+    seen = np.isfinite(Y)
+    n = seen.sum(axis=0)
+    mean = np.where(n > 0, np.where(seen, Y, 0.0).sum(axis=0) / np.maximum(n, 1), 0.0)
+    var = np.where(seen, (Y - mean) ** 2, 0.0).sum(axis=0) / np.maximum(n, 1)
+    scale = np.sqrt(var)
+    return mean, np.where((n > 1) & (scale > 0), scale, 1.0)
+
+
+def desirability(Y: np.ndarray, weights, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    r"""The stated desirability :math:`d_i = \sum_t w_t (Y_{it} - \bar y_t)/s_t` (module docstring): of measured
+    labels (NaN where a weighted target is not measured) or of the surrogates' means.
+
+    Parameters
+    ----------
+    Y : ndarray, shape (n, T)
+        One column per weighted target, in ``weights``' order.
+    weights : array_like, shape (T,)
+    mean, scale : ndarray, shape (T,)
+        :math:`\bar y_t`, :math:`s_t` (:func:`target_stats` of the measured values).
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    Y = np.asarray(Y, dtype=np.float64).reshape(len(Y), -1)
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    return ((Y - mean) / scale) @ w
+
+
+def desirability_spread(S: np.ndarray, weights, scale: np.ndarray) -> np.ndarray:
+    r"""The spread of the predicted desirability, :math:`\sigma_i = \sqrt{\sum_t w_t^2\sigma_{it}^2/s_t^2}` (the
+    targets' errors taken as independent).
+
+    Parameters
+    ----------
+    S : ndarray, shape (n, T)
+        :math:`\sigma_{it}`, each target's surrogate spread.
+    weights : array_like, shape (T,)
+    scale : ndarray, shape (T,)
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    S = np.asarray(S, dtype=np.float64).reshape(len(S), -1)
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    return np.sqrt(((S / scale) ** 2) @ (w ** 2))
 
 
 def surrogate(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, *, classes: bool = False,
@@ -239,6 +413,81 @@ def acquisition(mu: np.ndarray, sigma: np.ndarray, kind: str = DEFAULT_ACQUISITI
             z = np.where(sigma > 0, gain / np.where(sigma > 0, sigma, 1.0), 0.0)
         return np.where(sigma > 0, gain * norm.cdf(z) + sigma * norm.pdf(z), np.maximum(gain, 0.0))
     raise ValueError(f"unknown acquisition {kind!r}: {', '.join(ACQUISITIONS)}")
+
+
+def _regression_surrogate(X_labelled: np.ndarray, y: np.ndarray, X: np.ndarray, kind: str,
+                          seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """:math:`\\mu` the registered ``svm`` (:class:`tmdlib.chem.models.TanimotoSVR`), :math:`\\sigma` a forest's
+    spread (zero for ``greedy``, which does not read it); the mean label where the labels do not vary."""
+    from ..chem.models import TanimotoSVR
+
+    y = np.asarray(y, dtype=np.float64)
+    mean = (TanimotoSVR().fit(X_labelled, y).predict(X) if np.unique(y).size > 1 else
+            np.full(len(X), float(y.mean()) if y.size else 0.0))
+    return (mean, np.zeros(len(X))) if kind == "greedy" else surrogate(X_labelled, y, X, seed=seed, mean=mean)
+
+
+def hit_scores(X_labelled: np.ndarray, y: np.ndarray, X: np.ndarray, goal: str, kind: str = "auto", *,
+               seed: int = 0, names=None, target=None) -> dict:
+    r"""``{"scores", "acquisition"}``: the acquisition score (:func:`acquisition`, ``kind``, default
+    :data:`DEFAULT_ACQUISITION`) of every pool member for ``goal`` -- the product's later round.
+
+    The surrogate: for a regression label the registered ``svm`` (Tanimoto SVR) as :math:`\mu`, a forest's spread as
+    :math:`\sigma`, both of the goal's signed value :math:`s\,y`; for ``positive`` the forest's positive-class
+    probability and its spread.  With several targets (``y`` of shape (m, T), ``names`` their names) ``target``
+    (:func:`check_target`'s value) picks one -- the members measured for it train the surrogate -- or states a
+    desirability: one surrogate per weighted target, combined by :func:`desirability` and
+    :func:`desirability_spread`.  ``ei``'s :math:`f^*` is the best measured value (desirability) so far.
+
+    Parameters
+    ----------
+    X_labelled : ndarray, shape (m, d)
+        Features of the labelled members (ECFP4 counts in the product).
+    y : ndarray, shape (m,) or (m, T)
+        Their labels (NaN = not measured).
+    X : ndarray, shape (n, d)
+        Every pool member.
+    goal : {"maximize", "minimize", "positive"}
+    kind : str
+    seed : int
+    names : sequence of str, optional
+        The targets of ``y``'s columns.
+    target : None, str or dict of str to float
+
+    Returns
+    -------
+    dict
+    """
+    kind = DEFAULT_ACQUISITION if kind in (None, "", "auto") else str(kind)
+    Y = np.asarray(y, dtype=np.float64)
+    Xl = np.asarray(X_labelled)
+    if goal == "positive":
+        v = Y.reshape(-1)
+        mu, sigma = surrogate(Xl, v, X, classes=True, seed=seed)
+        return {"scores": acquisition(mu, sigma, kind, best=float(v.max()), seed=seed), "acquisition": kind}
+    s = goal_sign(goal)
+    if Y.ndim == 2 and Y.shape[1] > 1 and isinstance(target, dict):
+        cols = [list(names).index(t) for t in target]
+        w = np.array(list(target.values()), dtype=np.float64)
+        Yw = Y[:, cols]
+        mean, scale = target_stats(Yw)
+        M, S = np.zeros((len(X), len(cols))), np.zeros((len(X), len(cols)))
+        for c in range(len(cols)):
+            ok = np.isfinite(Yw[:, c])
+            M[:, c], S[:, c] = _regression_surrogate(Xl[ok], Yw[ok, c], X, kind, seed)
+        mu, sigma = desirability(M, w, mean, scale), desirability_spread(S, w, scale)
+        measured = desirability(Yw, w, mean, scale)
+    else:
+        if Y.ndim == 2 and Y.shape[1] > 1:
+            if not isinstance(target, str):
+                raise ValueError(f"{Y.shape[1]} targets and no target named (check_target)")
+            Y = Y[:, list(names).index(target)]
+        measured = Y.reshape(-1)
+        ok = np.isfinite(measured)
+        mu, sigma = _regression_surrogate(Xl[ok], measured[ok], X, kind, seed)
+    mu, measured = s * mu, s * measured
+    best = float(np.nanmax(measured)) if np.isfinite(measured).any() else float(mu.max())
+    return {"scores": acquisition(mu, sigma, kind, best=best, seed=seed), "acquisition": kind}
 
 
 def hit_batch(scores: np.ndarray, k_new: int, *, labelled=None, candidates=None, D: np.ndarray | None = None,

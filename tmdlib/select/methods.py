@@ -271,7 +271,8 @@ def _next_round(problem: Problem) -> Picked:
 
         new = hit_batch(scores, problem.k - kept.size, labelled=kept, candidates=cand, seed=problem.seed)
         return _with_tau(problem, _matrix_of(problem), np.concatenate([kept, new]), {
-            "strategy": "hits", "space": space, "goal": goal, "acquisition": problem.options.get("acquisition")})
+            "strategy": "hits", "space": space, "goal": goal, "acquisition": problem.options.get("acquisition"),
+            **({"target": problem.options["target"]} if problem.options.get("target") else {})})
     new = next_batch(P, kept, problem.k - kept.size, diff, strategy, problem.seed, candidates=cand,
                      restarts=int(problem.options.get("restarts", 3)))
     return _with_tau(problem, _matrix_of(problem), np.concatenate([kept, new]), {"strategy": strategy, "space": space, **(

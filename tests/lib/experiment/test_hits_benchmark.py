@@ -35,3 +35,22 @@ def test_rows_and_summary(data):
     assert greedy > rnd  # an easy label: the greedy picks find more of the top
     text = "\n".join(H.summary_lines(rows, "toy"))
     assert "`random>greedy/svm`" in text and "| strategy |" in text
+
+
+def test_the_curve_of_the_top_found_against_labels_spent():
+    def row(s, d, trial, b, top5, k, n=100, a=10):
+        return {"dataset": d, "family": "toy", "strategy": s, "trial": trial, "budget": str(b), "k": str(k),
+                "n_pool": str(n), "n_audit": str(a), "top5": str(top5), "top1": "0"}
+
+    rows = [row(H.RANDOM, "p", 0, 0.05, 0.0, 5), row(H.RANDOM, "p", 0, 0.1, 0.2, 10),
+            row(H.RANDOM, "p", 1, 0.05, 0.2, 5), row(H.RANDOM, "p", 1, 0.1, 0.2, 10),
+            row(H.RANDOM, "q", 0, 0.05, 0.4, 5), row(H.RANDOM, "q", 0, 0.1, 0.6, 10),
+            row(H.GREEDY, "p", 0, 0.05, 0.2, 5), row(H.GREEDY, "p", 0, 0.1, 0.8, 10),
+            row(H.GREEDY, "q", 0, 0.05, 0.2, 5)]  # q's second round missing: greedy's row covers p only
+    lines = H.curve_lines(rows, "toy")
+    assert lines[0] == "### toy: share of the top 5 % found against labels spent"
+    assert "| strategy | pools | 0 % | 5.0 % (13.6 %) | 10.0 % (18.2 %) |" in lines  # (k + |A|) / (|P| + |A|)
+    # per pool the mean over its trials, then the mean over pools: p (0.1, 0.2), q (0.4, 0.6)
+    rnd, greedy = f"| `{H.RANDOM}` | 2 | 0 | 0.250 | 0.400 |", f"| `{H.GREEDY}` | 1 | 0 | 0.200 | 0.800 |"
+    assert rnd in lines and greedy in lines and lines.index(rnd) < lines.index(greedy)
+    assert H.curve_lines(rows, "other") == []

@@ -109,3 +109,82 @@ def test_tmd_rounds_under_a_goal_picks_by_score_never_the_excluded(mutag):
     assert set(new) == set(free[np.argsort(-scores[free])[:new.size]]) and not exclude[new].any()
     assert second.info["goal"] == "maximize" and second.info["strategy"] == "hits"
     assert second.epsilon_mean == pytest.approx(D[:, second.positions].min(axis=1).mean(), rel=1e-12)
+
+
+def test_select_target_forms_and_checks():
+    want = {"pKi": 1.0, "logS": -0.5}
+    for form in (want, "pKi=1,logS=-0.5", "--pKi 1 --logS -0.5"):  # params.yaml / the CLI / what dvc.yaml passes
+        assert hits.parse_target(form) == want
+    assert [hits.parse_target(v) for v in (None, "", "none", " pKi ")] == [None, None, None, "pKi"]
+    with pytest.raises(InputError, match="select.target: the weight of 'logS' must be a number"):
+        hits.parse_target({"pKi": 1, "logS": "high"})
+    with pytest.raises(InputError, match="non-zero weight"):
+        hits.parse_target("pKi=0")
+    names = ("pKi", "logS")
+    assert hits.check_target("logS", names) == "logS" and hits.check_target(want, names) == want
+    with pytest.raises(InputError, match="'pIC50' is not a target of this pool; its targets are pKi, logS"):
+        hits.check_target("pIC50", names)
+    with pytest.raises(InputError, match="'pIC50' is not a target"):
+        hits.check_target({"pKi": 1, "pIC50": 1}, names)
+    assert hits.check_target("y", ("y",)) is None  # one target: nothing to choose
+    with pytest.raises(InputError, match="a desirability needs several targets"):
+        hits.check_target({"y": 1}, ("y",))
+    assert hits.check_goal("maximize", classification=False, targets=2, target=want) == "maximize"
+    with pytest.raises(InputError, match="select.target"):
+        hits.check_goal("maximize", classification=False, targets=2, target="none")
+
+
+def test_desirability_is_the_weighted_sum_of_standardised_values():
+    Y = np.array([[1.0, 10.0], [3.0, 30.0], [5.0, np.nan]])
+    mean, scale = hits.target_stats(Y)
+    assert np.allclose(mean, [3.0, 20.0]) and np.allclose(scale, [np.sqrt(8 / 3), 10.0])
+    d = hits.desirability(Y, [1.0, -2.0], mean, scale)
+    assert np.isclose(d[0], (1 - 3) / np.sqrt(8 / 3) - 2 * (10 - 20) / 10) and np.isnan(d[2])
+    s = hits.desirability_spread(np.array([[1.0, 10.0]]), [1.0, -2.0], scale)
+    assert np.isclose(s[0], np.sqrt(3 / 8 + 4))
+    assert np.array_equal(hits.target_stats(np.array([[2.0], [np.nan]]))[1], [1.0])  # one value: no spread
+
+
+def _counts(n, seed=3):
+    return np.random.default_rng(seed).integers(0, 4, size=(n, 24)).astype(np.float64)
+
+
+def test_hit_scores_follow_the_named_target_or_the_desirability():
+    from scipy.stats import spearmanr
+
+    X = _counts(160)
+    a, b = X[:, :8].sum(axis=1), X[:, 8:16].sum(axis=1)
+    lab = np.arange(60)
+    Y = np.column_stack([a[lab], b[lab]])
+    Y[::4, 1] = np.nan  # not every member measured for every target
+    names = ("a", "b")
+    rest = np.arange(60, 160)
+    on_b = hits.hit_scores(X[lab], Y, X, "maximize", "greedy", names=names, target="b")["scores"]
+    assert spearmanr(on_b[rest], b[rest])[0] > 0.7 and spearmanr(on_b[rest], b[rest])[0] > \
+        abs(spearmanr(on_b[rest], a[rest])[0]) + 0.3
+    low_b = hits.hit_scores(X[lab], Y, X, "minimize", "greedy", names=names, target="b")["scores"]
+    assert spearmanr(low_b[rest], -b[rest])[0] > 0.7
+    want = {"a": 1.0, "b": -1.0}
+    mean, scale = hits.target_stats(Y)
+    d_true = hits.desirability(np.column_stack([a, b]), [1.0, -1.0], mean, scale)
+    for kind in ("greedy", "ucb", "ei"):
+        got = hits.hit_scores(X[lab], Y, X, "maximize", kind, names=names, target=want)
+        assert got["acquisition"] == kind and spearmanr(got["scores"][rest], d_true[rest])[0] > 0.6
+    with pytest.raises(ValueError, match="no target named"):
+        hits.hit_scores(X[lab], Y, X, "maximize", names=names)
+
+
+def test_positive_goal_scores_are_the_positive_class_probability_and_skip_the_audit():
+    X = _counts(200, seed=5)
+    p_true = 1 / (1 + np.exp(-(X[:, :6].sum(axis=1) - 9.0)))
+    y = (np.random.default_rng(6).random(200) < p_true).astype(float)
+    lab = np.arange(80)
+    got = hits.hit_scores(X[lab], y[lab], X, "positive", "greedy", seed=2)
+    mu, _ = hits.surrogate(X[lab], y[lab], X, classes=True, seed=2)
+    assert got["acquisition"] == "greedy" and np.allclose(got["scores"], mu) and ((mu >= 0) & (mu <= 1)).all()
+    audit = np.argsort(-mu)[:5]  # the five most likely positives are the audit sample: never picked
+    cand = np.setdiff1d(np.arange(200), audit)
+    picks = hits.hit_batch(got["scores"], 20, labelled=lab, candidates=cand)
+    free = np.setdiff1d(cand, lab)
+    assert not np.isin(picks, audit).any() and set(picks) == set(free[np.argsort(-mu[free], kind="stable")[:20]])
+    assert y[picks].mean() > y[free].mean()  # the picks follow the positive class
