@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
+from ..datasets.task import TASK_TYPES as ALL_TASKS  # the one list of task types
 
 __all__ = ["ModelSpec", "register", "get_model", "model_names", "all_models", "resolve_model", "default_model",
            "MODELS", "INPUTS", "ENTRY_POINTS"]
 
 #: What a model reads of the pool: its graphs, or its molecules (SMILES).
 INPUTS = ("graphs", "molecules")
-ALL_TASKS = ("binary", "multiclass", "multitask", "regression")
 
 
 @dataclass(frozen=True)

@@ -86,3 +86,65 @@ def test_task_types_are_asked_of_the_task_spec_not_compared():
     over = {rel: lines for rel, lines in found.items() if len(lines) > REMAINING.get(rel, 0)}
     assert not over, f"task-type names compared outside {TASK_MODULE} (ask TaskSpec instead): {over}"
     assert sum(REMAINING.values()) <= MOST_REMAINING
+
+
+#: What a task spec answers that says which task type it is: reading one of these in a condition is deciding the type.
+TYPE_PREDICATES = frozenset({"is_regression", "is_classification", "is_binary", "single_label", "class_indices",
+                             "standardises_targets", "allows_missing", "is_multiclass", "is_multitask"})
+#: At most this many branches on a task type outside the task module, in tmdlib, tasks and flows together (issue 69
+#: asks for at most 8, each with its reason; a ratchet: lower it as branches move onto TaskSpec, never raise it).
+MOST_TYPE_BRANCHES = 49
+#: The reason a remaining branch is kept, in a comment on its line or the line above: ``# task type: <why>``.
+REASON = "# task type:"
+
+
+def _decides_type(expr) -> bool:
+    """Whether a condition compares a task-type name or reads a :data:`TYPE_PREDICATES` property."""
+    return any((isinstance(n, ast.Compare) and any(_names(o) for o in (n.left, *n.comparators)))
+               or (isinstance(n, ast.Attribute) and n.attr in TYPE_PREDICATES) for n in ast.walk(expr))
+
+
+def _type_branches(source: str) -> list[int]:
+    """Lines of ``if`` / ``while`` / ternary / comprehension conditions that decide on a task type."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        conditions = ([node.test] if isinstance(node, (ast.If, ast.IfExp, ast.While))
+                      else node.ifs if isinstance(node, ast.comprehension) else [])
+        lines += [c.lineno for c in conditions if _decides_type(c)]
+    return sorted(lines)
+
+
+def test_the_branch_count_sees_every_kind_of_condition():
+    src = ('if task.is_regression:\n    pass\n'
+           'x = a if spec.type == "binary" else b\n'
+           'y = [t for t in ts if t.single_label]\n'
+           'while not head.task.class_indices:\n    break\n'
+           'z = spec.output_dim if ok else 0\n'
+           'w = task.is_regression\n')
+    assert _type_branches(src) == [1, 3, 4, 5]
+
+
+def _all_type_branches() -> dict[str, list[int]]:
+    found = {}
+    for pkg in ("tmdlib", "tasks", "flows"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            lines = _type_branches(path.read_text(encoding="utf-8"))
+            if lines and rel != TASK_MODULE:
+                found[rel] = lines
+    return found
+
+
+def test_few_branches_on_the_task_type_each_with_its_reason():
+    """Task-type behaviour is asked of :class:`~tmdlib.datasets.task.TaskSpec` (its loss, conformal kind, what its
+    outputs mean, how its labels are trained on, ...); the few branches left outside the task module say why."""
+    found = _all_type_branches()
+    total = sum(len(v) for v in found.values())
+    assert total <= MOST_TYPE_BRANCHES, (
+        f"{total} branches on a task type outside {TASK_MODULE} (at most {MOST_TYPE_BRANCHES}; the goal is 8): "
+        f"ask TaskSpec instead. {found}")
+    unexplained = []
+    for rel, lines in found.items():
+        text = (ROOT / rel).read_text(encoding="utf-8").splitlines()
+        unexplained += [f"{rel}:{n}" for n in lines if REASON not in text[n - 1] and REASON not in text[n - 2]]
+    assert total > 8 or not unexplained, f"branches on a task type without a `{REASON} <why>` comment: {unexplained}"
