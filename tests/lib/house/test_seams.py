@@ -93,7 +93,7 @@ TYPE_PREDICATES = frozenset({"is_regression", "is_classification", "is_binary", 
                              "standardises_targets", "allows_missing", "is_multiclass", "is_multitask"})
 #: At most this many branches on a task type outside the task module, in tmdlib, tasks and flows together (issue 69
 #: asks for at most 8, each with its reason; a ratchet: lower it as branches move onto TaskSpec, never raise it).
-MOST_TYPE_BRANCHES = 49
+MOST_TYPE_BRANCHES = 24
 #: The reason a remaining branch is kept, in a comment on its line or the line above: ``# task type: <why>``.
 REASON = "# task type:"
 
