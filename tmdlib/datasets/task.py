@@ -89,7 +89,8 @@ class TaskSpec:
         if self.type not in TASK_TYPES:
             raise ValueError(f"task type must be one of {', '.join(TASK_TYPES)}; got {self.type!r}")
         object.__setattr__(self, "targets", tuple(str(t) for t in self.targets))
-        object.__setattr__(self, "classes", tuple(float(c) for c in self.classes))
+        # classes only where the labels are class indices (multi-class): every other type stores the values
+        object.__setattr__(self, "classes", tuple(float(c) for c in self.classes) if self.type == "multiclass" else ())
         if not self.targets:
             raise ValueError("a task has at least one target")
         if self.type in ("binary", "multiclass") and len(self.targets) != 1:
@@ -211,6 +212,17 @@ class TaskSpec:
     def prediction_names(self) -> tuple[str, ...]:
         """What a prediction is named by: each target (regression: a value per target) or ``("class",)``."""
         return self.targets if self.conformal == "intervals" else ("class",)
+
+    def column_suffix(self, j: int = 0) -> str:
+        """The suffix of the ``j``-th prediction's columns in a predictions file (``prediction``, ``lower``, ...):
+        none for one prediction per member, ``_<target>`` for each of several regression targets."""
+        names = self.prediction_names
+        return "" if len(names) == 1 else f"_{names[j]}"
+
+    @property
+    def ranks_values(self) -> bool:
+        """One real value per member (one regression target): what hit lists rank."""
+        return self.conformal == "intervals" and self.num_targets == 1
 
     @property
     def class_values(self) -> np.ndarray:
