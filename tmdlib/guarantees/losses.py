@@ -231,6 +231,8 @@ class Standardizer:
 
     @classmethod
     def fit(cls, y, weights=None) -> "Standardizer":
+        """Fitted on labels ``y`` ``(n, T)`` (NaN missing), τ-weighted by ``weights``
+        (:func:`tmdlib.datasets.task.weighted_moments`)."""
         return cls(*weighted_moments(np.asarray(y, dtype=np.float64).reshape(len(y), -1), weights))
 
     @classmethod
