@@ -114,7 +114,9 @@ def ingest(
     from flows.ingest import ingest_flow, resolve_source, source_options
 
     _choice("--features", features, ("onehot", "onehot+attributes"))
-    _choice("--task", task, ("auto", "binary", "multiclass", "multitask", "regression"))
+    from tmdlib.datasets.task import TASK_TYPES
+
+    _choice("--task", task, ("auto", *TASK_TYPES))
     from tmdlib.datasets.smiles import STANDIN_RULES
 
     _choice("--standin", standin, ("none", *STANDIN_RULES))

@@ -348,14 +348,13 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
     meta = read_prediction_set(str(folder), stem)
     spec = TaskSpec.from_dict(task_dict or meta.get("task") or {})
-    target = spec.targets[0] if spec.is_regression else "class"
-    col = f"prediction_{target}" if spec.is_regression and len(spec.targets) > 1 else "prediction"
+    target, suffix = spec.prediction_names[0], spec.column_suffix(0)
+    col = f"prediction{suffix}"
     try:
         names = pq.read_schema(predictions).names
         if col not in names:
             raise InputError(predictions, f"no {col} column (columns {', '.join(names)})")
-        wanted = ["graph_id", col, "in_domain", *(f"{b}_{target}" if col != "prediction" else b
-                                                   for b in ("lower", "upper"))]
+        wanted = ["graph_id", col, "in_domain", *(f"{b}{suffix}" for b in ("lower", "upper"))]
         table = pq.read_table(predictions, columns=[c for c in wanted if c in names])  # not the SMILES
     except (pa.ArrowException, OSError) as err:
         raise InputError(predictions, f"not a readable predictions Parquet: {err}") from None
@@ -363,7 +362,7 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
     flags = table.column("in_domain").to_pylist() if "in_domain" in names else None
     rows, measured = _audit_measurements(labels, read_selection(selection), spec, table.column("graph_id").to_numpy())
-    quantity = meta.get("property") or (target if spec.is_regression else "class")  # labels.name: pIC50, ...
+    quantity = meta.get("property") or target  # labels.name: pIC50, ...; else the target, or "class"
     facts = {"file": predictions, "rows": table.num_rows, "model": meta.get("model"),
              "confidence": meta.get("confidence"), "task": spec.type, "quantity": quantity,
              "domain": rp.domain_share(meta.get("domain")), "audit": None, "confusion": None, "parity_note": None}
@@ -371,8 +370,8 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
                (", in and out of the applicability domain" if flags is not None else ""))
     images = [(PREDICTIONS_PNG, caption, rp.distribution_png(values, flags, title=caption, quantity=quantity,
                                                                discrete=not spec.is_regression))]
-    if spec.is_regression and len(rows):
-        bounds = [f"{b}_{target}" if col != "prediction" else b for b in ("lower", "upper")]
+    if spec.conformal == "intervals" and len(rows):  # values with intervals: the parity plot
+        bounds = [f"{b}{suffix}" for b in ("lower", "upper")]
         lo, hi = (np.asarray(table.column(b).to_numpy(zero_copy_only=False), dtype=np.float64)[rows]
                   if b in names else None for b in bounds)
         facts["audit"] = rp.audit_agreement(measured, values[rows], lo, hi)
@@ -388,7 +387,7 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
         facts["confusion"] = rp.confusion_counts(measured, values[rows].tolist())
         facts["parity_note"] = ("classification: no parity plot; the audit sample's predicted against measured "
                                 "classes are counted above")
-    if goal in ("maximize", "minimize") and spec.is_regression:
+    if goal in ("maximize", "minimize") and spec.conformal == "intervals":  # values to rank, any target
         facts["hits"] = _hits(predictions, labels, spec, goal, hunt)
     facts["plots"] = [(name, cap) for name, cap, _ in images]
     return facts, images
@@ -434,7 +433,7 @@ def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None)
         return []
     folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
     spec = TaskSpec.from_dict(read_prediction_set(str(folder), stem).get("task") or {})
-    if not spec.is_regression:
+    if spec.conformal != "intervals":  # no values to rank
         return []
     return hit_lines(_hits(predictions, labels, spec, goal, hunt, n))
 

@@ -213,6 +213,7 @@ def evaluation_positions(sel: dict, ds, selection: str, graphs: str, task, sampl
     if plan is not None:
         train_pos, subset = train_pos[plan["keep"]], plan["subset"]
         test_pos = test_pos if plan["test_pick"] is None else test_pos[plan["test_pick"]]
+    # task type: a benchmark needs every training label, unless the type masks missing ones out of the loss
     if ds.y is None or (not task.allows_missing and np.isnan(ds.y[train_pos]).any()):
         raise InputError(graphs, "the bound evaluation is a benchmark measurement: it needs the dataset's label "
                                  "of every training graph, and some are missing")

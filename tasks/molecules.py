@@ -42,6 +42,7 @@ def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
             raise InputError(str(path), f"{name!r} is neither a built-in set nor an ingested store")
         table, where = read_graph_parquet(path), str(path)
     task = table_task(table)
+    # task type: the molecules benchmark measures RMSE (and activity-cliff RMSE) on one regression target
     if not task.is_regression or task.num_targets != 1:
         raise InputError(where, f"the molecules benchmark needs one regression target; this set is {task.describe()}")
     if "smiles" not in table.column_names:

@@ -87,10 +87,9 @@ def prediction_columns(cal, outputs, task, domain=None, smiles=None, dom: dict |
     p = cal.predict(outputs, sigmas=None if dom is None else dom["sigma"],
                     bins=None if dom is None else dom.get("bin"))
     cols = {}
-    if task.is_regression:
-        names = list(task.targets)
-        for j, t in enumerate(names):
-            suffix = "" if len(names) == 1 else f"_{t}"
+    if task.conformal == "intervals":  # a value and its interval per target
+        for j in range(len(task.prediction_names)):
+            suffix = task.column_suffix(j)
             cols[f"prediction{suffix}"] = p["prediction"][:, j]
             cols[f"lower{suffix}"] = p["lower"][:, j]
             cols[f"upper{suffix}"] = p["upper"][:, j]

@@ -132,7 +132,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
 
     in_dim = int(model.config["in_dim"])
     scale = None
-    if head is not None and head.task.standardises_targets:
+    if head is not None and head.standardizer.scales:
         scale = (head.standardizer.mean, head.standardizer.std)
     wrapped = DenseBatchGIN(model, target_scale=scale).eval()
     name = registered_name(dataset) if register else None

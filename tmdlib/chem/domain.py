@@ -175,12 +175,12 @@ def calibrate_with_domain(train_smiles, cal_outputs, cal_smiles, y_cal, task, co
         domain = Domain(list(train_smiles))
         sim, sigmas = domain.measure([] if cal_smiles is None else list(cal_smiles))
         domain.set_threshold(sim)
-        if intervals == "similarity-bins" and task.is_regression:  # prediction sets: one quantile
+        if intervals == "similarity-bins" and task.conformal == "intervals":  # prediction sets: one quantile
             domain.set_bins(sim, min_bin(confidence))
             bins = domain.bin_of(sim)
     cal = calibrate(cal_outputs if len(y_cal) else [], y_cal, task, confidence, sigmas=sigmas, bins=bins,
                     power=bins is not None)
-    cal.intervals = intervals if domain is not None and task.is_regression else None
+    cal.intervals = intervals if domain is not None and task.conformal == "intervals" else None
     if bins is not None and len(domain.edges) == 0 and len(sim):
         m = min_bin(confidence)
         why = (f"fewer than 2 x {m}" if len(sim) < 2 * m else f"their similarities too tied to cut bins of {m}")

@@ -27,11 +27,7 @@ def fingerprints(X: Inputs) -> np.ndarray:
 def probability_logits(P: np.ndarray, task) -> np.ndarray:
     """Class probabilities ``(m, C)`` as outputs: the positive class's logit (binary, one column) or log
     probabilities (multi-class; softmax gives them back), clipped to :math:`[10^{-6}, 1 - 10^{-6}]`."""
-    P = np.clip(np.asarray(P, dtype=np.float64), 1e-6, 1 - 1e-6)
-    if not task.class_indices:  # binary: one logit
-        p = P[:, -1]
-        return np.log(p / (1 - p))[:, None]
-    return np.log(P)
+    return task.probability_logits(P)
 
 
 def _skops_estimator(blob: bytes, name) -> object:
@@ -82,7 +78,7 @@ class EstimatorModel(Model):
         self.head = task_head(task, y=y, weights=w)
         Y = self.head.encode(y)
         self.fitted_ = []
-        for j in range(Y.shape[1] if task.is_regression else 1):
+        for j in range(Y.shape[1]):  # one estimator per target (a classification task has one label column)
             keep = ~np.isnan(Y[:, j])
             if not keep.any():
                 raise InputError(None, f"model {self.name!r}: no labelled member for target {j}")
@@ -93,9 +89,15 @@ class EstimatorModel(Model):
 
     def outputs(self, X: Inputs) -> np.ndarray:
         F = fingerprints(X)
-        if self.head.task.is_regression:
-            Z = np.column_stack([np.asarray(e.predict(F), dtype=np.float64) for e in self.fitted_])
-            return self.head.to_task_units(Z)
+        return {"regression": self._values, "classification": self._logits}[self.head.task.estimator_kind](F)
+
+    def _values(self, F) -> np.ndarray:
+        """A regressor per target: its predictions, de-standardised."""
+        Z = np.column_stack([np.asarray(e.predict(F), dtype=np.float64) for e in self.fitted_])
+        return self.head.to_task_units(Z)
+
+    def _logits(self, F) -> np.ndarray:
+        """The classifier's class probabilities as logits (:func:`probability_logits`)."""
         est = self.fitted_[0]
         P = np.zeros((len(F), max(2, self.head.task.num_classes)))
         P[:, np.asarray(est.classes_, dtype=np.int64)] = est.predict_proba(F)

@@ -151,7 +151,7 @@ class ECFPLightGBM(BaseEstimator):
 
 
 def _build(task, options):
-    return ECFPLightGBM(task="regression" if task.is_regression else "classification", **options)
+    return ECFPLightGBM(task=task.estimator_kind, **options)
 
 
 #: The registered model (:data:`tmdlib.models.registry.ENTRY_POINTS`).

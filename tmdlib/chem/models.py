@@ -870,15 +870,15 @@ class ECFPBoosting(BaseEstimator):
 
 # ------------------------------------------------------------------------------------------- the registered models
 def _svm(task, options):
-    return (TanimotoSVR if task.is_regression else TanimotoSVC)(**options)
+    return {"regression": TanimotoSVR, "classification": TanimotoSVC}[task.estimator_kind](**options)
 
 
 def _forest(task, options):
-    return ECFPForest(task="regression" if task.is_regression else "classification", **options)
+    return ECFPForest(task=task.estimator_kind, **options)
 
 
 def _boosting(task, options):
-    return ECFPBoosting(task="regression" if task.is_regression else "classification", **options)
+    return ECFPBoosting(task=task.estimator_kind, **options)
 
 
 #: The registered models (:data:`tmdlib.models.registry.ENTRY_POINTS`), trained through

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["TASK_TYPES", "LOSSES", "TaskSpec", "infer_task", "task_reason", "validate_labels", "META_TASK", "MAX_CLASSES",
+__all__ = ["TASK_TYPES", "LOSSES", "ESTIMATOR_KIND", "CONFORMAL", "CONSTANT_PREDICTOR", "CONTROL_ERROR", "TaskSpec", "infer_task", "task_reason", "validate_labels", "META_TASK", "MAX_CLASSES",
            "task_of_metadata", "BINARY", "label_matrix", "task_and_labels", "label_array", "table_labels",
            "table_task", "with_task", "source_labels", "store_task", "UNLABELLED", "decide_task"]
 
@@ -41,6 +41,18 @@ TASK_TYPES = ("binary", "multiclass", "multitask", "regression")
 #: Lipschitz constant M, the trivial predictor's loss -- is :mod:`tmdlib.guarantees.losses`, which reads this table.
 LOSSES = {"binary": ("bce",), "multitask": ("bce",), "multiclass": ("ce",),
           "regression": ("huber", "l1", "mse")}
+#: What each task type does, one table per question (:class:`TaskSpec` reads them; a new type is one entry in each,
+#: and a missing entry is a KeyError, never a silent side of an ``if`` elsewhere).
+#: The kind of estimator that fits it (scikit-learn's words).
+ESTIMATOR_KIND = {"binary": "classification", "multiclass": "classification", "multitask": "classification",
+                  "regression": "regression"}
+#: What its conformal predictions are: an interval per target, a set of classes, or none (multi-task).
+CONFORMAL = {"binary": "sets", "multiclass": "sets", "multitask": None, "regression": "intervals"}
+#: What the constant predictor it is compared with predicts.
+CONSTANT_PREDICTOR = {"binary": "the majority class", "multiclass": "the majority class",
+                      "multitask": "the majority class", "regression": "the mean"}
+#: The error the control arms are compared on, per member (None: the arms are not compared for the type).
+CONTROL_ERROR = {"binary": "root Brier score", "multiclass": None, "multitask": None, "regression": "rmse"}
 #: Schema-metadata key of the task spec (JSON of :meth:`TaskSpec.to_dict`).
 META_TASK = "tmdlib.task"
 #: At most this many distinct integer values in one label column read as classes (more: regression).
@@ -77,7 +89,8 @@ class TaskSpec:
         if self.type not in TASK_TYPES:
             raise ValueError(f"task type must be one of {', '.join(TASK_TYPES)}; got {self.type!r}")
         object.__setattr__(self, "targets", tuple(str(t) for t in self.targets))
-        object.__setattr__(self, "classes", tuple(float(c) for c in self.classes))
+        # classes only where the labels are class indices (multi-class): every other type stores the values
+        object.__setattr__(self, "classes", tuple(float(c) for c in self.classes) if self.type == "multiclass" else ())
         if not self.targets:
             raise ValueError("a task has at least one target")
         if self.type in ("binary", "multiclass") and len(self.targets) != 1:
@@ -171,6 +184,122 @@ class TaskSpec:
 
         return headline(self.type, dataset)
 
+    @property
+    def estimator_kind(self) -> str:
+        """``"classification"`` or ``"regression"``: the kind of scikit-learn estimator that fits the task
+        (:data:`ESTIMATOR_KIND`)."""
+        return ESTIMATOR_KIND[self.type]
+
+    @property
+    def conformal(self) -> str | None:
+        """What its conformal predictions are (:data:`CONFORMAL`): ``"intervals"`` (regression, one per target),
+        ``"sets"`` (binary, multi-class: prediction sets of classes) or None (multi-task: not supported)."""
+        return CONFORMAL[self.type]
+
+    @property
+    def constant_predictor(self) -> str:
+        """What the constant predictor predicts (:data:`CONSTANT_PREDICTOR`): ``the mean`` or ``the majority class``."""
+        return CONSTANT_PREDICTOR[self.type]
+
+    @property
+    def control_error(self) -> str | None:
+        """The error the control arms are compared on (:data:`CONTROL_ERROR`): ``rmse`` on one regression target,
+        the ``root Brier score`` on one binary label, None where the arms are not compared (multi-class, multi-task,
+        several regression targets)."""
+        return CONTROL_ERROR[self.type] if self.num_targets == 1 else None
+
+    @property
+    def prediction_names(self) -> tuple[str, ...]:
+        """What a prediction is named by: each target (regression: a value per target) or ``("class",)``."""
+        return self.targets if self.conformal == "intervals" else ("class",)
+
+    def column_suffix(self, j: int = 0) -> str:
+        """The suffix of the ``j``-th prediction's columns in a predictions file (``prediction``, ``lower``, ...):
+        none for one prediction per member, ``_<target>`` for each of several regression targets."""
+        names = self.prediction_names
+        return "" if len(names) == 1 else f"_{names[j]}"
+
+    @property
+    def ranks_values(self) -> bool:
+        """One real value per member (one regression target): what hit lists rank."""
+        return self.conformal == "intervals" and self.num_targets == 1
+
+    @property
+    def class_values(self) -> np.ndarray:
+        """The classes a prediction takes, in the labels' values: the classes (multi-class), 0 and 1 (binary,
+        multi-task), none (regression)."""
+        return {"multiclass": np.asarray(self.classes, dtype=np.float64),
+                "regression": np.zeros(0)}.get(self.type, np.array([0.0, 1.0]))
+
+    def probabilities(self, outputs) -> np.ndarray:
+        """Class probabilities ``(m, C)`` from outputs in task units: a sigmoid of the one logit (binary,
+        ``(m, 2)``, columns 0 and 1) or a softmax of the logits (multi-class)."""
+        Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
+        if self.logits == "softmax":
+            Z = Z - Z.max(axis=1, keepdims=True)
+            E = np.exp(Z)
+            return E / E.sum(axis=1, keepdims=True)
+        p = 1.0 / (1.0 + np.exp(-Z[:, 0]))
+        return np.column_stack([1 - p, p])
+
+    def probability_logits(self, P) -> np.ndarray:
+        """Class probabilities ``(m, C)`` as outputs, clipped to :math:`[10^{-6}, 1 - 10^{-6}]`: the positive
+        class's logit (binary, one column) or log probabilities (multi-class; the softmax gives them back)."""
+        P = np.clip(np.asarray(P, dtype=np.float64), 1e-6, 1 - 1e-6)
+        if self.logits == "softmax":
+            return np.log(P)
+        p = P[:, -1]
+        return np.log(p / (1 - p))[:, None]
+
+    def predicted_classes(self, outputs) -> np.ndarray | None:
+        """The class index each member's outputs predict (binary: a logit above 0 is class 1; multi-class: the
+        arg-max), or None where a member has no one class (regression, multi-task)."""
+        Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
+        return {"sigmoid": (Z[:, 0] > 0).astype(np.int64), "softmax": Z.argmax(axis=1)}.get(self.logits) \
+            if self.single_label else None
+
+    def point_scores(self, outputs) -> np.ndarray:
+        """One number per member, the one the control arms' errors are measured on: the value (regression, the
+        first target) or the probability of the positive class, 1 (binary)."""
+        if self.estimator_kind == "regression":
+            return np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)[:, 0]
+        return self.probabilities(outputs)[:, 1]
+
+    def training_labels(self, Y) -> np.ndarray:
+        """Labels ``(k, T)`` as models train on them: one column kept as a vector ``(k,)`` for binary and multi-class
+        tasks (class indices / 0-1), ``(k, T)`` for regression and multi-task (``T`` may be 1)."""
+        Y = label_matrix(Y)
+        return Y[:, 0] if self.single_label else Y
+
+    def target_moments(self, y=None, weights=None) -> tuple[np.ndarray, np.ndarray]:
+        r"""The per-target :math:`(\mu, \sigma)` a model's targets are standardised with: τ-weighted (``weights``)
+        over the labelled members ``y`` (NaN missing; :math:`\sigma = 1` without spread) for regression; ``(0, 1)``
+        (no standardisation) for every other type, or without ``y``."""
+        if y is None or not self.standardises_targets:
+            return np.zeros(self.num_targets), np.ones(self.num_targets)
+        return weighted_moments(y, weights)
+
+    def constant_outputs(self, y_train, weights, m: int) -> tuple[np.ndarray, str]:
+        """The constant predictor's outputs ``(m, D)`` in task units, fitted on the training labels (as stored, NaN
+        missing) with weights ``weights``, and what it is: regression the weighted mean per target; binary and
+        multi-task the logit of the weighted positive rate; multi-class the log class frequencies (its prediction
+        is the majority class)."""
+        Y = np.asarray(y_train, dtype=np.float64)
+        Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, 1))
+        w = np.ones(len(Y)) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+        obs = ~np.isnan(Y)
+        if self.logits == "softmax":
+            k = obs[:, 0]
+            freq = np.bincount(Y[k, 0].astype(np.int64), weights=w[k], minlength=self.num_classes) + 1e-6
+            return np.tile(np.log(freq / freq.sum()), (m, 1)), "the coreset's class frequencies (the majority class)"
+        empty = {"sigmoid": 0.5}.get(self.logits, 0.0)
+        c = np.array([np.average(Y[obs[:, t], t], weights=w[obs[:, t]]) if obs[:, t].any() else empty
+                      for t in range(Y.shape[1])])
+        if self.logits is None:
+            return np.tile(c, (m, 1)), "the τ-weighted mean of the coreset's labels"
+        p = np.clip(c, 1e-6, 1 - 1e-6)
+        return np.tile(np.log(p / (1 - p)), (m, 1)), "the coreset's positive rate (the majority class)"
+
     def decode_labels(self, Y) -> np.ndarray:
         """Stored labels (float64, NaN missing) as the source's values: class indices mapped back to the classes
         (multi-class), every other type as it is."""
@@ -214,6 +343,22 @@ def label_matrix(y) -> np.ndarray:
     """Labels as a float64 matrix ``(G, T)`` (a vector ``(G,)`` becomes one column)."""
     a = np.asarray(y, dtype=np.float64)
     return a.reshape(-1, 1) if a.ndim == 1 else a
+
+
+def weighted_moments(y, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per column of ``y`` ``(n, T)`` (NaN missing): the ``weights``-weighted mean :math:`\mu` and standard deviation
+    :math:`\sigma` over its values (:math:`\mu = 0, \sigma = 1` for a column without any; :math:`\sigma = 1` where
+    it has no spread)."""
+    Y = label_matrix(y)
+    w = np.ones(len(Y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    mean, std = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+    for t in range(Y.shape[1]):
+        o = ~np.isnan(Y[:, t])
+        if o.any() and w[o].sum() > 0:
+            mean[t] = np.average(Y[o, t], weights=w[o])
+            s = math.sqrt(np.average((Y[o, t] - mean[t]) ** 2, weights=w[o]))
+            std[t] = s if s > 1e-12 else 1.0
+    return mean, std
 
 
 def _concentrations(finite: np.ndarray) -> str | None:

@@ -23,7 +23,6 @@ import math
 import os
 import re
 import zlib
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -478,4 +477,4 @@ def _tu_task(path: Path, y_raw: np.ndarray, label_map: dict[int, int], task: str
     if len(classes) < fewest:
         raise InputError(path, f"a {kind} task needs at least {fewest} classes; the graph labels hold {len(classes)}")
     spec = TaskSpec(kind, ("y",), classes, "user" if task not in (None, "", "auto") else "inferred")
-    return spec if spec.class_indices else replace(spec, classes=())  # a binary task keeps its 0/1 ranks
+    return spec  # a binary task keeps no classes (TaskSpec: its labels are the 0/1 values themselves)

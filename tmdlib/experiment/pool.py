@@ -63,11 +63,6 @@ COLUMNS = KEY + ("task", "k", "n_pool", "n_audit", "n_eval", "metric", "value", 
 RF_TREES = 100
 
 
-def _binary(task) -> bool:
-    """One 0/1 label (a TaskSpec asked, not its type's name compared)."""
-    return task.is_classification and task.single_label and not task.class_indices
-
-
 def load_pool(name: str, raw_root: str, csv_path=None) -> dict:
     r"""A built-in molecule set used whole as an unlabelled pool, or a cut pool's CSV (``smiles``, ``y``:
     :mod:`tmdlib.experiment.families`) when ``csv_path`` is given.
@@ -89,7 +84,7 @@ def load_pool(name: str, raw_root: str, csv_path=None) -> dict:
 
         table = read_smiles_csv(csv_path, "smiles", "y", task="regression", name=name)
     task = table_task(table)
-    if task.num_targets != 1 or not (task.is_regression or _binary(task)):
+    if task.control_error is None:  # the control verdict's error: one regression target or one binary label
         raise ValueError(f"{name}: the pool benchmark takes one regression or binary target, not {task.describe()}")
     ds = to_dataset(table)
     y = np.asarray(ds.y, dtype=np.float64).reshape(len(ds))

@@ -196,6 +196,7 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     torch.set_num_threads(int(spec.get("torch_threads", 1)))
     name, kind, method, trial = spec["dataset"], spec["kind"], spec["method"], int(spec["trial"])
     task = task or BINARY
+    # task type: the paper's binary sets report the paper's own metric per dataset (grid.metric_for)
     metric = metric_for(name) if task.is_binary else task.headline_metric(name)
     y = np.asarray(ds.y, dtype=np.float64)
     train, test = split if split is not None else train_test_split(len(ds), TEST_FRACTION, seed=trial)
@@ -215,6 +216,7 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     rows = []
     for fraction in spec["fractions"]:
         on_epoch = restore = None
+        # task type: the paper runs node subsampling and the condensation baselines on binary tasks only
         if not task.is_binary and (kind != "graph" or method in CONDENSE_METHODS):
             raise InputError(None, f"{name}: {kind} subsampling / condensation runs on binary tasks only; this "
                                    f"dataset is {task.describe()}")

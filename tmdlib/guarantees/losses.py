@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from ..datasets.task import LOSSES  # the losses that fit each task type: the task module's table
+from ..datasets.task import LOSSES, weighted_moments  # the losses that fit each task type: the task module's table
 
 __all__ = ["LOSSES", "TRIVIAL_PREDICTOR", "default_loss", "check_loss", "loss_lipschitz", "per_graph_losses",
            "trivial_loss", "label_term_bound", "Standardizer"]
@@ -231,20 +231,18 @@ class Standardizer:
 
     @classmethod
     def fit(cls, y, weights=None) -> "Standardizer":
-        Y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
-        w = np.ones(len(Y)) if weights is None else np.asarray(weights, dtype=np.float64)
-        mean, std = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
-        for t in range(Y.shape[1]):
-            o = ~np.isnan(Y[:, t])
-            if o.any() and w[o].sum() > 0:
-                mean[t] = np.average(Y[o, t], weights=w[o])
-                s = math.sqrt(np.average((Y[o, t] - mean[t]) ** 2, weights=w[o]))
-                std[t] = s if s > 1e-12 else 1.0
-        return cls(mean, std)
+        """Fitted on labels ``y`` ``(n, T)`` (NaN missing), τ-weighted by ``weights``
+        (:func:`tmdlib.datasets.task.weighted_moments`)."""
+        return cls(*weighted_moments(np.asarray(y, dtype=np.float64).reshape(len(y), -1), weights))
 
     @classmethod
     def identity(cls, T: int = 1) -> "Standardizer":
         return cls(np.zeros(T), np.ones(T))
+
+    @property
+    def scales(self) -> bool:
+        """Whether the map changes anything (False: the identity, which every task but regression trains with)."""
+        return bool(np.any(self.mean != 0.0) or np.any(self.std != 1.0))
 
     def transform(self, y) -> np.ndarray:
         Y = np.asarray(y, dtype=np.float64)

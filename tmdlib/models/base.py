@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..datasets.task import TASK_TYPES
 from ..errors import InputError
 from .head import TaskHead
 
 __all__ = ["Inputs", "Model", "ALL_TASKS"]
 
-ALL_TASKS = ("binary", "multiclass", "multitask", "regression")
+#: Every task type (:data:`tmdlib.datasets.task.TASK_TYPES`, the one list): what a model fits unless it says.
+ALL_TASKS = TASK_TYPES
 
 
 @dataclass

@@ -113,22 +113,7 @@ def constant_outputs(task, y_train, tau, m: int) -> tuple[np.ndarray, str]:
     """The constant predictor's outputs ``(m, D)`` in task units, fitted on the training labels (as stored, NaN =
     missing) with weights ``tau``, and what it is: regression the τ-weighted mean per target; binary the logit of the
     τ-weighted positive rate; multi-class the log class frequencies (its prediction is the majority class)."""
-    Y = np.asarray(y_train, dtype=np.float64)
-    Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, 1))
-    w = np.ones(len(Y)) if tau is None else np.asarray(tau, dtype=np.float64).ravel()
-    obs = ~np.isnan(Y)
-    if task.is_regression:
-        c = np.array([np.average(Y[obs[:, t], t], weights=w[obs[:, t]]) if obs[:, t].any() else 0.0
-                      for t in range(Y.shape[1])])
-        return np.tile(c, (m, 1)), "the τ-weighted mean of the coreset's labels"
-    if task.class_indices:
-        k = obs[:, 0]
-        freq = np.bincount(Y[k, 0].astype(np.int64), weights=w[k], minlength=task.num_classes) + 1e-6
-        return np.tile(np.log(freq / freq.sum()), (m, 1)), "the coreset's class frequencies (the majority class)"
-    p = np.array([np.average(Y[obs[:, t], t], weights=w[obs[:, t]]) if obs[:, t].any() else 0.5
-                  for t in range(Y.shape[1])])
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.tile(np.log(p / (1 - p)), (m, 1)), "the coreset's positive rate (the majority class)"
+    return task.constant_outputs(y_train, tau, m)
 
 
 def compare_with_constant(est: dict, const_out, y_audit, task, what: str, *, confidence: float = 0.9,
@@ -139,7 +124,7 @@ def compare_with_constant(est: dict, const_out, y_audit, task, what: str, *, con
     metric = est["metric"]
     c = pool_estimate(const_out, y_audit, task.type, metric, confidence=confidence, seed=seed,
                       num_classes=task.num_classes) if len(const_out) else {"value": None}
-    name = "the mean" if task.is_regression else "the majority class"
+    name = task.constant_predictor
     out = {"predictor": f"constant: {what}", "metric": metric, "value": c.get("value"), "ci_low": c.get("ci_low"),
            "ci_high": c.get("ci_high"), "model_value": est.get("value"), "n_audit": est.get("n_audit"),
            "compared_with": name}
@@ -246,8 +231,9 @@ def benchmark_measurement(model, X_train, y_train, subset, tau, X_test, y_test, 
 
 
 def _comparable(task) -> bool:
-    """One regression target or one binary label: what the control verdict compares."""
-    return (task.is_regression and task.num_targets == 1) or (task.single_label and not task.class_indices)
+    """One regression target or one binary label: what the control verdict compares (the task's
+    :attr:`~tmdlib.datasets.task.TaskSpec.control_error`)."""
+    return task.control_error is not None
 
 
 def control_verdict(pred_control, pred_strategy, y, task, *, confidence: float = 0.9, n_boot: int = 2000,
@@ -314,7 +300,7 @@ def errors_verdict(err_control, err_strategy, task, *, confidence: float = 0.9, 
     b = np.asarray(err_strategy, dtype=np.float64).ravel()
     if not _comparable(task):
         raise ValueError(f"the control verdict takes a regression or binary task, not {task.describe()}")
-    metric = "rmse" if task.is_regression else "root Brier score"
+    metric = task.control_error
 
     def stat(ea, eb, axis=-1):
         return np.sqrt(np.mean(eb, axis=axis)) - np.sqrt(np.mean(ea, axis=axis))
@@ -498,11 +484,9 @@ def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, tas
     dict
         :func:`cross_fit_arms`'s.
     """
-    from .predict import probabilities
-
     def fit_predict(train, predict):
         out = make().fit(inputs_of(train), labels_of(train), np.ones(train.size), task).outputs(inputs_of(predict))
-        return np.asarray(out)[:, 0] if task.is_regression else probabilities(out, task)[:, 1]
+        return task.point_scores(out)
 
     return cross_fit_arms(fit_predict, labels_of, base, control, strategy, audit, task, folds=folds,
                           repeats=repeats, confidence=max(float(confidence), CONTROL_CONFIDENCE), seed=seed)

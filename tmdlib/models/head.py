@@ -49,19 +49,17 @@ class TaskHead:
         return self.M is not None
 
     def encode(self, y) -> np.ndarray:
-        """Labels as the model is trained on them: standardised for regression, shape ``(n, T)``."""
-        Y = label_matrix(y)
-        return self.standardizer.transform(Y) if self.task.is_regression else Y
+        """Labels as the model is trained on them: standardised for regression (every other task's standardiser is
+        the identity), shape ``(n, T)``."""
+        return self.standardizer.transform(label_matrix(y))
 
     def to_task_units(self, z) -> np.ndarray:
         """Raw model outputs ``(n, D)`` (logits; standardised regression values) in the task's own units."""
-        Z = np.asarray(z, dtype=np.float64).reshape(len(z), -1)
-        return self.standardizer.inverse(Z) if self.task.is_regression else Z
+        return self.standardizer.inverse(np.asarray(z, dtype=np.float64).reshape(len(z), -1))
 
     def from_task_units(self, outputs) -> np.ndarray:
         """The inverse of :meth:`to_task_units` (outputs in task units back to the trained scale)."""
-        Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
-        return self.standardizer.transform(Z) if self.task.is_regression else Z
+        return self.standardizer.transform(np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1))
 
     def losses(self, outputs, y) -> np.ndarray:
         """Per-graph training losses, shape ``(n,)``, of outputs in task units against labels as stored."""
@@ -69,7 +67,7 @@ class TaskHead:
 
     def to_dict(self) -> dict:
         return {"task": self.task.to_dict(), "loss": self.loss, "huber_delta": self.delta,
-                "targets": self.standardizer.to_dict() if self.task.is_regression else None,
+                "targets": self.standardizer.to_dict() if self.standardizer.scales else None,
                 "M": self.M, "loss_lipschitz": self.why}
 
     @classmethod
@@ -88,12 +86,8 @@ def task_head(task: TaskSpec, loss: str | None = None, delta: float = 1.0, y=Non
     the labelled coreset ``y`` (τ-weighted by ``weights``) unless given."""
     loss = check_loss(task.type, loss)
     M, why = loss_lipschitz(loss, delta)
-    if task.is_regression:
-        if standardizer is None:
-            standardizer = (Standardizer.identity(task.num_targets) if y is None
-                            else Standardizer.fit(label_matrix(y), weights))
-    else:
-        standardizer = Standardizer.identity(task.num_targets)
+    if standardizer is None:
+        standardizer = Standardizer(*task.target_moments(y, weights))
     return TaskHead(task, loss, float(delta), standardizer, M, why)
 
 
@@ -102,5 +96,4 @@ def training_labels(head: TaskHead, y) -> np.ndarray:
     """Labels as every model is trained on them (the one convention of the training recipe): :meth:`TaskHead.encode`,
     one column kept as a vector ``(k,)`` for binary and multi-class tasks (class indices / 0-1), ``(k, T)`` for
     regression and multi-task (``T`` may be 1)."""
-    Y = head.encode(y)
-    return Y[:, 0] if head.task.single_label else Y
+    return head.task.training_labels(head.encode(y))

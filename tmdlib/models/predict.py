@@ -107,13 +107,7 @@ def merge_bins(bins, observed: np.ndarray, smallest: int) -> tuple[np.ndarray, l
 
 def probabilities(outputs, task) -> np.ndarray:
     """Class probabilities ``(m, C)`` from outputs in task units (binary: ``(m, 2)``, columns 0 and 1)."""
-    Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
-    if not task.class_indices:  # binary: one logit
-        p = 1.0 / (1.0 + np.exp(-Z[:, 0]))
-        return np.column_stack([1 - p, p])
-    Z = Z - Z.max(axis=1, keepdims=True)
-    E = np.exp(Z)
-    return E / E.sum(axis=1, keepdims=True)
+    return task.probabilities(outputs)
 
 
 class Calibrated:
@@ -155,7 +149,7 @@ class Calibrated:
             out["difficulty_power"] = [round(float(p), 4) for p in self.powers]
         if self.mondrian:
             lows = None if edges is None else [0.0] + [float(e) for e in edges]
-            targets = list(self.task.targets) if self.task.is_regression else ["class"]
+            targets = list(self.task.prediction_names)
             out["bins"] = {t: [{"similarity_from": None if lows is None else lows[r["bins"][0]],
                                 "similarity_to": None if lows is None else (
                                     lows[r["bins"][-1] + 1] if r["bins"][-1] + 1 < len(lows) else 1.0),
@@ -180,7 +174,7 @@ class Calibrated:
         """
         Z = np.asarray(outputs, dtype=np.float64).reshape(len(outputs), -1)
         m = len(Z)
-        if self.task.is_regression:
+        if self.task.conformal == "intervals":
             if self.normalised and sigmas is None:
                 raise ValueError("calibrated with difficulties (sigmas): predict needs the members' sigmas")
             if self.mondrian and bins is None:
@@ -208,8 +202,7 @@ class Calibrated:
         return out
 
     def class_values(self) -> np.ndarray:
-        return (np.asarray(self.task.classes, dtype=np.float64) if self.task.class_indices
-                else np.array([0.0, 1.0]))
+        return self.task.class_values
 
 
 def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9, sigmas=None, bins=None,
@@ -241,14 +234,14 @@ def calibrate(outputs_cal, y_cal, task, confidence: float = 0.9, sigmas=None, bi
 
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if (task.is_classification and not task.single_label):
+    if task.conformal is None:
         raise ValueError("prediction sets for multi-task labels are not supported (one binary task at a time)")
     Z = np.asarray(outputs_cal, dtype=np.float64)
     Z = Z.reshape(len(Z), -1) if Z.size else np.zeros((0, task.output_dim))
     Y = np.asarray(y_cal, dtype=np.float64)
-    Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, task.num_targets if task.is_regression else 1))
+    Y = Y.reshape(len(Y), -1) if Y.size else np.zeros((0, len(task.prediction_names)))
     few = "fewer than 2 labelled calibration (audit) members: no intervals"
-    if task.is_regression:
+    if task.conformal == "intervals":
         sig = None if sigmas is None else np.asarray(sigmas, dtype=np.float64).reshape(-1)
         cat = None if bins is None else np.asarray(bins, dtype=np.int64).reshape(-1)
         preds, sizes, powers, maps, table, notes = [], [], [], [], [], []

@@ -224,7 +224,7 @@ class ChempropModel(Model):
         from ..models.head import task_head
 
         task = task or TaskSpec("regression")
-        if not task.is_regression or task.num_targets != 1:
+        if task.type not in self.tasks or task.num_targets != 1:
             raise InputError(None, f"model 'chemprop' takes one regression target, not {task.describe()}")
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         self.head = task_head(task, y=y, weights=sample_weight)

@@ -182,7 +182,7 @@ def constant_loss(y, head, weights=None) -> float:
     n = len(Y)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     obs = ~np.isnan(Y)
-    if head.task.class_indices:  # multi-class: the constant log-frequencies of the classes
+    if head.loss == "ce":  # the constant minimising cross-entropy: the log-frequencies of the classes
         counts = np.bincount(Y[obs[:, 0], 0].astype(np.int64), weights=w[obs[:, 0]],
                              minlength=max(head.task.num_classes, 1))
         p = np.clip(counts / max(counts.sum(), 1e-300), 1e-12, None)
@@ -224,9 +224,9 @@ def reference_health(model, data, y, head, loss: float, trivial: float, alive=No
     if spread <= 1e-9 * (1.0 + float(np.max(np.abs(z))) if len(z) else 1.0):
         why.append("constant output on every training graph")
     classes = None
-    if head.task.single_label:
+    pred = head.task.predicted_classes(z)  # None: no one class per graph (regression, multi-task)
+    if pred is not None:
         Y = np.asarray(y, dtype=np.float64).reshape(len(z), -1)[:, 0]
-        pred = z.argmax(axis=1) if head.task.class_indices else (z[:, 0] > 0).astype(int)
         classes = int(np.unique(pred).size)
         if classes == 1 and np.unique(Y[~np.isnan(Y)]).size > 1:
             notes.append("it predicts the same class for every training graph (its test accuracy is the majority "
