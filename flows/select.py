@@ -32,18 +32,16 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
                 audit="auto", next_strategy: str = "auto", control: float = 0.0, goal: str = "model",
                 target=None) -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
-    :func:`tmdlib.select_graphs` on the training graphs; writes
-    ``selection.json`` (the selection, its certificate, the split, the store's content hash) and returns it
-    without its per-graph lists (:data:`PER_GRAPH_KEYS`), with how many labels were reused.
+    :func:`tmdlib.select_graphs` on the training graphs; writes ``selection.json`` (the selection, its certificate,
+    the split, the store's content hash) and returns it without :data:`PER_GRAPH_KEYS`, with the labels reused.
 
     A matrix that is not the one its ``meta.json`` describes (digest), or was made for another store, depth or
-    weights, is refused, as is one without ``meta.json`` unless ``trust_matrix``; graphs
-    already in the label ledger ``labelled`` are reused first (only their ids are read).  The scalable engine's
+    weights, is refused, as is one without ``meta.json`` unless ``trust_matrix``; graphs already in the label
+    ledger ``labelled`` are reused first (only their ids are read).  The scalable engine's
     parts run on this flow's task runner, finished parts and exact pairs cached under ``cache_dir``.
 
-    A pool without labels (production) has no 80/20 split: its test set is the audit sample
-    (:func:`tmdlib.select.audit.audit_members`, ``audit`` members: auto, a count or a fraction; the same in every
-    round), and the selection runs on the rest of the pool.
+    A pool without labels (production) has no 80/20 split: its test set is the audit sample (``audit`` members,
+    :func:`tmdlib.select.audit.audit_members`, the same every round); the selection runs on the rest of the pool.
 
     ``method="auto"`` is the measured default of the mode (:func:`tmdlib.select.rounds.default_method`): the pool
     setting's ``tmd-rounds`` in production, the paper's ``tmd`` coreset in benchmark mode.  A method that reads
@@ -51,9 +49,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     members already picked (never the audit sample's); ``control`` (a share) spends that much of each round on a
     uniform pick, the Random control arm the evaluate stage compares the strategy with.  ``goal`` (``select.goal``):
     ``model`` (a model good on the whole pool) or hit hunting from round two (``maximize`` / ``minimize`` a regression
-    label, ``positive`` of a binary pool: :func:`tasks.select.learn_options`); the audit sample is never a candidate.
-    ``target`` (``select.target``): on a pool with several targets, the one the goal is about or a stated
-    desirability ``{target: weight}`` (:func:`tmdlib.select.hits.parse_target`).
+    label, ``positive`` of a binary pool: :func:`tasks.select.learn_options`); the audit sample is never a candidate;
+    ``target``: ``select.target`` (:func:`tmdlib.select.hits.parse_target`).
     """
     source = open_store(graphs)
     store = source.stored()  # ids and sizes; the graphs are read a chunk at a time
