@@ -244,13 +244,16 @@ class Standardizer:
         """Whether the map changes anything (False: the identity, which every task but regression trains with)."""
         return bool(np.any(self.mean != 0.0) or np.any(self.std != 1.0))
 
+    def _rows(self, a) -> np.ndarray:
+        """``a`` as ``(n, T)`` rows (no rows: ``(0, T)``, which ``reshape(0, -1)`` cannot infer)."""
+        A = np.asarray(a, dtype=np.float64)
+        return A.reshape(len(A), -1) if A.size else A.reshape(0, self.mean.size)
+
     def transform(self, y) -> np.ndarray:
-        Y = np.asarray(y, dtype=np.float64)
-        return (Y.reshape(len(Y), -1) - self.mean) / self.std
+        return (self._rows(y) - self.mean) / self.std
 
     def inverse(self, z) -> np.ndarray:
-        Z = np.asarray(z, dtype=np.float64)
-        return Z.reshape(len(Z), -1) * self.std + self.mean
+        return self._rows(z) * self.std + self.mean
 
     def to_dict(self) -> dict:
         return {"mean": self.mean.tolist(), "std": self.std.tolist()}

@@ -93,3 +93,10 @@ def test_metrics_per_task():
     assert mc["accuracy"] == 0.75
     mt = score(np.array([[1.0, -1], [-1, 1], [2, np.nan]]), np.array([[1, np.nan], [0, 1], [1, 0]]), "multitask")
     assert mt["tasks_scored"] == 1 and mt["rocauc"] == 1.0  # task 2 has one class only among its labels
+
+
+def test_the_standardizer_maps_no_rows_to_no_rows():
+    """A selection without one labelled member encodes to ``(0, T)``: the production measurement's empty case."""
+    s = Standardizer([1.0, 2.0], [2.0, 4.0])
+    assert s.transform(np.zeros((0, 2))).shape == (0, 2) and s.inverse([]).shape == (0, 2)
+    assert Standardizer.identity().transform(np.array([])).shape == (0, 1)
