@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Any
 
 from tmdlib import InputError
@@ -61,8 +62,9 @@ class TrainPaths:
     labels_meta: str | None = None
     nodes: str | None = None
 
-    @property
+    @cached_property
     def dataset(self) -> str:
+        """The dataset's name (the graph store's, read once)."""
         return io.dataset_name(self.graphs)
 
     @property
@@ -165,8 +167,9 @@ class EvaluatePaths:
     nodes: str | None = None
     tmd_meta: str | None = None
 
-    @property
+    @cached_property
     def dataset(self) -> str:
+        """The dataset's name (the graph store's, read once)."""
         return io.dataset_name(self.graphs)
 
     @property

@@ -154,3 +154,15 @@ def test_a_bad_option_is_refused_when_the_config_is_built():
                                (EvaluateStageConfig, {"sample": -3}, "--sample")):
         with pytest.raises(InputError, match=match):
             config.from_options(bad)
+
+
+def test_dvc_yaml_commands_set_config_fields():
+    """Each ``--option`` dvc.yaml's train / evaluate commands pass is a field of the stage's config or paths."""
+    import re
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for stage, (_command, _flow, config, paths) in _stages().items():
+        names = {f.name for f in dataclasses.fields(config)} | {f.name for f in dataclasses.fields(paths)}
+        for name in (stage, f"{stage}_nodes"):
+            flags = {f[2:].replace("-", "_") for f in re.findall(r"--[a-z][a-z-]*", stages[name]["do"]["cmd"])}
+            assert flags <= names, f"dvc.yaml {name}: options no config field holds: {flags - names}"
