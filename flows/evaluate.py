@@ -8,6 +8,7 @@ dataset's own (benchmark mode).  Everything is logged to MLflow from this proces
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -15,11 +16,12 @@ import numpy as np
 import typer
 from prefect import flow
 
+from tasks.config import EvaluateStageConfig, EvaluatePaths
 from tasks.evaluate import (evaluate_production, evaluation_positions, log_evaluation, measure_model_task, measure_task,
-                            metrics_document, parse_fractions, plot_bound_vs_gap, skip_evaluation, tmd_setting,
+                            metrics_document, plot_bound_vs_gap, skip_evaluation, tmd_setting,
                             write_metrics)
 from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store
-from tasks.io import dataset_name, node_subsets_for, nodes_off, read_json, read_nodes, read_selection
+from tasks.io import node_subsets_for, nodes_off, read_json, read_nodes, read_selection
 from tasks.labels import task_of
 from tasks.train import load_model, set_torch_threads
 from tmdlib import InputError
@@ -31,33 +33,31 @@ from tmdlib.torch.measure import matrix_checks
 @flow(name="evaluate", log_prints=True)
 def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metrics_out: str, plot_out: str,
                   matrix: str | None = None, nodes: str | None = None, tmd_meta: str | None = None,
-                  fractions: str | list | None = None, sweep_epochs: int = 20, full_epochs: int | None = None,
-                  seed: int | None = None, device: str = "auto", torch_threads: int = 1,
-                  experiment: str = "tmdsub", log_mlflow: bool = True, sample: int = 0,
-                  trust_matrix: bool = False, confidence: float = 0.9) -> dict:
+                  cfg: EvaluateStageConfig | None = None) -> dict:
     """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``).
-    ``sample > 0`` (pools too large to score whole, e.g. MOSES): the coreset graphs are scored exactly, the full
+    ``cfg`` (:class:`tasks.config.EvaluateStageConfig`, checked when built; None: the defaults) holds the options.
+    ``cfg.sample > 0`` (pools too large to score whole, e.g. MOSES): the coreset graphs are scored exactly, the full
     training loss is estimated on a seeded uniform sample (with its standard error), the reference is trained on
-    that sample, the test set is sampled, and the matrix checks and the sweep are skipped.  Production mode (the lab's labels): the model's metric on the pool estimated on the audit sample with a
-    ``confidence`` interval, the τ-weighted coreset loss and c·ε against the trained task's loss scale; nothing that
-    needs labels the team does not have (:mod:`tmdlib.models.evaluate`).  ``nodes`` recording node subsampling off:
-    skipped, saying so (:func:`tasks.evaluate.skip_evaluation`)."""
+    that sample, the test set is sampled, and the matrix checks and the sweep are skipped.  Production mode (the lab's
+    labels): the model's metric on the pool estimated on the audit sample with a ``cfg.confidence`` interval, the
+    τ-weighted coreset loss and c·ε against the trained task's loss scale; nothing that needs labels the team does not
+    have (:mod:`tmdlib.models.evaluate`).  ``nodes`` recording node subsampling off: skipped, saying so
+    (:func:`tasks.evaluate.skip_evaluation`)."""
+    opts = cfg if cfg is not None else EvaluateStageConfig()
+    paths = EvaluatePaths(graphs, selection, model, train_info, metrics_out, plot_out, matrix, nodes, tmd_meta)
     if nodes and (off := nodes_off(nodes)):
         return skip_evaluation(off, graphs, metrics_out, plot_out)
     t0 = time.perf_counter()
-    set_torch_threads(torch_threads)
-    if sample and sample < 0:
-        raise InputError(None, f"--sample must be >= 0, got {sample}")
-    fr = parse_fractions(",".join(map(str, fractions)) if isinstance(fractions, (list, tuple)) else fractions)
+    set_torch_threads(opts.torch_threads)
     info = read_json(train_info, "train info")
     if "config" not in info:
         raise InputError(train_info, "not a train.json (needs 'config')")
-    cfg = dict(info["config"], device=device)
-    seed = int(cfg.get("seed", 0) if seed is None else seed)
+    cfg = dict(info["config"], device=opts.device)
+    opts = replace(opts, seed=int(cfg.get("seed", 0) if opts.seed is None else opts.seed))  # train.json's: default
     depth, weights, problems, meta = tmd_setting(tmd_meta, int(cfg.get("layers", 3)),
                                                  (info.get("lipschitz") or {}).get("weights", "pascal"))
     store = open_store(graphs)
-    name, sel = dataset_name(graphs), read_selection(selection)  # the graphs are loaded in benchmark mode only
+    name, sel = paths.dataset, read_selection(selection)  # the graphs are loaded in benchmark mode only
     store_hash = store.content_hash()  # the selection, the model and the matrix must all belong to this store
     check_same_store(selection, sel, graphs, store_hash, "selection")
     check_same_store(train_info, info, graphs, store_hash, "model")
@@ -72,16 +72,16 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         raise InputError(train_info, f"the model was trained for a {head.task.describe()} task, the labels are "
                                      f"{trained_for.describe()}")
     if not store.labelled:  # production: an unlabelled pool, the lab's labels are all there is
-        return evaluate_production(fitted, store, sel, info, name, confidence, seed,
-                                   {"depth": depth, "weights": weights, "device": device,
-                                    "stage": f"{'evaluate_nodes' if nodes else 'evaluate'}@{name}"}, t0, plot_out, metrics_out,
-                                   log_mlflow, graphs, selection, model, train_info, experiment)
+        return evaluate_production(fitted, store, sel, info, paths, opts,
+                                   {"depth": depth, "weights": weights, "device": opts.device, "stage": paths.stage},
+                                   t0)
     ds = store.dataset
     train_pos, test_pos, subset, n_train, tau, tau_source, plan = evaluation_positions(
-        sel, ds, selection, graphs, head.task, sample, seed)
+        sel, ds, selection, graphs, head.task, opts.sample, opts.seed)
     matrix = matrix_path(matrix) if plan is None else None  # None: scalable engine or sampled pool
     if matrix:
-        check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=trust_matrix)
+        check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=opts.trust_matrix)
+    paths = replace(paths, matrix=matrix)
     D_train = load_matrix(matrix, len(ds))[np.ix_(train_pos, train_pos)] if matrix else None
     checks = matrix_checks(D_train, subset, tau) if D_train is not None else {}
     epsilon = sel["epsilon_mean"] if sel["epsilon_mean"] is not None else checks.get("epsilon")
@@ -92,21 +92,20 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
         m = measure_task(ds, fitted.model, head, cfg, train_pos=train_pos, test_pos=test_pos,
                          subset=subset, tau=tau, epsilon=epsilon, assignment=checks.get("assignment"),
                          D_train=D_train, sample_idx=None if plan is None else plan["sample_idx"], n_train=n_train,
-                         weights=weights, full_epochs=full_epochs, fractions=fr, sweep_epochs=sweep_epochs, seed=seed,
-                         nodes=node_sets, metric=headline(head.task.type, name))
-    metrics = metrics_document(m, name, sel, info, checks, problems, depth, weights, tau_source, plan, sample, seed,
-                               n_train, device, time.perf_counter() - t0)
+                         weights=weights, full_epochs=opts.full_epochs, fractions=list(opts.fractions),
+                         sweep_epochs=opts.sweep_epochs, seed=opts.seed, nodes=node_sets,
+                         metric=headline(head.task.type, name))
+    metrics = metrics_document(m, name, sel, info, checks, (depth, weights, problems), (tau_source, plan, n_train),
+                               opts, time.perf_counter() - t0)
     c = m["bound"].get("c")
     plot_bound_vs_gap(m["sweep"], plot_out, f"{name} ({head.task.type}): {sel.get('method')} selection, "
                       + (f"c = {c:.3g}" if c is not None else f"{fitted.name}: no TMD constant")
-                      + f", TMD depth {depth}; sweep models {sweep_epochs} epochs, labels: dataset (benchmark)",
+                      + f", TMD depth {depth}; sweep models {opts.sweep_epochs} epochs, labels: dataset (benchmark)",
                       m["bound"] if m["bound"].get("epsilon") is not None and c is not None else None)
     write_metrics(metrics_out, metrics)
     print(verdict_lines(metrics)[0])
-    if log_mlflow:
-        metrics["mlflow"] = log_evaluation(metrics, info, graphs, store, selection, sel, model, train_info, matrix, nodes,
-                                           metrics_out, plot_out, name, fr, sweep_epochs, seed, device, torch_threads,
-                                           experiment, sample)
+    if opts.log_mlflow:
+        metrics["mlflow"] = log_evaluation(metrics, info, paths, store, sel, opts)
     return metrics
 
 
@@ -133,14 +132,8 @@ def evaluate_command(
 ) -> None:
     """Test metrics of the dataset's task and the loss guarantees (Lemma 3.2, Cor. 3.3/4.1): observed gaps next to their bounds."""
     try:
-        if sweep_epochs < 0 or (full_epochs is not None and full_epochs < 0):
-            raise InputError(None, "--sweep-epochs/--full-epochs must be >= 0")
-        m = evaluate_flow(str(graphs), str(selection), str(model), str(train_info), str(metrics_out), str(plot_out),
-                          matrix=str(matrix) if matrix else None, nodes=str(nodes) if nodes else None,
-                          tmd_meta=str(tmd_meta) if tmd_meta else None, fractions=fractions,
-                          sweep_epochs=sweep_epochs, full_epochs=full_epochs, seed=seed, device=device,
-                          torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow, sample=sample,
-                          trust_matrix=trust_matrix)
+        options = dict(locals())  # the command's options, as typer filled them
+        m = evaluate_flow(**vars(EvaluatePaths.from_options(options)), cfg=EvaluateStageConfig.from_options(options))
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

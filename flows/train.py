@@ -17,13 +17,14 @@ from typing import Optional
 import typer
 from prefect import flow
 
+from tasks.config import TrainStageConfig, TrainPaths
 from tasks.graphs import check_same_store, open_store
 from tasks.io import (dataset_name, node_subsets_for, nodes_off, positions, read_labels, read_labels_meta,
                       read_nodes, read_selection)
 from tasks.labels import task_of
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
                             selection_dataset)
-from tasks.train import (answered_selection, certified_setting, check_train_options, collapse_warning, fit_task,
+from tasks.train import (answered_selection, certified_setting, collapse_warning, fit_task,
                          gin_options, log_trained_model, model_for, partial_answers_line, recipe_for,  # noqa: F401
                          resolve_config, save_model, selection_labels, set_torch_threads, skip_training, target_budget,
                          train_info,
@@ -34,58 +35,52 @@ from tmdlib.models import Inputs
 
 @flow(name="train", log_prints=True)
 def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_out: str,
-               labels_meta: str | None = None, nodes: str | None = None, epochs: int = 100,
-               hidden: int | None = None, layers: int = 3, batch_size: int | None = None, lr: float | None = None,
-               seed: int = 0, device: str = "auto", pool: str = "add", eta: float = 1.0, bias: bool = False,
-               weights: str = "pascal", torch_threads: int = 1, experiment: str = "tmdsub",
-               log_mlflow: bool = True, lipschitz_budget=None, lipschitz_mode=None,
-               lipschitz_target: float | str | None = None, loss: str = "auto", huber_delta: float = 1.0,
-               model: str | None = None, recipe: str = "paper-b2", weighting: str = "auto") -> dict:
-    """Train the model ``model`` (:mod:`tmdlib.models`: a registered name or ``package.module:factory``) on the
+               labels_meta: str | None = None, nodes: str | None = None, cfg: TrainStageConfig | None = None) -> dict:
+    """Train the model ``cfg.model`` (:mod:`tmdlib.models`: a registered name or ``package.module:factory``) on the
     coreset graphs, or on their node-subsampled subgraphs (``nodes``; skipped when it records node subsampling off:
-    :func:`tasks.train.skip_training`); returns ``train.json``'s content.  GIN options (``recipe``, ``epochs``,
-    ``lr`` ...; ``lipschitz_*`` for the certified GIN: a target sets c = target / the selection's ε) are ignored by
-    the other models.  ``weighting``: ``tau`` (Corollary 3.3), ``none`` or ``auto``
+    :func:`tasks.train.skip_training`); returns ``train.json``'s content.  ``cfg`` (:class:`tasks.config.TrainStageConfig`,
+    checked when built; None: the defaults) holds the options: GIN options (``recipe``, ``epochs``, ``lr`` ...;
+    ``lipschitz_*`` for the certified GIN: a target sets c = target / the selection's ε) are ignored by the other
+    models; ``weighting``: ``tau`` (Corollary 3.3), ``none`` or ``auto``
     (:func:`tmdlib.select.rounds.default_weighting`: none in production, tau in benchmark mode)."""
+    opts = cfg if cfg is not None else TrainStageConfig()
+    paths = TrainPaths(graphs, selection, labels, model_out, info_out, labels_meta, nodes)
     if nodes and (off := nodes_off(nodes)):  # node subsampling is off: outputs that say so, nothing trained
         return skip_training(off, graphs, model_out, info_out)
-    set_torch_threads(torch_threads)
-    name = dataset_name(graphs)
-    target = check_train_options(name, model, lipschitz_budget, lipschitz_target, loss, huber_delta, weighting, recipe,
-                                 epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias)
+    set_torch_threads(opts.torch_threads)
+    name, target = paths.dataset, opts.target
     store = open_store(graphs)
     sel = read_selection(selection)
     check_same_store(selection, sel, graphs, store.content_hash, "selection")  # before any label is read
     task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
-    spec = train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes, len(sel["medoids"]))
+    spec = train_model_spec(opts.model, opts.lipschitz_budget, opts.lipschitz_target, store, task, nodes,
+                            len(sel["medoids"]))
     graph_model = spec.name in ("gin", "certified-gin")
-    budget, mode = certified_setting(spec, lipschitz_budget, lipschitz_mode, target)
-    recipe = recipe_for(spec.name, recipe)
-    cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias, budget, mode,
-                         recipe=recipe) if graph_model else {"seed": int(seed)}
+    budget, mode = certified_setting(spec, opts.lipschitz_budget, opts.lipschitz_mode, target)
+    recipe = recipe_for(spec.name, opts.recipe)
+    gin = resolve_config(name, opts, budget, mode, recipe=recipe) if graph_model else {"seed": int(opts.seed)}
     ds = store.dataset if spec.inputs == "graphs" else None  # a molecule model reads SMILES only
     label_map, label_meta = read_labels(labels, labels_meta, task)
     spec.check_task(task.type)
     store_hash = store.content_hash()  # the labels must belong to this store too
     check_same_store(labels_meta or str(Path(labels).with_suffix(".json")), label_meta, graphs, store_hash, "label set")
-    med_ids, sel_tau, epsilon, partial = answered_selection(sel, label_map, store, layers + 1, weights, labels)
+    answered = answered_selection(sel, label_map, store, opts.layers + 1, opts.weights, labels)
+    med_ids, sel_tau, epsilon, partial = answered
     if partial:
         print(partial_answers_line(partial), flush=True)
     if target is not None and graph_model:  # the budget that makes c·ε = target for this selection's ε
-        cfg = resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
-                             target_budget(target, epsilon, selection, layers, eta, weights,
-                                           mode), mode, recipe=recipe)
+        gin = resolve_config(name, opts, target_budget(target, epsilon, selection, opts.layers, opts.eta, opts.weights,
+                                                       mode), mode, recipe=recipe)
     pos = positions(med_ids, store.graph_ids, selection, "medoids")
     y = selection_labels(label_map, med_ids, task, labels)
     subsets, node_eps = node_subsets_for(read_nodes(nodes), med_ids, nodes) if nodes else (None, None)
-    stage = f"{'train_nodes' if nodes else 'train'}@{name}"  # the DVC stage (and MLflow run) name
     source = label_meta.get("source", "unknown")
-    tau, weighting = training_weights(sel_tau, weighting, sel)
-    params = train_params(cfg, name, weights, task, spec, weighting, recipe, graph_model, loss, huber_delta, sel,
-                          len(med_ids), nodes, source, torch_threads, label_meta, target)
+    tau, weighting = training_weights(sel_tau, opts.weighting, sel)
+    params = train_params(gin, opts, paths, task, spec, weighting, recipe if graph_model else None, sel, len(med_ids),
+                          label_meta)
     inputs = [p for p in (graphs, selection, labels, nodes) if p]
     # the run exists before training (the loss is logged as it goes) and before train.json names it
-    with open_run("train", params, inputs, experiment, enabled=log_mlflow, run_name=stage,
+    with open_run("train", params, inputs, opts.experiment, enabled=opts.log_mlflow, run_name=paths.stage,
                   extra_tags={"labels_source": source, "task": task.type, "model": spec.name}) as run:
         live = None
         if run:
@@ -93,33 +88,25 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                                          labels_dataset(labels, label_map, label_meta, name),
                                          selection_dataset(selection, sel, name)], "training")
             if graph_model:
-                live = LiveMetric(run["run_id"], "train_loss", last_step=cfg["epochs"] - 1)
-        options = gin_options(cfg, loss, huber_delta, weights, name, recipe, live) if graph_model else {}
+                live = LiveMetric(run["run_id"], "train_loss", last_step=gin["epochs"] - 1)
+        options = gin_options(gin, opts.loss, opts.huber_delta, opts.weights, name, recipe, live) if graph_model else {}
         X = Inputs(ds, store.smiles() if spec.inputs == "molecules" else None, pos, subsets)
         fitted = fit_task(spec, options, X, y, tau, task)
         if live:
             live.flush()
-        record, metrics = train_record(fitted, cfg, sel, tau, weights, target, node_eps)
-        info = train_info(name, graphs, selection, labels, source, label_meta, label_map, sel, med_ids, sel_tau,
-                          weighting, epsilon, partial, nodes, torch_threads, store_hash, record)
+        record, metrics = train_record(fitted, gin, sel, tau, opts.weights, target, node_eps)
+        info = train_info(paths, opts, (label_map, label_meta), sel, answered, weighting, store_hash, record)
         info["model_state"] = save_model(fitted, model_out)  # model.pt first: the MLflow model version names its sha256
         if run:
-            log_trained_model(run, fitted, info, name, stage, task, spec, model_out, store, pos, nodes, graph_model)
+            log_trained_model(run, fitted, info, paths, task, spec, store, pos, graph_model)
         info = write_model(None, model_out, info_out, info)  # model.pt is written above
         print(train_summary(name, task, info, fitted))
-        warning = collapse_warning(info, cfg.get("lr"))
+        warning = collapse_warning(info, gin.get("lr"))
         if warning:
             print(warning, file=sys.stderr)
         if run:
-            log_run("train", params, metrics, inputs, [info_out], experiment=experiment, run=run)
+            log_run("train", params, metrics, inputs, [info_out], experiment=opts.experiment, run=run)
     return info
-
-
-def _number(text: str, option: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(None, f"{option} must be a number or auto, got {text!r}") from None
 
 
 def train_command(
@@ -155,15 +142,8 @@ def train_command(
 ) -> None:
     """Train a model on the selected graphs (tau-weighted loss of the dataset's task; --model picks it)."""
     try:
-        lr = None if str(lr).strip().lower() in ("auto", "", "none") else _number(lr, "--lr")
-        info = train_flow(str(graphs), str(selection), str(labels), str(model_out), str(info_out),
-                          labels_meta=str(labels_meta) if labels_meta else None,
-                          nodes=str(nodes) if nodes else None, epochs=epochs, hidden=hidden, layers=layers,
-                          batch_size=batch_size, lr=lr, seed=seed, device=device, pool=pool, eta=eta, bias=bias,
-                          weights=weights, torch_threads=torch_threads, experiment=experiment, log_mlflow=mlflow,
-                          lipschitz_budget=lipschitz_budget, lipschitz_mode=lipschitz_mode,
-                          lipschitz_target=lipschitz_target, loss=loss, huber_delta=huber_delta, model=model,
-                          recipe=recipe, weighting=weighting)
+        options = dict(locals())  # the command's options, as typer filled them
+        info = train_flow(**vars(TrainPaths.from_options(options)), cfg=TrainStageConfig.from_options(options))
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

@@ -16,27 +16,9 @@ from prefect.cache_policies import NO_CACHE
 from tmdlib import InputError
 
 from . import io
+from .config import parse_fractions  # noqa: F401  (the evaluate stage's option, checked in its config)
 
 BENCHMARK_EVAL = "dataset (benchmark mode)"
-
-
-def parse_fractions(text: str | None) -> list[float]:
-    """``"0.05,0.1,0.2"`` → sorted distinct floats in (0, 1]; empty/None → ``[]``."""
-    if text is None or not str(text).strip():
-        return []
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            f = float(part)
-        except ValueError:
-            raise InputError(None, f"--fractions: {part!r} is not a number") from None
-        if not 0.0 < f <= 1.0:
-            raise InputError(None, f"--fractions: {f} is not in (0, 1]")
-        out.append(f)
-    return sorted(set(out))
 
 
 def tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list, dict]:
@@ -60,10 +42,15 @@ def measure_task(ds, model, head, cfg: dict, **kwargs) -> dict:
     return measure(ds, model, head, cfg, **kwargs)
 
 
-def metrics_document(m: dict, name: str, sel: dict, info: dict, checks: dict, problems: list, depth: int, weights,
-                     tau_source: str, plan: dict | None, sample: int, seed: int, n_train: int, device: str,
+def metrics_document(m: dict, name: str, sel: dict, info: dict, checks: dict, tmd: tuple, where: tuple, opts,
                      seconds: float) -> dict:
-    """``metrics.json``: the measurement ``m`` with what it was made from (selection, labels, TMD setting)."""
+    """``metrics.json``: the measurement ``m`` with what it was made from (selection, labels, TMD setting): ``tmd`` =
+    ``(depth, weights, problems)`` (:func:`tmd_setting`), ``where`` = ``(tau_source, plan, n_train)``
+    (:func:`evaluation_positions`), ``opts`` the stage's options (:class:`tasks.config.EvaluateStageConfig`, its seed
+    resolved)."""
+    depth, weights, problems = tmd
+    tau_source, plan, n_train = where
+    sample, seed, device = opts.sample, opts.seed, opts.device
     cfg = info["config"]
     budget = cfg.get("lipschitz_budget")
     main = dict(m["bound"])
@@ -99,23 +86,24 @@ def metrics_document(m: dict, name: str, sel: dict, info: dict, checks: dict, pr
             "seconds": round(seconds, 2)}
 
 
-def log_evaluation(metrics: dict, info: dict, graphs: str, store, selection: str, sel: dict, model: str,
-                   train_info: str, matrix: str | None, nodes: str | None, metrics_out: str, plot_out: str,
-                   name: str, fractions: list, sweep_epochs: int, seed: int, device: str, torch_threads: int,
-                   experiment: str, sample: int) -> dict:
+def log_evaluation(metrics: dict, info: dict, paths, store, sel: dict, opts) -> dict:
     """The evaluate run in MLflow (params, flat metrics, the sweep as steps, datasets, the model as an input) and
-    the test metric on the registered model version; returns the run's ``{"run_id", ...}``."""
+    the test metric on the registered model version; returns the run's ``{"run_id", ...}``.  ``paths``: the stage's
+    files (:class:`tasks.config.EvaluatePaths`, the matrix as used: None when none was); ``opts`` its options
+    (:class:`tasks.config.EvaluateStageConfig`, its seed resolved)."""
     from .registry import tag_evaluation
     from .tracking import graph_store_dataset, log_datasets, log_run, selection_dataset, start_run
 
+    graphs, selection, model, train_info = paths.graphs, paths.selection, paths.model, paths.train_info
+    name, nodes, experiment = paths.dataset, paths.nodes, opts.experiment
     main, metric = metrics["bound"], metrics["test"]["metric"]
     params = {"dataset": name, "task": metrics["task"]["type"], "selection.method": sel.get("method"),
               "selection.fraction": sel.get("fraction"), "selection.k": metrics["k"],
-              "fractions": ",".join(map(str, fractions)), "sweep_epochs": sweep_epochs,
-              "full_epochs": metrics["epochs"]["full_model"], "seed": seed, "device": device,
-              "torch_threads": torch_threads, "tmd.depth": main["depth"], "tmd.weights": str(main["weights"]),
+              "fractions": ",".join(map(str, opts.fractions)), "sweep_epochs": opts.sweep_epochs,
+              "full_epochs": metrics["epochs"]["full_model"], "seed": opts.seed, "device": opts.device,
+              "torch_threads": opts.torch_threads, "tmd.depth": main["depth"], "tmd.weights": str(main["weights"]),
               "node_subsampling": bool(nodes), "certified": metrics["certified"],
-              "lipschitz_budget": metrics["lipschitz_budget"], "sample": sample}
+              "lipschitz_budget": metrics["lipschitz_budget"], "sample": opts.sample}
     test = {k: v for k, v in metrics["test"].items() if k not in ("metric", "coreset_metrics", "full_metrics")}
     flat = {"test": {**test, **{f"coreset.{k}": v for k, v in metrics["test"]["coreset_metrics"].items()}},
             "bound": {k: v for k, v in main.items() if k not in ("per_layer", "fraction", "k")},
@@ -124,14 +112,14 @@ def log_evaluation(metrics: dict, info: dict, graphs: str, store, selection: str
     sweep = metrics["sweep"]
     steps = {f"sweep.{key}": [p.get(key) if p.get(key) is not None else float("nan") for p in sweep]
              for key in ("fraction", "epsilon", "c_epsilon", "gap_observed", "erm_bound", "excess_loss")}
-    inputs = [p for p in (graphs, selection, model, train_info, matrix, nodes) if p]
-    run = start_run("evaluate", params, inputs, experiment, f"{'evaluate_nodes' if nodes else 'evaluate'}@{name}",
+    inputs = [p for p in (graphs, selection, model, train_info, paths.matrix, nodes) if p]
+    run = start_run("evaluate", params, inputs, experiment, paths.stage,
                     {"labels_for_evaluation": BENCHMARK_EVAL, "labels_for_training": metrics["labels_for_training"],
                      "task": metrics["task"]["type"]})
     logged = (info.get("mlflow") or {}).get("model") or {}
     log_datasets(run["run_id"], [graph_store_dataset(graphs, store, name), selection_dataset(selection, sel, name)],
                  "evaluation", model_ids=[logged["model_id"]] if logged.get("model_id") else None)
-    out = log_run("evaluate", params, flat, inputs, [metrics_out, plot_out], experiment=experiment,
+    out = log_run("evaluate", params, flat, inputs, [paths.metrics_out, paths.plot_out], experiment=experiment,
                   step_metrics=steps if sweep else None, run=run)
     # the registered model version of train.json gets its test metric (the scheduled run's champion rule)
     tag_evaluation(logged, metric, metrics["test"]["coreset_model"], run["run_id"])
@@ -344,17 +332,17 @@ def _control_arms(model, store, sel: dict, info: dict, label_map: dict, audit, t
                         task, confidence=confidence, seed=seed)
 
 
-def evaluate_production(fitted, store, sel: dict, info: dict, name: str, confidence: float, seed: int, extra: dict,
-                        t0: float, plot_out: str, metrics_out: str, log_mlflow: bool, graphs: str, selection: str,
-                        model: str, train_info: str, experiment: str) -> dict:
+def evaluate_production(fitted, store, sel: dict, info: dict, paths, opts, extra: dict, t0: float) -> dict:
     """Production mode of the evaluate stage (an unlabelled pool, the lab's labels are all there is):
     :func:`production_task` with ``extra`` (depth, weights, device) and the seconds since ``t0`` added, the plot (no
     observed gap without the pool's labels), ``metrics.json``, the verdict's first lines, the MLflow run; returns the
-    metrics."""
+    metrics.  ``paths`` / ``opts``: the stage's files and options (:mod:`tasks.config`, the seed resolved)."""
     import time
 
     from tmdlib.reporting.verdict import verdict_lines
 
+    name, confidence, seed = paths.dataset, opts.confidence, opts.seed
+    plot_out, metrics_out = paths.plot_out, paths.metrics_out
     metrics = production_task(fitted, store, sel, info, name, confidence, seed)
     metrics.update({**extra, "seconds": round(time.perf_counter() - t0, 2)})
     plot_bound_vs_gap([], plot_out, f"{name} ({fitted.head.task.type}): production mode: no observed gap without the "
@@ -362,9 +350,9 @@ def evaluate_production(fitted, store, sel: dict, info: dict, name: str, confide
     write_metrics(metrics_out, metrics)
     for line in verdict_lines(metrics)[:3]:
         print(line)
-    if log_mlflow:
-        metrics["mlflow"] = log_production(metrics, info, graphs, selection, model, train_info, metrics_out,
-                                           plot_out, name, experiment)
+    if opts.log_mlflow:
+        metrics["mlflow"] = log_production(metrics, info, paths.graphs, paths.selection, paths.model,
+                                           paths.train_info, metrics_out, plot_out, name, opts.experiment)
     return metrics
 
 

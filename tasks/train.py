@@ -38,11 +38,11 @@ def set_torch_threads(n: int) -> int:
 # ----------------------------------------------------------------------------------------------
 # Parameters (checked before any file is read)
 # ----------------------------------------------------------------------------------------------
-def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, batch_size: int | None,
-                   lr: float | None, seed: int, device: str, pool: str, eta: float, bias: bool, lipschitz_budget=None,
-                   lipschitz_mode=None, recipe: str = "paper-b2") -> dict:
+def resolve_config(dataset: str, opts, lipschitz_budget=None, lipschitz_mode=None, recipe: str = "paper-b2") -> dict:
     """The GIN's training hyper-parameters: the named ``recipe`` (:data:`tmdlib.torch.model.RECIPES`; ``paper-b2``
-    fills in the paper's per-dataset B.2 widths) with the given options over it; checked.
+    fills in the paper's per-dataset B.2 widths) with the options ``opts`` over it (a
+    :class:`tasks.config.TrainStageConfig`, or anything with its ``epochs``, ``hidden``, ``layers``, ``batch_size``,
+    ``lr``, ``seed``, ``device``, ``pool``, ``eta``, ``bias``); checked.
 
     ``lipschitz_budget`` (certified mode, :mod:`tmdlib.torch.certified`): a positive number (per weight matrix) or a
     comma list of per-matrix budgets; ``None``, ``0``, ``"none"``, ``"null"`` → unconstrained.  It is added to
@@ -56,9 +56,10 @@ def resolve_config(dataset: str, epochs: int, hidden: int | None, layers: int, b
     if recipe not in RECIPES:
         raise InputError(None, f"--recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
     d = recipe_config(recipe, dataset)
-    cfg = {"hidden": int(hidden or d["hidden"]), "layers": int(layers), "pool": pool, "eta": float(eta),
-           "bias": bool(bias), "lr": float(lr or d["lr"]), "batch_size": int(batch_size or d["batch_size"]),
-           "epochs": int(epochs), "seed": int(seed), "device": device}
+    pool, device = opts.pool, opts.device
+    cfg = {"hidden": int(opts.hidden or d["hidden"]), "layers": int(opts.layers), "pool": pool,
+           "eta": float(opts.eta), "bias": bool(opts.bias), "lr": float(opts.lr or d["lr"]),
+           "batch_size": int(opts.batch_size or d["batch_size"]), "epochs": int(opts.epochs), "seed": int(opts.seed), "device": device}
     problems = [f"--{k.replace('_', '-')} must be >= 1" for k in ("hidden", "layers", "batch_size") if cfg[k] < 1]
     if cfg["epochs"] < 0:
         problems.append("--epochs must be >= 0")
@@ -435,23 +436,6 @@ def certified_setting(spec, lipschitz_budget, lipschitz_mode, target) -> tuple:
     return spec.defaults.get("lipschitz_budget"), lipschitz_mode or spec.defaults.get("lipschitz_mode")
 
 
-def check_train_options(name: str, model, lipschitz_budget, lipschitz_target, loss: str, huber_delta: float,
-                        weighting: str, recipe: str, epochs: int, hidden, layers: int, batch_size, lr, seed: int,
-                        device: str, pool: str, eta: float, bias: bool) -> float | None:
-    """Every option of the train stage checked before any file is read (the model when named, the GIN's options
-    whatever ``auto`` picks later, the loss, the weighting); returns the Lipschitz target (:func:`parse_target`)."""
-    target = parse_target(lipschitz_target)
-    check_loss_option(loss, huber_delta)
-    if model != "auto":  # a named model is checked before any file is read
-        resolve_model_option(model_for(model, lipschitz_budget, lipschitz_target))
-    if model in (None, "", "auto", "gin", "certified-gin"):  # so are the GIN's options, whatever auto picks later
-        resolve_config(name, epochs, hidden, layers, batch_size, lr, seed, device, pool, eta, bias,
-                       recipe=recipe_for("gin", recipe))
-    if weighting not in ("auto", "tau", "none"):
-        raise InputError(None, f"--weighting must be auto, tau or none, got {weighting!r}")
-    return target
-
-
 def train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes, n_train: int = 0):
     """The model's :class:`~tmdlib.models.registry.ModelSpec` for this store and task (:func:`model_for`); node
     subsampling trains on subgraphs, so a model that reads molecules gives way to the graph model (said once)."""
@@ -484,42 +468,48 @@ def training_weights(sel_tau, weighting: str, sel: dict) -> tuple[np.ndarray, st
     return (tau if weighting == "tau" else np.ones(len(tau))), weighting
 
 
-def train_params(cfg: dict, name: str, weights, task, spec, weighting: str, recipe: str, graph_model: bool, loss: str,
-                 huber_delta: float, sel: dict, k: int, nodes, source: str, torch_threads: int, label_meta: dict,
-                 target) -> dict:
-    """The train run's MLflow parameters."""
-    return {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": name, "weights": weights, "task": task.type,
-            "train.model": spec.name, "train.weighting": weighting, "train.recipe": recipe if graph_model else None,
-            "train.loss": loss, "train.huber_delta": huber_delta, "selection.method": sel.get("method"),
-            "selection.fraction": sel.get("fraction"), "selection.k": k, "node_subsampling": bool(nodes),
-            "labels_source": source, "torch_threads": torch_threads,
+def train_params(cfg: dict, opts, paths, task, spec, weighting: str, recipe: str | None, sel: dict, k: int,
+                 label_meta: dict) -> dict:
+    """The train run's MLflow parameters: the GIN's checked ``cfg`` (:func:`resolve_config`), the stage's options
+    ``opts`` (:class:`tasks.config.TrainStageConfig`) and files ``paths`` (:class:`tasks.config.TrainPaths`), the
+    ``weighting`` and ``recipe`` (None for a model that is not a GIN) as resolved."""
+    return {**{f"train.{k}": v for k, v in cfg.items()}, "dataset": paths.dataset, "weights": opts.weights,
+            "task": task.type, "train.model": spec.name, "train.weighting": weighting, "train.recipe": recipe,
+            "train.loss": opts.loss, "train.huber_delta": opts.huber_delta, "selection.method": sel.get("method"),
+            "selection.fraction": sel.get("fraction"), "selection.k": k, "node_subsampling": bool(paths.nodes),
+            "labels_source": label_meta.get("source", "unknown"), "torch_threads": opts.torch_threads,
             "labels_missing": label_meta.get("missing"), "labels_answered": label_meta.get("answered"),
             "certified": cfg.get("lipschitz_budget") is not None, "train.lipschitz_budget": cfg.get("lipschitz_budget"),
-            "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball"), "train.lipschitz_target": target or 0.0}
+            "train.lipschitz_mode": cfg.get("lipschitz_mode", "ball"), "train.lipschitz_target": opts.target or 0.0}
 
 
-def train_info(name: str, graphs: str, selection: str, labels: str, source: str, label_meta: dict, label_map: dict,
-               sel: dict, med_ids, sel_tau, weighting: str, epsilon, partial, nodes, torch_threads: int,
-               store_hash: str, record: dict) -> dict:
-    """``train.json``'s content before the model file is saved (:func:`train_record` gives ``record``)."""
+def train_info(paths, opts, labels: tuple, sel: dict, answered: tuple, weighting: str, store_hash: str,
+               record: dict) -> dict:
+    """``train.json``'s content before the model file is saved: the stage's files ``paths`` and options ``opts``
+    (:mod:`tasks.config`), ``labels`` = ``(label_map, label_meta)`` (:func:`tasks.io.read_labels`), ``answered`` =
+    :func:`answered_selection`'s ``(medoid ids, τ, ε mean, partial)``, ``record`` from :func:`train_record`."""
     from .graphs import STORE_HASH_KEY
 
-    return {"dataset": name, "graphs": graphs, "selection": selection, "labels": labels, "labels_source": source,
+    label_map, label_meta = labels
+    med_ids, sel_tau, epsilon, partial = answered
+    return {"dataset": paths.dataset, "graphs": paths.graphs, "selection": paths.selection, "labels": paths.labels,
+            "labels_source": label_meta.get("source", "unknown"),
             "labels_meta": label_meta, "labels_used": int(len(med_ids)), "labels_available": int(len(label_map)),
             "selection_method": sel.get("method"), "fraction": sel.get("fraction"), "k": int(len(med_ids)),
             "tau_sum": float(np.sum(sel_tau)), "weighting": weighting, "epsilon": epsilon, "partial": partial,
             **({"medoids_trained": med_ids, "tau_trained": sel_tau} if partial else {}),
-            "node_subsampling": bool(nodes), "nodes": nodes, "torch_threads": int(torch_threads),
+            "node_subsampling": bool(paths.nodes), "nodes": paths.nodes, "torch_threads": int(opts.torch_threads),
             STORE_HASH_KEY: store_hash, **record}
 
 
-def log_trained_model(run: dict, fitted, info: dict, name: str, stage: str, task, spec, model_out: str, store, pos,
-                      nodes, graph_model: bool) -> None:
+def log_trained_model(run: dict, fitted, info: dict, paths, task, spec, store, pos, graph_model: bool) -> None:
     """The trained model to the MLflow run (``model.pt`` saved first: the version names its sha256): for molecules a
-    pyfunc that takes SMILES, for any model; else the GIN (registered unless trained on node subsets).  Sets
-    ``info["mlflow"]`` when a model was logged."""
+    pyfunc that takes SMILES, for any model; else the GIN (registered unless trained on node subsets).  ``paths``:
+    the stage's files (:class:`tasks.config.TrainPaths`).  Sets ``info["mlflow"]`` when a model was logged."""
     from .registry import log_gin_model, model_description
     from .tracking import set_run_tag
+
+    name, stage, model_out, nodes = paths.dataset, paths.stage, paths.model_out, paths.nodes
 
     set_run_tag(run["run_id"], "device", info["device"])
     sha = io.sha256_file(model_out)

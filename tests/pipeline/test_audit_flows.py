@@ -33,6 +33,7 @@ def mutag_run(tmp_path_factory):
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
     from tmdlib.datasets import read_tu, write_graph_parquet
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     d = tmp_path_factory.mktemp("audit-run")
     env = {"MLFLOW_TRACKING_URI": f"sqlite:///{d / 'mlflow.db'}"}
@@ -54,12 +55,14 @@ def mutag_run(tmp_path_factory):
         label_requests_flow(p["graphs"], p["selection"], p["labels_dir"])
         labels_import_flow(p["graphs"], p["requests"], "benchmark-standin", p["labels_dir"])
         train_flow(p["graphs"], p["selection"], str(d / "labels/labels.csv"), p["model"], p["train_info"],
-                   epochs=2, hidden=8, experiment="tmdsub-audit-test")
-        common = dict(matrix=p["matrix"], tmd_meta=p["tmd_meta"], full_epochs=1, log_mlflow=False)
+                   cfg=TrainStageConfig(epochs=2, hidden=8, experiment="tmdsub-audit-test"))
+        common = dict(matrix=p["matrix"], tmd_meta=p["tmd_meta"])
         evaluate_flow(p["graphs"], p["selection"], p["model"], p["train_info"], p["metrics"], p["plot"],
-                      fractions="0.5", sweep_epochs=1, **common)
+                      cfg=EvaluateStageConfig(fractions="0.5", sweep_epochs=1, full_epochs=1, log_mlflow=False),
+                      **common)
         evaluate_flow(p["graphs"], p["selection"], p["model"], p["train_info"], p["metrics_nodes"],
-                      str(d / "bound_vs_gap_nodes.png"), nodes=p["nodes"], **common)
+                      str(d / "bound_vs_gap_nodes.png"), nodes=p["nodes"],
+                      cfg=EvaluateStageConfig(full_epochs=1, log_mlflow=False), **common)
         # dvc.lock as `dvc repro` leaves it while the audit stage runs: upstream entries of two datasets
         sel_md5 = hashlib.md5(Path(p["selection"]).read_bytes()).hexdigest()
         Path(p["lock"]).write_text(yaml.safe_dump({"schema": "2.0", "stages": {

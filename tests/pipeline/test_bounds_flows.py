@@ -17,11 +17,12 @@ torch.set_num_threads(1)
 def test_train_and_evaluate_flows(tmp_path):
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", with_nodes=True)
     out = tmp_path / "out"
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-                      epochs=4, hidden=16, log_mlflow=False)
+                      cfg=TrainStageConfig(epochs=4, hidden=16, log_mlflow=False))
     saved = json.loads((out / "train.json").read_text())
     assert saved["labels_source"] == "benchmark-standin" and saved["labels_used"] == len(inp["sel"]["medoids"])
     assert len(saved["losses"]) == 4 and saved["device"] == "cpu"
@@ -32,7 +33,7 @@ def test_train_and_evaluate_flows(tmp_path):
 
     m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
                       str(out / "metrics.json"), str(out / "bound_vs_gap.png"), matrix=inp["matrix"],
-                      fractions="0.1,0.5", sweep_epochs=3, log_mlflow=False)
+                      cfg=EvaluateStageConfig(fractions="0.1,0.5", sweep_epochs=3, log_mlflow=False))
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["labels_for_evaluation"] == "dataset (benchmark mode)"
     assert saved["test"]["metric"] == "accuracy" and 0.0 <= saved["test"]["coreset_model"] <= 1.0
@@ -51,11 +52,11 @@ def test_train_and_evaluate_flows(tmp_path):
 
     # node-subsampled training and Corollary 4.1
     train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "mn.pt"), str(out / "tn.json"),
-               nodes=inp["nodes"], epochs=3, hidden=16, log_mlflow=False)
+               nodes=inp["nodes"], cfg=TrainStageConfig(epochs=3, hidden=16, log_mlflow=False))
     tn = json.loads((out / "tn.json").read_text())
     assert tn["node_subsampling"] and tn["node_epsilon_mean"] > 0
-    mn = evaluate_flow(inp["graphs"], inp["selection"], str(out / "mn.pt"), str(out / "tn.json"),
-                       str(out / "mn.json"), str(out / "mn.png"), nodes=inp["nodes"], log_mlflow=False)
+    mn = evaluate_flow(inp["graphs"], inp["selection"], str(out / "mn.pt"), str(out / "tn.json"), str(out / "mn.json"),
+                       str(out / "mn.png"), nodes=inp["nodes"], cfg=EvaluateStageConfig(log_mlflow=False))
     nd = mn["nodes"]
     assert nd["bound"] == pytest.approx(nd["c"] * nd["epsilon_mean"])
     assert nd["per_graph_violations"] == 0 and nd["lemma_holds"] and nd["gap_observed"] <= nd["bound"]
@@ -67,11 +68,12 @@ def test_training_reads_only_the_label_file(tmp_path):
     """The store has no labels at all: training works from labels.csv; a missing label is an error."""
     from flows.train import train_flow
     from tmdlib import InputError
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", n_train=20, n_test=5, labels_nan=True)
     out = tmp_path / "out"
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "t.json"),
-                      epochs=2, hidden=8, log_mlflow=False)
+                      cfg=TrainStageConfig(epochs=2, hidden=8, log_mlflow=False))
     assert info["labels_used"] == len(inp["sel"]["medoids"])
     lines = Path(inp["labels"]).read_text().splitlines()
     Path(inp["labels"]).write_text("\n".join(lines[:-1]) + "\n")
@@ -79,18 +81,18 @@ def test_training_reads_only_the_label_file(tmp_path):
     # pipeline's selections can: tests/pipeline/test_production_flows.py trains on partial answers)
     with pytest.raises(InputError, match="no label.*no assignment to reweight by"):
         train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "m2.pt"), str(out / "t2.json"),
-                   epochs=1, hidden=8, log_mlflow=False)
+                   cfg=TrainStageConfig(epochs=1, hidden=8, log_mlflow=False))
     assert not (out / "m2.pt").exists()
     Path(inp["labels"]).write_text(lines[0] + "\n")
     with pytest.raises(InputError, match="none of the .* selected graphs has a label"):
         train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "m3.pt"), str(out / "t3.json"),
-                   epochs=1, hidden=8, log_mlflow=False)
+                   cfg=TrainStageConfig(epochs=1, hidden=8, log_mlflow=False))
     assert not (out / "m3.pt").exists()
     # a store without labels is production: evaluation measures nothing the lab did not label
     from flows.evaluate import evaluate_flow
 
-    m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "t.json"),
-                      str(out / "m.json"), str(out / "p.png"), log_mlflow=False)
+    m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "t.json"), str(out / "m.json"),
+                      str(out / "p.png"), cfg=EvaluateStageConfig(log_mlflow=False))
     assert m["mode"] == "production" and m["test"]["coreset_model"] is None
     assert m["pool_estimate"]["value"] is None and "no audit sample" in m["pool_estimate"]["note"]
 

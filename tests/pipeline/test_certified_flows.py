@@ -15,17 +15,19 @@ def test_flows_in_certified_mode(tmp_path, monkeypatch):
     from flows.train import resolve_config, train_flow
     from helpers import make_inputs
     from tmdlib import InputError
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     inp = make_inputs(tmp_path / "in")
     out = tmp_path / "out"
-    assert "lipschitz_budget" not in resolve_config("MUTAG", 1, 8, 3, None, 0.01, 0, "cpu", "add", 1.0, False, "0")
+    opts = TrainStageConfig(epochs=1, hidden=8, layers=3, lr=0.01, seed=0, device="cpu")
+    assert "lipschitz_budget" not in resolve_config("MUTAG", opts, "0")
     with pytest.raises(InputError, match="lipschitz-budget"):
-        resolve_config("MUTAG", 1, 8, 3, None, 0.01, 0, "cpu", "add", 1.0, False, "-2")
+        resolve_config("MUTAG", opts, "-2")
     with pytest.raises(InputError, match="no-bias"):
-        resolve_config("MUTAG", 1, 8, 3, None, 0.01, 0, "cpu", "add", 1.0, True, "0.5")
+        resolve_config("MUTAG", TrainStageConfig(epochs=1, hidden=8, lr=0.01, device="cpu", bias=True), "0.5")
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-                      epochs=4, hidden=16, lipschitz_budget="0.5", log_mlflow=True)
+                      cfg=TrainStageConfig(epochs=4, hidden=16, lipschitz_budget="0.5", log_mlflow=True))
     saved = json.loads((out / "train.json").read_text())
     assert saved["certified"] and saved["config"]["lipschitz_budget"] == 0.5
     lip = saved["lipschitz"]
@@ -41,7 +43,7 @@ def test_flows_in_certified_mode(tmp_path, monkeypatch):
 
     m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
                       str(out / "metrics.json"), str(out / "bound_vs_gap.png"), matrix=inp["matrix"],
-                      fractions="0.5", sweep_epochs=2, full_epochs=2, log_mlflow=False)
+                      cfg=EvaluateStageConfig(fractions="0.5", sweep_epochs=2, full_epochs=2, log_mlflow=False))
     b = m["bound"]
     assert m["certified"] and b["certified"] and b["constraint_ok"]
     assert b["c"] == pytest.approx(0.5 ** 7) and b["c_class"] == pytest.approx(0.5 ** 7)  # same class for both

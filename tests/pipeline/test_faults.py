@@ -373,8 +373,9 @@ def marked(*a, **k):
 nn.train_gin = marked
 import flows
 from flows.train import train_flow
+from tasks.config import TrainStageConfig
 train_flow({inputs['graphs']!r}, {inputs['selection']!r}, {inputs['labels']!r}, {str(out / 'model.pt')!r},
-           {str(out / 'train.json')!r}, **{TRAIN_KW!r})
+           {str(out / 'train.json')!r}, cfg=TrainStageConfig(**{TRAIN_KW!r}))
 """
 
 
@@ -386,12 +387,13 @@ def _stable(info: dict) -> dict:
 @pytest.fixture(scope="module")
 def train_reference(store, tmp_path_factory) -> tuple[dict, Path, float]:
     from flows.train import train_flow
+    from tasks.config import TrainStageConfig
 
     root = tmp_path_factory.mktemp("train-ref")
     inputs = _train_inputs(store, root / "in")
     t0 = time.monotonic()
     train_flow(inputs["graphs"], inputs["selection"], inputs["labels"], str(root / "model.pt"),
-               str(root / "train.json"), **TRAIN_KW)
+               str(root / "train.json"), cfg=TrainStageConfig(**TRAIN_KW))
     return inputs, root, time.monotonic() - t0
 
 

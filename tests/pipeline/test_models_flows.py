@@ -50,16 +50,18 @@ def toy():
 def test_a_registered_toy_model_runs_the_train_and_evaluate_stages(tmp_path, toy):
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", n_train=60, n_test=40)
     out = tmp_path / "out"
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-                      model="toy-size", log_mlflow=False)
+                      cfg=TrainStageConfig(model="toy-size", log_mlflow=False))
     assert info["model_name"] == "toy-size" and info["lipschitz"]["c"] is None
     saved = json.loads((out / "train.json").read_text())
     assert saved["model_state"]["name"] == "toy-size"
     m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
-                      str(out / "m.json"), str(out / "p.png"), matrix=inp["matrix"], log_mlflow=False)
+                      str(out / "m.json"), str(out / "p.png"), matrix=inp["matrix"],
+                      cfg=EvaluateStageConfig(log_mlflow=False))
     assert m["test"]["metric"] == "accuracy" and 0 <= m["test"]["coreset_model"] <= 1 and m["test"]["n"] == 40
     assert m["bound"]["gap_observed"] >= 0 and m["bound"]["c_epsilon"] is None  # measured, nothing certified
     assert "no Lipschitz constant" in m["bound"]["lipschitz_note"]
@@ -68,10 +70,11 @@ def test_a_registered_toy_model_runs_the_train_and_evaluate_stages(tmp_path, toy
 def test_an_unknown_model_is_refused_before_any_file_is_read(tmp_path):
     from flows.train import train_flow
     from tmdlib import InputError
+    from tasks.config import TrainStageConfig
 
     with pytest.raises(InputError, match="unknown model 'nope'"):
         train_flow(str(tmp_path / "missing.parquet"), "s.json", "l.csv", str(tmp_path / "m.pt"),
-                   str(tmp_path / "t.json"), model="nope", log_mlflow=False)
+                   str(tmp_path / "t.json"), cfg=TrainStageConfig(model="nope", log_mlflow=False))
 
 
 def test_tmdsub_models_lists_every_registered_model():

@@ -22,6 +22,7 @@ FILES = ("predictions.parquet", "predictions.csv", "predictions.json")
 def workspace(tmp_path_factory):
     """A MUTAG workspace in the CLI's default layout with a small trained GIN."""
     from flows.train import train_flow
+    from tasks.config import TrainStageConfig
 
     ws = tmp_path_factory.mktemp("predict-kill")
     inp = make_inputs(ws / "in", n_train=40, n_test=20)
@@ -29,7 +30,7 @@ def workspace(tmp_path_factory):
     shutil.copy(inp["selection"], ws / "data" / "selection" / "MUTAG" / "selection.json")
     models = ws / "data" / "models" / "MUTAG"
     train_flow(inp["graphs"], inp["selection"], inp["labels"], str(models / "model.pt"), str(models / "train.json"),
-               epochs=3, log_mlflow=False)
+               cfg=TrainStageConfig(epochs=3, log_mlflow=False))
     return ws, inp["graphs"]
 
 

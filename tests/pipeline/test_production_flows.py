@@ -41,6 +41,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     from flows.select import select_flow
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     with open(tmp / "pool.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["smiles"]] + [[s] for s in smiles])
@@ -58,11 +59,11 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     labels_import_flow(store, str(tmp / "labels" / "label_requests.parquet"), str(tmp / "lab.csv"),
                        str(tmp / "labels"), str(tmp / "ledger.csv"))
     labels = str(tmp / "labels" / "labels.csv")
-    info = train_flow(store, sel_path, labels, str(tmp / "model.pt"), str(tmp / "train.json"), model=model,
-                      log_mlflow=False)
+    info = train_flow(store, sel_path, labels, str(tmp / "model.pt"), str(tmp / "train.json"),
+                      cfg=TrainStageConfig(model=model, log_mlflow=False))
     metrics = evaluate_flow(store, sel_path, str(tmp / "model.pt"), str(tmp / "train.json"), str(tmp / "m.json"),
                             str(tmp / "p.png"), matrix=str(tmp / "tmd" / "matrix.npy"),
-                            tmd_meta=str(tmp / "tmd" / "meta.json"), log_mlflow=False)
+                            tmd_meta=str(tmp / "tmd" / "meta.json"), cfg=EvaluateStageConfig(log_mlflow=False))
     pred = predict_flow(store, sel_path, str(tmp / "model.pt"), str(tmp / "train.json"), str(tmp / "pred"),
                         log_mlflow=False)
     table = pq.read_table(tmp / "pred" / "predictions.parquet").to_pylist()
@@ -224,12 +225,14 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     import pandas as pd
 
     from flows.train import train_flow
+    from tasks.config import TrainStageConfig
+
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     smiles, hidden = _regression_rows()
     w = _walk(tmp_path, smiles[:150], hidden[:150], "svm")
     info = train_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "labels" / "labels.csv"),
-                      str(tmp_path / "model.pt"), str(tmp_path / "train.json"), model="svm")
+                      str(tmp_path / "model.pt"), str(tmp_path / "train.json"), cfg=TrainStageConfig(model="svm"))
     logged = info["mlflow"]["model"]
     assert logged["kind"] == "smiles-pyfunc" and logged["registered_model"] == "tmdsub-POOL"
     served = mlflow.pyfunc.load_model(f"models:/tmdsub-POOL/{logged['version']}")

@@ -72,6 +72,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
     from tasks.graphs import read_task
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     source, columns = _dataset(tmp_path, kind)
@@ -98,11 +99,11 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     assert json.loads((Path(d["labels"]) / "labels.json").read_text())["store_content_sha256"] == sel[
         "store_content_sha256"] == man["store_content_sha256"]
     info = train_flow(d["graphs"], d["selection"], str(Path(d["labels"]) / "labels.csv"), d["model"], d["train"],
-                      epochs=3, hidden=16, log_mlflow=True, lipschitz_budget="none")
+                      cfg=TrainStageConfig(epochs=3, hidden=16, log_mlflow=True, lipschitz_budget="none"))
     assert info["task"]["type"] == kind and info["model"]["out_dim"] == task.output_dim
     assert info["mlflow"]["model"]["registered_model"] == "tmdsub-DS"
-    m = evaluate_flow(d["graphs"], d["selection"], d["model"], d["train"], d["metrics"], d["plot"],
-                      matrix=d["matrix"], tmd_meta=d["meta"], full_epochs=2, log_mlflow=True)
+    m = evaluate_flow(d["graphs"], d["selection"], d["model"], d["train"], d["metrics"], d["plot"], matrix=d["matrix"],
+                      tmd_meta=d["meta"], cfg=EvaluateStageConfig(full_epochs=2, log_mlflow=True))
     headline = {"regression": "rmse", "multiclass": "accuracy", "multitask": "rocauc"}[kind]
     assert m["test"]["metric"] == headline and m["task"]["type"] == kind
     b = m["bound"]

@@ -25,16 +25,17 @@ def test_train_and_evaluate_log_to_mlflow_server(mlflow_server, tmp_path, monkey
 
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     inp = make_inputs(tmp_path / "in", n_train=30, n_test=10)
     out = tmp_path / "out"
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-                      epochs=3, hidden=8, experiment="tmdsub-test")
+                      cfg=TrainStageConfig(epochs=3, hidden=8, experiment="tmdsub-test"))
     assert info["mlflow"]["tracking_uri"] == mlflow_server
     m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
                       str(out / "metrics.json"), str(out / "bound_vs_gap.png"), matrix=inp["matrix"],
-                      fractions="0.5", sweep_epochs=2, experiment="tmdsub-test")
+                      cfg=EvaluateStageConfig(fractions="0.5", sweep_epochs=2, experiment="tmdsub-test"))
 
     client = MlflowClient(tracking_uri=mlflow_server)
     run = client.get_run(info["mlflow"]["run_id"])
@@ -93,14 +94,15 @@ def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflo
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
     from tmdlib.torch.serving import dense_batch
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     inp = make_inputs(tmp_path / "in", n_train=30, n_test=10)
     out = tmp_path / "out"
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-                      epochs=3, hidden=8)
+                      cfg=TrainStageConfig(epochs=3, hidden=8))
     m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
-                      str(out / "metrics.json"), str(out / "bound_vs_gap.png"), full_epochs=1)
+                      str(out / "metrics.json"), str(out / "bound_vs_gap.png"), cfg=EvaluateStageConfig(full_epochs=1))
     client = MlflowClient(tracking_uri=mlflow_server)
 
     # the experiment opens on MLflow's model-training view; runs are named <stage>@<DATASET>
@@ -160,6 +162,7 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
 
     import flows.train as train_module
     from flows.train import train_flow
+    from tasks.config import TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     client = MlflowClient(tracking_uri=mlflow_server)
@@ -181,7 +184,7 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
 
     monkeypatch.setattr(train_module, "fit_task", spy)
     info = train_flow(inp["graphs"], inp["selection"], inp["labels"], str(tmp_path / "model.pt"),
-                      str(tmp_path / "train.json"), epochs=4, hidden=8)
+                      str(tmp_path / "train.json"), cfg=TrainStageConfig(epochs=4, hidden=8))
     assert seen == {e: list(range(e + 1)) for e in range(4)}
     history = sorted(client.get_metric_history(info["mlflow"]["run_id"], "train_loss"), key=lambda m: m.step)
     assert [m.value for m in history] == pytest.approx(info["losses"])
@@ -210,6 +213,7 @@ def test_champion_alias_goes_only_to_a_version_that_is_not_worse(mlflow_server, 
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
     from tasks.registry import consider_for_champion, promote_champions
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     inp = make_inputs(tmp_path / "in", n_train=60, n_test=60, fraction=0.5)
@@ -219,9 +223,9 @@ def test_champion_alias_goes_only_to_a_version_that_is_not_worse(mlflow_server, 
 
     def retrain(labels: str, where: Path) -> tuple[dict, float]:
         info = train_flow(inp["graphs"], inp["selection"], labels, str(where / "model.pt"), str(where / "train.json"),
-                          labels_meta=str(tmp_path / "in" / "labels.json"), epochs=30, hidden=16)
+                          labels_meta=str(tmp_path / "in" / "labels.json"), cfg=TrainStageConfig(epochs=30, hidden=16))
         m = evaluate_flow(inp["graphs"], inp["selection"], str(where / "model.pt"), str(where / "train.json"),
-                          str(where / "metrics.json"), str(where / "plot.png"), full_epochs=1)
+                          str(where / "metrics.json"), str(where / "plot.png"), cfg=EvaluateStageConfig(full_epochs=1))
         return info, m["test"]["coreset_model"]
 
     client = MlflowClient(tracking_uri=mlflow_server)

@@ -201,14 +201,15 @@ def test_evaluate_on_a_sample_of_a_large_pool(tmp_path):
     from tmdlib.guarantees import bounds
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
+    from tasks.config import EvaluateStageConfig, TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", n_train=90, n_test=50)
     out = tmp_path / "out"
     train_flow(inp["graphs"], inp["selection"], inp["labels"], str(out / "model.pt"), str(out / "train.json"),
-               epochs=3, hidden=16, log_mlflow=False)
+               cfg=TrainStageConfig(epochs=3, hidden=16, log_mlflow=False))
     m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
-                      str(out / "m.json"), str(out / "p.png"), matrix=inp["matrix"], fractions="0.5", sweep_epochs=2,
-                      log_mlflow=False, sample=40)
+                      str(out / "m.json"), str(out / "p.png"), matrix=inp["matrix"],
+                      cfg=EvaluateStageConfig(fractions="0.5", sweep_epochs=2, log_mlflow=False, sample=40))
     n_train = len(inp["sel"]["train_ids"])
     assert m["n_train"] == n_train and m["sample"]["train_sample"] == 40 and m["sample"]["n_train"] == n_train
     assert m["test"]["n"] == min(40, len(inp["sel"]["test_ids"])) and "sample of 40" in m["test"]["full_model_trained_on"]

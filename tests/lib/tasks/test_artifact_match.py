@@ -169,10 +169,11 @@ def test_label_requests_refuse_a_selection_of_another_store(two_stores, tmp_path
 def test_train_refuses_a_selection_of_another_store(two_stores, tmp_path):
     pytest.importorskip("torch")
     from flows.train import train_flow
+    from tasks.config import TrainStageConfig
 
     with pytest.raises(InputError) as info:
         train_flow(two_stores["B"], two_stores["selection"], str(tmp_path / "labels.csv"), str(tmp_path / "m.pt"),
-                   str(tmp_path / "train.json"), epochs=1, log_mlflow=False)
+                   str(tmp_path / "train.json"), cfg=TrainStageConfig(epochs=1, log_mlflow=False))
     _refused_selection(info, two_stores["selection"])
     assert not (tmp_path / "m.pt").exists()
 
@@ -180,12 +181,13 @@ def test_train_refuses_a_selection_of_another_store(two_stores, tmp_path):
 def test_evaluate_refuses_a_selection_or_matrix_meta_of_another_store(two_stores, tmp_path):
     pytest.importorskip("torch")
     from flows.evaluate import evaluate_flow
+    from tasks.config import EvaluateStageConfig
 
     info_path = tmp_path / "train.json"
     info_path.write_text(json.dumps({"config": {"seed": 0, "layers": 3}, "model": {}}))
     args = (str(tmp_path / "m.pt"), str(info_path), str(tmp_path / "metrics.json"), str(tmp_path / "plot.png"))
     with pytest.raises(InputError) as info:
-        evaluate_flow(two_stores["B"], two_stores["selection"], *args, log_mlflow=False)
+        evaluate_flow(two_stores["B"], two_stores["selection"], *args, cfg=EvaluateStageConfig(log_mlflow=False))
     _refused_selection(info, two_stores["selection"])
     # the selection made for B (old, unchecked) but A's matrix meta: refused naming meta.json
     sel = json.loads(Path(two_stores["selection"]).read_text())
@@ -193,7 +195,8 @@ def test_evaluate_refuses_a_selection_or_matrix_meta_of_another_store(two_stores
     old = tmp_path / "old.json"
     old.write_text(json.dumps(sel))
     with pytest.raises(InputError) as info:
-        evaluate_flow(two_stores["B"], str(old), *args, tmd_meta=str(two_stores["meta"]), log_mlflow=False)
+        evaluate_flow(two_stores["B"], str(old), *args, tmd_meta=str(two_stores["meta"]),
+                      cfg=EvaluateStageConfig(log_mlflow=False))
     assert info.value.path == str(two_stores["meta"])
     assert "TMD matrix was made for another graph store" in str(info.value)
 

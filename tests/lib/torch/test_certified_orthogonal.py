@@ -172,19 +172,22 @@ def test_train_from_config_routes_the_mode(setting):
 
 
 def test_resolve_config_checks_the_mode():
+    from dataclasses import replace
+
     from flows.train import resolve_config
+    from tasks.config import TrainStageConfig
     from tmdlib import InputError
 
-    args = dict(dataset="MUTAG", epochs=5, hidden=None, layers=3, batch_size=None, lr=0.01, seed=0, device="cpu",
-                pool="add", eta=1.0, bias=False)
-    cfg = resolve_config(**args, lipschitz_budget="0.003", lipschitz_mode="orthogonal")
+    opts = TrainStageConfig(epochs=5, hidden=None, layers=3, batch_size=None, lr=0.01, seed=0, device="cpu",
+                            pool="add", eta=1.0, bias=False)
+    cfg = resolve_config("MUTAG", opts, lipschitz_budget="0.003", lipschitz_mode="orthogonal")
     assert cfg["lipschitz_budget"] == 0.003 and cfg["lipschitz_mode"] == "orthogonal"
-    assert "lipschitz_mode" not in resolve_config(**args, lipschitz_budget="0.5", lipschitz_mode="ball")
-    assert "lipschitz_mode" not in resolve_config(**args, lipschitz_budget="none", lipschitz_mode="orthogonal")
+    assert "lipschitz_mode" not in resolve_config("MUTAG", opts, lipschitz_budget="0.5", lipschitz_mode="ball")
+    assert "lipschitz_mode" not in resolve_config("MUTAG", opts, lipschitz_budget="none", lipschitz_mode="orthogonal")
     with pytest.raises(InputError, match="lipschitz-mode"):
-        resolve_config(**args, lipschitz_budget="0.5", lipschitz_mode="spectral")
+        resolve_config("MUTAG", opts, lipschitz_budget="0.5", lipschitz_mode="spectral")
     with pytest.raises(InputError, match="even"):
-        resolve_config(**{**args, "hidden": 9}, lipschitz_budget="0.5", lipschitz_mode="orthogonal")
+        resolve_config("MUTAG", replace(opts, hidden=9), lipschitz_budget="0.5", lipschitz_mode="orthogonal")
 
 
 def test_flows_in_orthogonal_mode(tmp_path):
@@ -195,6 +198,7 @@ def test_flows_in_orthogonal_mode(tmp_path):
     from flows.cli import app
     from flows.evaluate import evaluate_flow
     from helpers import make_inputs
+    from tasks.config import EvaluateStageConfig
 
     inp = make_inputs(tmp_path / "in")
     out = tmp_path / "out"
@@ -211,7 +215,7 @@ def test_flows_in_orthogonal_mode(tmp_path):
     assert lip["constraint_ok"] and lip["c_measured"] <= lip["c"] * (1 + 1e-6)
     m = evaluate_flow(inp["graphs"], inp["selection"], str(out / "model.pt"), str(out / "train.json"),
                       str(out / "metrics.json"), str(out / "bound_vs_gap.png"), matrix=inp["matrix"],
-                      fractions="0.5", sweep_epochs=2, full_epochs=2, log_mlflow=False)
+                      cfg=EvaluateStageConfig(fractions="0.5", sweep_epochs=2, full_epochs=2, log_mlflow=False))
     b = m["bound"]
     assert m["lipschitz_mode"] == "orthogonal" and b["constraint_ok"]
     assert b["c"] == pytest.approx(0.003) and b["c_class"] == pytest.approx(0.003)

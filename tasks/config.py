@@ -1,0 +1,250 @@
+"""One typed config per stage (issue 69, item 2): the train and evaluate stages' options as frozen dataclasses, built
+once (from the command line's options, or from ``params.yaml``'s groups) and checked there, before any file is read.
+
+The flow takes the config and the stage's paths (:class:`TrainPaths`, :class:`EvaluatePaths`); the tasks take what
+they need of them.  The defaults are the flows' own (a direct call ``train_flow(...)``); the command line passes every
+option, with its own defaults (``tmdsub train --help``).  ``params.yaml``'s ``train:`` and ``evaluate:`` groups name
+fields of these classes (a house test, ``tests/lib/house/test_stage_configs.py``, holds both to it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Any
+
+from tmdlib import InputError
+
+from . import io
+from .train import check_loss_option, model_for, parse_target, recipe_for, resolve_config, resolve_model_option
+
+#: A command-line option whose config field has another name.
+RENAMED = {"mlflow": "log_mlflow"}
+#: What a weighting may be (``train.weighting``).
+WEIGHTINGS = ("auto", "tau", "none")
+
+
+def _number(text, option: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise InputError(None, f"{option} must be a number or auto, got {text!r}") from None
+
+
+def _pick(cls, options: dict) -> dict:
+    """The options that are fields of ``cls`` (a command-line name mapped by :data:`RENAMED`)."""
+    names = {f.name for f in fields(cls)}
+    out = {}
+    for key, value in options.items():
+        key = RENAMED.get(key, key)
+        if key in names:
+            out[key] = value
+    return out
+
+
+def _paths(cls, options: dict):
+    """``cls`` (a paths dataclass) from the command's options: every path as text, an absent one as None."""
+    return cls(**{k: (str(v) if v not in (None, "") else None) for k, v in _pick(cls, options).items()})
+
+
+# ----------------------------------------------------------------------------------------------
+# train
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrainPaths:
+    """The train stage's files (dvc.yaml's ``train`` / ``train_nodes`` commands name them)."""
+
+    graphs: str
+    selection: str
+    labels: str
+    model_out: str
+    info_out: str
+    labels_meta: str | None = None
+    nodes: str | None = None
+
+    @cached_property
+    def dataset(self) -> str:
+        """The dataset's name (the graph store's, read once)."""
+        return io.dataset_name(self.graphs)
+
+    @property
+    def stage(self) -> str:
+        """The DVC stage (and MLflow run) name: ``train@NAME`` or ``train_nodes@NAME``."""
+        return f"{'train_nodes' if self.nodes else 'train'}@{self.dataset}"
+
+    @classmethod
+    def from_options(cls, options: dict) -> TrainPaths:
+        return _paths(cls, options)
+
+
+@dataclass(frozen=True)
+class TrainStageConfig:
+    """The train stage's options (``params.yaml``: ``train:``, with ``base.seed`` and ``base.weights``), checked on
+    construction (:meth:`check`): :class:`~tmdlib.errors.InputError` names the option at fault.
+
+    GIN options (``epochs`` ... ``bias``, ``recipe``, ``lipschitz_*``) are ignored by the other models;
+    ``lipschitz_target`` > 0 sets c = target / the selection's ε (overrides ``lipschitz_budget``)."""
+
+    epochs: int = 100
+    hidden: int | None = None
+    layers: int = 3
+    batch_size: int | None = None
+    lr: float | None = None
+    seed: int = 0
+    device: str = "auto"
+    pool: str = "add"
+    eta: float = 1.0
+    bias: bool = False
+    weights: str = "pascal"
+    torch_threads: int = 1
+    experiment: str = "tmdsub"
+    log_mlflow: bool = True
+    lipschitz_budget: Any = None
+    lipschitz_mode: str | None = None
+    lipschitz_target: float | str | None = None
+    loss: str = "auto"
+    huber_delta: float = 1.0
+    model: str | None = None
+    recipe: str = "paper-b2"
+    weighting: str = "auto"
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        """Every option checked before any file is read: the model when named, the GIN's options whatever ``auto``
+        picks later, the loss, the weighting, the torch threads."""
+        parse_target(self.lipschitz_target)
+        check_loss_option(self.loss, self.huber_delta)
+        if self.model != "auto":  # a named model is checked before any file is read
+            resolve_model_option(model_for(self.model, self.lipschitz_budget, self.lipschitz_target))
+        if self.model in (None, "", "auto", "gin", "certified-gin"):  # so are the GIN's, whatever auto picks later
+            resolve_config("", self, recipe=recipe_for("gin", self.recipe))
+        if self.weighting not in WEIGHTINGS:
+            raise InputError(None, f"--weighting must be {', '.join(WEIGHTINGS[:-1])} or {WEIGHTINGS[-1]}, "
+                                   f"got {self.weighting!r}")
+        if int(self.torch_threads) < 1:
+            raise InputError(None, f"--torch-threads must be >= 1, got {self.torch_threads}")
+
+    @property
+    def target(self) -> float | None:
+        """The Lipschitz target in nats (:func:`tasks.train.parse_target`), None when off."""
+        return parse_target(self.lipschitz_target)
+
+    @classmethod
+    def from_options(cls, options: dict) -> TrainStageConfig:
+        """The config of ``tmdsub train``'s options (the command's parameters: ``mlflow`` is ``log_mlflow``;
+        ``--lr auto`` is None); the paths among them are left to :class:`TrainPaths`."""
+        kw = _pick(cls, options)
+        if "lr" in kw:
+            lr = kw["lr"]
+            kw["lr"] = None if lr is None or str(lr).strip().lower() in ("auto", "", "none") else _number(lr, "--lr")
+        return cls(**kw)
+
+    @classmethod
+    def from_params(cls, params: dict) -> TrainStageConfig:
+        """The config ``params.yaml`` states: its ``train:`` group with ``base.seed`` and ``base.weights``, and the
+        command line's defaults where the file says nothing (as dvc.yaml's command would pass them)."""
+        base, train = params.get("base") or {}, params.get("train") or {}
+        defaults = {"lipschitz_mode": "ball", "model": "auto", "recipe": "auto"}
+        return cls.from_options({**defaults, **train, **{k: base[k] for k in ("seed", "weights") if k in base}})
+
+
+# ----------------------------------------------------------------------------------------------
+# evaluate
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EvaluatePaths:
+    """The evaluate stage's files (dvc.yaml's ``evaluate`` / ``evaluate_nodes`` commands name them)."""
+
+    graphs: str
+    selection: str
+    model: str
+    train_info: str
+    metrics_out: str
+    plot_out: str
+    matrix: str | None = None
+    nodes: str | None = None
+    tmd_meta: str | None = None
+
+    @cached_property
+    def dataset(self) -> str:
+        """The dataset's name (the graph store's, read once)."""
+        return io.dataset_name(self.graphs)
+
+    @property
+    def stage(self) -> str:
+        """The DVC stage (and MLflow run) name: ``evaluate@NAME`` or ``evaluate_nodes@NAME``."""
+        return f"{'evaluate_nodes' if self.nodes else 'evaluate'}@{self.dataset}"
+
+    @classmethod
+    def from_options(cls, options: dict) -> EvaluatePaths:
+        return _paths(cls, options)
+
+
+def parse_fractions(text: str | None) -> list[float]:
+    """``"0.05,0.1,0.2"`` → sorted distinct floats in (0, 1]; empty/None → ``[]``."""
+    if text is None or not str(text).strip():
+        return []
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            f = float(part)
+        except ValueError:
+            raise InputError(None, f"--fractions: {part!r} is not a number") from None
+        if not 0.0 < f <= 1.0:
+            raise InputError(None, f"--fractions: {f} is not in (0, 1]")
+        out.append(f)
+    return sorted(set(out))
+
+
+@dataclass(frozen=True)
+class EvaluateStageConfig:
+    """The evaluate stage's options (``params.yaml``: ``evaluate:``, with ``train.device`` and ``torch_threads``),
+    checked on construction; ``fractions`` is kept as the sorted tuple of the sweep's
+    coreset fractions.  ``seed`` None: train.json's (the flow resolves it)."""
+
+    fractions: Any = ()
+    sweep_epochs: int = 20
+    full_epochs: int | None = None
+    seed: int | None = None
+    device: str = "auto"
+    torch_threads: int = 1
+    experiment: str = "tmdsub"
+    log_mlflow: bool = True
+    sample: int = 0
+    trust_matrix: bool = False
+    confidence: float = 0.9
+
+    def __post_init__(self):
+        fr = self.fractions
+        object.__setattr__(self, "fractions", tuple(parse_fractions(",".join(map(str, fr)) if isinstance(
+            fr, (list, tuple)) else fr)))
+        self.check()
+
+    def check(self) -> None:
+        if self.sweep_epochs < 0 or (self.full_epochs is not None and self.full_epochs < 0):
+            raise InputError(None, "--sweep-epochs/--full-epochs must be >= 0")
+        if self.sample and self.sample < 0:
+            raise InputError(None, f"--sample must be >= 0, got {self.sample}")
+        if int(self.torch_threads) < 1:
+            raise InputError(None, f"--torch-threads must be >= 1, got {self.torch_threads}")
+        if not (0.0 < float(self.confidence) < 1.0 and math.isfinite(float(self.confidence))):
+            raise InputError(None, f"the confidence must be in (0, 1), got {self.confidence!r}")
+
+    @classmethod
+    def from_options(cls, options: dict) -> EvaluateStageConfig:
+        """The config of ``tmdsub evaluate``'s options (``mlflow`` is ``log_mlflow``); paths left to
+        :class:`EvaluatePaths`."""
+        return cls(**_pick(cls, options))
+
+    @classmethod
+    def from_params(cls, params: dict) -> EvaluateStageConfig:
+        """The config ``params.yaml`` states: ``evaluate:`` with ``train.device`` and ``train.torch_threads`` (as
+        dvc.yaml's ``evaluate`` command passes them)."""
+        train = params.get("train") or {}
+        return cls.from_options({**(params.get("evaluate") or {}),
+                                 **{k: train[k] for k in ("device", "torch_threads") if k in train}})
