@@ -373,17 +373,17 @@ def near_best(K_cross: np.ndarray, y_labelled: np.ndarray, how: str = "knn", nei
 
 
 def _greedy(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
-    """``greedy``: :math:`\mu`."""
+    r"""``greedy``: :math:`\mu`."""
     return mu.copy()
 
 
 def _ucb(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
-    """``ucb``: :math:`\mu + \beta\sigma`."""
+    r"""``ucb``: :math:`\mu + \beta\sigma`."""
     return mu + float(beta) * sigma
 
 
 def _thompson(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
-    """``thompson``: one draw of :math:`\mathcal N(\mu, \sigma^2)` per member."""
+    r"""``thompson``: one draw of :math:`\mathcal N(\mu, \sigma^2)` per member."""
     return rng.normal(mu, sigma)
 
 
@@ -393,7 +393,7 @@ def _random(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
 
 
 def _ei(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
-    """``ei``: expected improvement over ``best`` (the largest :math:`\mu` when None)."""
+    r"""``ei``: expected improvement over ``best`` (the largest :math:`\mu` when None)."""
     from scipy.stats import norm
 
     f = float(np.max(mu) if best is None else best)
@@ -404,7 +404,7 @@ def _ei(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
 
 
 class Acquisition(NamedTuple):
-    """An acquisition of :func:`acquisition` (an entry of :data:`ACQUISITIONS`).
+    r"""An acquisition of :func:`acquisition` (an entry of :data:`ACQUISITIONS`).
 
     Attributes
     ----------
@@ -433,7 +433,7 @@ ACQUISITIONS: dict[str, Acquisition] = {
 
 
 def reads_spread(kind: str) -> bool:
-    """Whether the acquisition ``kind`` reads :math:`\sigma` (:attr:`Acquisition.spread`; an unknown name: True, so
+    r"""Whether the acquisition ``kind`` reads :math:`\sigma` (:attr:`Acquisition.spread`; an unknown name: True, so
     that :func:`acquisition` names it)."""
     entry = ACQUISITIONS.get(str(kind))
     return entry is None or entry.spread
