@@ -40,19 +40,19 @@ def _rows(path: Path) -> list[dict]:
 
 def main(argv=None) -> int:
     import pool_benchmark as PB
+    from tmdlib.experiment import hits as H
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--sets", nargs="*")
     r.add_argument("--family", help="series, property or 'target sets' (default: all three, smallest first)")
-    r.add_argument("--strategies", nargs="*")
+    r.add_argument("--strategies", nargs="*", help=H.notation())
     r.add_argument("--focus", action="store_true", help="only the strategies kept after the series pools (FOCUS)")
     r.add_argument("--random-seeds", type=int, default=10)
     r.add_argument("--trials", type=int, default=3)
     sub.add_parser("summary")
     a = ap.parse_args(argv)
-    from tmdlib.experiment import hits as H
     from tmdlib.experiment.families import family_of
 
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -163,7 +163,9 @@ def main(argv=None) -> int:
     r.add_argument("--sets", nargs="*")
     r.add_argument("--family", help="every pool of one family (target sets, series, property, classification)")
     r.add_argument("--models", nargs="*", default=["svm", "rf"])
-    r.add_argument("--strategies", nargs="*")
+    from tmdlib.experiment.pool import notation
+
+    r.add_argument("--strategies", nargs="*", help=notation())
     r.add_argument("--random-seeds", type=int, default=10)
     r.add_argument("--trials", type=int, default=3)
     r.add_argument("--long", action="store_true",

@@ -79,6 +79,14 @@ def _select_methods() -> tuple[str, ...]:
     return method_names()
 
 
+def _next_help() -> str:
+    """``--next``'s help, read from the table of later-round strategies
+    (:data:`tmdlib.select.rounds.NEXT_STRATEGIES`)."""
+    from tmdlib.select.rounds import NEXT_STRATEGIES, table_help
+
+    return f"tmd-rounds' later rounds: auto (the measured default) | {table_help(NEXT_STRATEGIES)}."
+
+
 def _node_methods() -> tuple[str, ...]:
     """``--method`` of ``tmdsub nodes``: auto and off (:func:`tmdlib.select.nodes.node_method`), then the methods."""
     from tmdlib.select.nodes import NODE_AUTO, NODE_METHODS, NODE_OFF
@@ -230,7 +238,7 @@ def select(
     fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
     count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget."),
     control: float = typer.Option(0.0, "--control", help="tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate compares the two arms on the audit sample). 0 = none."),
-    next_strategy: str = typer.Option("auto", "--next", help="tmd-rounds' later rounds: auto (the measured default) | unc-cover | kcenter-unc | badge | tmd-unc | tmd | random | strat | strat-unc (tmdlib.select.rounds.NEXT_STRATEGIES)."),
+    next_strategy: str = typer.Option("auto", "--next", help=_next_help()),
     goal: str = typer.Option("model", "--goal", help="What later rounds are for: model (a model good on the whole pool) | maximize | minimize (a regression label: hit hunting) | positive (a binary pool's positives). The audit sample stays uniform."),
     target: str = typer.Option("none", "--target", help="With --goal maximize | minimize on a pool with several targets: the target to optimise, or a desirability NAME=WEIGHT,NAME=WEIGHT (score = sum of weight x the standardised prediction; a params.yaml mapping arrives as --NAME WEIGHT pairs). none = a one-target pool."),
     seed: int = typer.Option(0, "--seed"),
@@ -266,7 +274,7 @@ def select(
         raise InputError(None, "give --fraction or --count")
     _choice("--method", method, ("auto",) + _select_methods())
     from tmdlib.select.rounds import NEXT_STRATEGIES
-    _choice("--next", next_strategy, ("auto",) + NEXT_STRATEGIES)
+    _choice("--next", next_strategy, ("auto", *NEXT_STRATEGIES))
     from tmdlib.select.hits import GOALS
     _choice("--goal", goal, GOALS)
     from tmdlib.select.hits import parse_target

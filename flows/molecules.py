@@ -78,10 +78,9 @@ def molecules_flow(datasets: str | None = None, out_dir: str = "reports", raw_ro
                     for m in p["methods"]]:
             fut.result()  # every pick made once (cached), shared by the models
         store = MoleculeResults(str(results_dir), name)
-        from tmdlib.experiment.molecules import plan_cells
+        from tmdlib.experiment.molecules import models_of, plan_cells
 
-        chosen = [m for m in p["models"] if m != "gin" or name in p["gin_sets"]]
-        specs = plan_cells(p, name, store.done, chosen)
+        specs = plan_cells(p, name, store.done, models_of(p, name))
         total = sum(len(s["rows"]) for s in specs)
         print(f"{name}: pool {prep['pool']}, test {prep['test']}; {len(store.rows)} rows done, {total} models to "
               f"train in {len(specs)} cells", flush=True)

@@ -30,7 +30,7 @@ from tasks.train import (answered_selection, certified_setting, collapse_warning
                          train_info,
                          train_model_spec, train_params, train_record, train_summary, training_weights, write_model)
 from tmdlib import InputError
-from tmdlib.models import Inputs
+from tmdlib.models import Inputs, model_names
 
 
 @flow(name="train", log_prints=True)
@@ -55,7 +55,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
     task = task_of(store.task, read_labels_meta(labels, labels_meta))  # the labels' task (an unlabelled pool's)
     spec = train_model_spec(opts.model, opts.lipschitz_budget, opts.lipschitz_target, store, task, nodes,
                             len(sel["medoids"]))
-    graph_model = spec.name in ("gin", "certified-gin")
+    graph_model = spec.takes_recipe  # the GIN's options (the registry says which models take them)
     budget, mode = certified_setting(spec, opts.lipschitz_budget, opts.lipschitz_mode, target)
     recipe = recipe_for(spec.name, opts.recipe)
     gin = resolve_config(name, opts, budget, mode, recipe=recipe) if graph_model else {"seed": int(opts.seed)}
@@ -136,7 +136,7 @@ def train_command(
     mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
     loss: str = typer.Option("auto", "--loss", help="auto (the task's: bce binary / multi-task, ce multi-class, huber regression) | huber | l1 | mse (regression; mse is uncertified)."),
     huber_delta: float = typer.Option(1.0, "--huber-delta", help="Huber's delta in standard deviations of the target (the loss's Lipschitz constant M)."),
-    model: str = typer.Option("auto", "--model", help="A registered model (gin, certified-gin, rf, svm, gbm, chemprop; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, rf for molecule classification, else certified-gin when a Lipschitz budget/target is set, else gin."),
+    model: str = typer.Option("auto", "--model", help=f"A registered model ({', '.join(model_names())}; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, rf for molecule classification, else certified-gin when a Lipschitz budget/target is set, else gin."),
     recipe: str = typer.Option("auto", "--recipe", help="GIN training recipe: auto (measured: default for the GIN, paper-b2 for the certified GIN) | paper-b2 (Adam lr 0.01, batch 16 TU / 64 OGB) | default (lr 0.001, batch 64)."),
     weighting: str = typer.Option("auto", "--weighting", help="auto (none on a pool without labels, measured on the pool benchmark; tau in benchmark mode) | tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the tau-weighted coreset loss)."),
 ) -> None:

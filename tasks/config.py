@@ -116,10 +116,12 @@ class TrainStageConfig:
         picks later, the loss, the weighting, the torch threads."""
         parse_target(self.lipschitz_target)
         check_loss_option(self.loss, self.huber_delta)
-        if self.model != "auto":  # a named model is checked before any file is read
-            resolve_model_option(model_for(self.model, self.lipschitz_budget, self.lipschitz_target))
-        if self.model in (None, "", "auto", "gin", "certified-gin"):  # so are the GIN's, whatever auto picks later
-            resolve_config("", self, recipe=recipe_for("gin", self.recipe))
+        from tmdlib.models.registry import graph_default
+
+        spec = (resolve_model_option(model_for(self.model, self.lipschitz_budget, self.lipschitz_target))
+                if self.model != "auto" else None)  # a named model is checked before any file is read
+        if spec is None or not self.model or spec.takes_recipe:  # so are the GIN's, whatever auto picks later
+            resolve_config("", self, recipe=recipe_for(graph_default(False), self.recipe))
         if self.weighting not in WEIGHTINGS:
             raise InputError(None, f"--weighting must be {', '.join(WEIGHTINGS[:-1])} or {WEIGHTINGS[-1]}, "
                                    f"got {self.weighting!r}")

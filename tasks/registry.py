@@ -128,7 +128,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     import mlflow.pytorch
     import torch
 
-    from tmdlib.torch.serving import DenseBatchGIN
+    from tmdlib.torch.serving import ARTIFACT_NAME, DenseBatchGIN
 
     in_dim = int(model.config["in_dim"])
     scale = None
@@ -139,7 +139,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     torch_version = torch.__version__.split("+")[0]
     with _fluent_run(run_id):
         info = mlflow.pytorch.log_model(
-            wrapped, name="gin", signature=_signature(int(model.config["out_dim"])),
+            wrapped, name=ARTIFACT_NAME, signature=_signature(int(model.config["out_dim"])),
             input_example=_example(data, in_dim),
             serialization_format="pt2", pip_requirements=[f"torch=={torch_version}"], registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})

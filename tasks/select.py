@@ -70,10 +70,9 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
                   difficulty: str = "auto", seed: int = 0, exact: bool = True, goal: str = "model",
                   acquisition: str = "auto", classes: bool = False, target=None) -> dict:
     """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
-    its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: ``forest``, the spread of a random
-    forest's trees, :func:`tmdlib.select.rounds.forest_difficulty`, or ``knn``, the spread of the nearest labels,
-    :func:`tmdlib.select.rounds.knn_difficulty`; on ECFP4 counts, from the ledger's labels of the pool members already
-    labelled: the audit sample is not in the pool).
+    its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: a name of
+    :data:`tmdlib.select.rounds.DIFFICULTIES` or ``auto``, :func:`tmdlib.select.rounds.estimate_difficulty`; on ECFP4
+    counts, from the ledger's labels of the pool members already labelled: the audit sample is not in the pool).
 
     A pool without SMILES, a multi-target ledger, fewer than 2 labelled members or a pool on the scalable engine
     (``exact`` False) gives no difficulty (the method then grows the coreset, saying so in the selection's info).
@@ -88,8 +87,7 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     the labels' kind (:func:`tmdlib.select.rounds.default_first`; :data:`tmdlib.select.hits.HIT_FIRST` under a
     hit-hunting goal): ``classes`` (a task known to be classes before any answer), or 0/1 answers."""
     from tmdlib.select.hits import HIT_FIRST, hunting
-    from tmdlib.select.rounds import (DEFAULT_DIFFICULTY, DEFAULT_NEXT, default_first, forest_difficulty,
-                                      knn_difficulty)
+    from tmdlib.select.rounds import DEFAULT_NEXT, default_first, difficulty_name, estimate_difficulty
 
     from .graphs import store_smiles
 
@@ -113,7 +111,7 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     rows = [row_of[int(g)] for g in train_ids[lab]]
     Y = np.column_stack([ledger.column(c).to_numpy(zero_copy_only=False).astype(np.float64)[rows] for c in cols])
     y = Y[:, 0]
-    how = DEFAULT_DIFFICULTY if difficulty in (None, "", "auto") else str(difficulty)
+    how = difficulty_name(difficulty)
     classes = classes or bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's spread)
     if goal not in (None, "", "model"):
         from tmdlib.select.hits import hit_scores
@@ -121,8 +119,7 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
         return {"strategy": strategy, "goal": goal, "first": first, **({"target": target} if target else {}),
                 **hit_scores(X[lab], Y if len(cols) > 1 else y, X, goal, acquisition, seed=seed, names=cols,
                              target=target)}
-    u = (forest_difficulty(X[lab], y, X, classes=classes, seed=seed) if how == "forest" else
-         knn_difficulty(X[lab], y, X))
+    u = estimate_difficulty(how, X[lab], y, X, classes=classes, seed=seed)
     return {"strategy": strategy, "first": default_first(classes), "difficulty": u, "difficulty_from": how}
 
 

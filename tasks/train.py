@@ -335,7 +335,9 @@ def model_state_of(info: dict) -> dict:
     GIN's ``model`` / ``config`` / ``task_head`` instead."""
     if info.get("model_state"):
         return info["model_state"]
-    return {"name": "certified-gin" if info.get("certified") else "gin", "config": info.get("config"),
+    from tmdlib.models.registry import graph_default
+
+    return {"name": graph_default(bool(info.get("certified"))), "config": info.get("config"),
             "model": info.get("model"), "head": info.get("task_head"), "lipschitz": info.get("lipschitz")}
 
 
@@ -412,7 +414,9 @@ def model_for(model: str | None, lipschitz_budget, lipschitz_target, store=None,
         from tmdlib.models import default_model
 
         return default_model(store.has_smiles, task, certified, n_train)
-    return "certified-gin" if certified else "gin"
+    from tmdlib.models.registry import graph_default
+
+    return graph_default(certified)
 
 
 def recipe_for(model: str, recipe: str) -> str:
@@ -422,13 +426,15 @@ def recipe_for(model: str, recipe: str) -> str:
     setting, reports/certified/summary.md)."""
     if recipe != "auto":
         return recipe
-    return "paper-b2" if model == "certified-gin" else "default"
+    from tmdlib.models.registry import auto_recipe
+
+    return auto_recipe(model)
 
 
 def certified_setting(spec, lipschitz_budget, lipschitz_mode, target) -> tuple:
     """``(budget, mode)`` of the GIN: none for other models; the user's budget (mode as given, ``ball`` by
     default) or, when neither a budget nor a target is given, the certified GIN's registered default."""
-    if spec.name != "certified-gin":
+    if not spec.certified:
         return None, None
     given = str(lipschitz_budget).strip().lower() not in ("", "0", "0.0", "none", "null", "off")
     if given or target is not None:

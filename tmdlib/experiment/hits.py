@@ -36,8 +36,8 @@ import math
 
 import numpy as np
 
-__all__ = ["STRATEGIES", "FOCUS", "COLUMNS", "BUDGETS", "run_hits", "hit_picks", "summary_lines", "curve_lines",
-           "GREEDY", "RANDOM"]
+__all__ = ["STRATEGIES", "FOCUS", "COLUMNS", "BUDGETS", "run_hits", "hit_picks", "notation", "summary_lines",
+           "curve_lines", "GREEDY", "RANDOM"]
 
 BUDGETS = (0.05, 0.10)
 RANDOM = "random"
@@ -61,11 +61,25 @@ COLUMNS = ("dataset", "family", "strategy", "trial", "budget", "k", "n_pool", "n
 def _parse(strategy: str) -> tuple[str, str, str, float | None]:
     """``(first, acquisition, surrogate, factor)``: ``:div`` the diverse batch over the 3 k best, ``:div15`` over
     the 1.5 k best, none: the plain top k (factor None)."""
+    from ..select.hits import ACQUISITIONS
+
     first, _, rest = strategy.partition(">")
     acq, _, sur = rest.partition("/")
     sur, _, div = sur.partition(":")
+    if strategy != RANDOM and acq not in ACQUISITIONS:
+        raise ValueError(f"{strategy!r}: the acquisition is one of {', '.join(ACQUISITIONS)}, not {acq!r}")
     factor = {"": None, "div": 3.0, "div15": 1.5}[div]
     return first, acq, sur, factor
+
+
+def notation() -> str:
+    """The hit benchmark's ``--strategies`` help, read from the product's tables
+    (:data:`tmdlib.select.hits.ACQUISITIONS`, :data:`tmdlib.select.rounds.FIRST_PICKERS`)."""
+    from ..select.hits import ACQUISITIONS
+    from ..select.rounds import FIRST_PICKERS
+
+    return (f"random, or <first>><acquisition>/<surrogate>[:div|:div15]: first random or {', '.join(FIRST_PICKERS)}; "
+            f"acquisition {', '.join(ACQUISITIONS)}; surrogate svm, rf, ens, gp, knn, near (default: STRATEGIES)")
 
 
 def hit_picks(case, strategy: str, trial: int, budgets=BUDGETS) -> list[np.ndarray]:
@@ -82,7 +96,7 @@ def hit_picks(case, strategy: str, trial: int, budgets=BUDGETS) -> list[np.ndarr
     -------
     list of ndarray of int64, sorted
     """
-    from ..select.hits import acquisition, hit_batch, surrogate
+    from ..select.hits import acquisition, hit_batch, reads_spread, surrogate
     from .pool import first_round, svr_on_kernel
 
     if strategy == RANDOM:
@@ -108,7 +122,7 @@ def hit_picks(case, strategy: str, trial: int, budgets=BUDGETS) -> list[np.ndarr
             mean = svr_on_kernel(case.kernel, picks, y, None, np.arange(case.P))
         if sur in ("gp", "knn", "near"):
             pass
-        elif acq != "greedy" or sur != "svm":
+        elif reads_spread(acq) or sur != "svm":
             mu, sigma = surrogate(X[picks], y, X, trees=100, seed=trial, mean=mean if sur == "svm" else None)
             if sur == "ens":  # the mean of the SVR's and the forest's predictions
                 mu = 0.5 * (mu + mean)

@@ -29,7 +29,7 @@ import numpy as np
 
 __all__ = ["PROFILE", "COLUMNS", "KEY", "row_key", "plan_cells", "run_cell", "select_all", "MOLECULE_METHODS",
            "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes", "rows_csv", "read_rows",
-           "model_options", "model_epochs"]
+           "model_options", "model_epochs", "models_of"]
 
 #: The pickers compared (label-free, registered in :mod:`tmdlib.select.methods`).
 MOLECULE_METHODS = ("tmd", "random", "maxmin", "leader", "butina", "fp-kmedoids", "scaffold", "feature", "wl")
@@ -97,6 +97,12 @@ def _variants(model: str, method: str) -> list[bool]:
     if model != "gin":  # the molecule models: both ways for every method with weights (like for like)
         return [True, False] if weighted else [False]
     return [True, False] if method == "tmd" else [weighted]
+
+
+def models_of(profile: dict, dataset: str) -> list[str]:
+    """The models of ``profile`` trained on ``dataset``: the GIN on the profile's ``gin_sets`` only (the first
+    ``gin_datasets`` sets: it is the slow one), every other model everywhere."""
+    return [m for m in profile["models"] if m != "gin" or dataset in profile["gin_sets"]]
 
 
 def plan_cells(profile: dict, dataset: str, done, models: list[str]) -> list[dict]:

@@ -37,8 +37,8 @@ import time
 import numpy as np
 
 __all__ = ["load_pool", "PoolCase", "FIRST", "NEXT", "STRATEGIES", "BUDGETS", "COLUMNS", "KEY", "row_key",
-           "run_set", "read_rows", "append_rows", "fit_predict", "difficulty", "svr_on_kernel", "run_control",
-           "CONTROL_COLUMNS", "control_round"]
+           "run_set", "notation", "read_rows", "append_rows", "fit_predict", "difficulty", "svr_on_kernel",
+           "run_control", "CONTROL_COLUMNS", "control_round"]
 
 #: The task name of the regression sets (the results' ``task`` column).
 REGRESSION = "regression"
@@ -251,9 +251,9 @@ def score(case: PoolCase, pred: np.ndarray, at: np.ndarray) -> tuple[str, float]
 def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.ndarray:
     r"""A difficulty per pool member from the labels of ``labelled`` (pool positions) alone.
 
-    ``knn``: crepes' ``DifficultyEstimator`` fitted on the labelled molecules' counts and labels (``k = 5``): the
-    standard deviation of the 5 nearest labelled molecules' labels.  ``forest``: the standard deviation of the
-    predictions of a 100-tree scikit-learn forest's trees (its probability's for classes).
+    ``how``: a name of :data:`tmdlib.select.rounds.DIFFICULTIES` (the product's table and rule,
+    :func:`tmdlib.select.rounds.estimate_difficulty`), on the pool's ECFP4 counts; the forest with
+    :data:`RF_TREES` trees.
 
     Returns
     -------
@@ -263,15 +263,9 @@ def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.
     lab = np.asarray(labelled, dtype=np.int64)
     # the audit sample's labels stay out: it is the estimate's test set, and picks steered by it would flatter it
     train_x, train_y = X[lab], case.y[case.pool[lab]]
-    if how == "knn":
-        from ..select.rounds import knn_difficulty
+    from ..select.rounds import estimate_difficulty
 
-        return knn_difficulty(train_x, train_y, X)
-    if how == "forest":
-        from ..select.rounds import forest_difficulty
-
-        return forest_difficulty(train_x, train_y, X, classes=not case.regression, trees=RF_TREES, seed=seed)
-    raise ValueError(f"unknown difficulty {how!r}: knn, forest")
+    return estimate_difficulty(how, train_x, train_y, X, classes=not case.regression, trees=RF_TREES, seed=seed)
 
 
 def first_round(case: PoolCase, strategy: str, k: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -382,6 +376,17 @@ def full_row(case: PoolCase, model: str, base: dict, seed: int = 0) -> dict:
     return {**base, "model": model, "strategy": FULL, "mode": "cv", "budget": FULL_BUDGET, "trial": 0,
             "weighted": False, "k": int(round(FULL_BUDGET * case.P)), "n_eval": case.P, "metric": metric,
             "value": value, "epsilon": float("nan"), "seconds": round(time.process_time() - t0, 3)}
+
+
+def notation() -> str:
+    """The benchmark's ``--strategies`` help, read from the product's tables
+    (:data:`tmdlib.select.rounds.FIRST_PICKERS`, :data:`~tmdlib.select.rounds.NEXT_STRATEGIES`,
+    :data:`~tmdlib.select.rounds.DIFFICULTIES`)."""
+    from ..select.rounds import DIFFICULTIES, FIRST_PICKERS, NEXT_STRATEGIES
+
+    return (f"a first round (random, tmd-trim, fp-kmedoids, maxmin, {', '.join(FIRST_PICKERS)}) or rounds "
+            f"<first>><next>[:fp]/<difficulty>: next {', '.join(NEXT_STRATEGIES)}; difficulty "
+            f"{', '.join(DIFFICULTIES)} (default: STRATEGIES)")
 
 
 def _parse_rounds(case: PoolCase, strategy: str):

@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..datasets.task import TASK_TYPES as ALL_TASKS  # the one list of task types
 
 __all__ = ["ModelSpec", "register", "get_model", "model_names", "all_models", "resolve_model", "default_model",
-           "MODELS", "INPUTS", "ENTRY_POINTS"]
+           "MODELS", "INPUTS", "ENTRY_POINTS", "GRAPH_DEFAULTS", "graph_default", "auto_recipe"]
 
 #: What a model reads of the pool: its graphs, or its molecules (SMILES).
 INPUTS = ("graphs", "molecules")
@@ -66,6 +66,13 @@ class ModelSpec:
         It takes a ``seed`` option (the experiments seed it with the trial).
     quick : dict
         Options that make it small and fast (a few epochs, few trees) for the conformance tests and smoke runs.
+    auto_recipe : str
+        For a model trained by the train stage's GIN options (``train.recipe``, epochs, hidden, layers, lr, ...: the
+        graph models), the recipe ``train.recipe: auto`` gives it (:data:`tmdlib.torch.model.RECIPES`); empty for
+        every other model (:attr:`takes_recipe`).
+    certified : bool
+        Trained within a Lipschitz budget by default (the certified mode): its ``defaults`` hold
+        ``lipschitz_budget`` and ``lipschitz_mode``, used when the user sets neither a budget nor a target.
     """
 
     name: str
@@ -79,6 +86,13 @@ class ModelSpec:
     title: str = ""
     seeded: bool = False
     quick: dict = field(default_factory=dict)
+    auto_recipe: str = ""
+    certified: bool = False
+
+    @property
+    def takes_recipe(self) -> bool:
+        """It is trained by the train stage's GIN options (a recipe, epochs, hidden, layers, ...)."""
+        return bool(self.auto_recipe)
 
     def build(self, options: dict | None = None):
         """An unfitted model with ``defaults`` updated by ``options``."""
@@ -221,4 +235,21 @@ def default_model(molecules: bool, task, certified: bool = True, n_train: int = 
     if molecules and task.type in MOLECULE_DEFAULTS:
         small, large = MOLECULE_DEFAULTS[task.type]
         return large if int(n_train) > SVM_MAX_TRAIN else small
-    return "certified-gin" if certified else "gin"
+    return graph_default(certified)
+
+
+#: The graph models ``auto`` trains where no molecule model applies (and a ``train.json`` written before models were
+#: registered held): by whether the certified mode is asked for (:func:`graph_default`).
+GRAPH_DEFAULTS = {False: "gin", True: "certified-gin"}
+
+
+def graph_default(certified: bool) -> str:
+    """The graph model trained when no molecule model applies: the certified GIN when ``certified`` (a Lipschitz
+    budget or target is set), else the GIN (:data:`GRAPH_DEFAULTS`)."""
+    return GRAPH_DEFAULTS[bool(certified)]
+
+
+def auto_recipe(name: str) -> str:
+    """The GIN recipe ``train.recipe: auto`` means for the model ``name`` (:attr:`ModelSpec.auto_recipe`):
+    ``default`` for a model that names none, a user's model or an unknown name."""
+    return (get_model(name).auto_recipe if name in model_names() else "") or "default"

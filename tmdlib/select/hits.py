@@ -48,18 +48,18 @@ sum whatever picked it.
 """
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 __all__ = ["GOALS", "DEFAULT_GOAL", "ACQUISITIONS", "DEFAULT_ACQUISITION", "HIT_FIRST", "hunting", "check_goal",
            "goal_sign", "NO_TARGET", "parse_target", "check_target", "target_stats", "desirability",
            "desirability_spread", "surrogate", "kernel_gp", "near_best", "acquisition", "hit_scores", "hit_batch",
-           "top_share"]
+           "top_share", "Acquisition", "reads_spread"]
 
 #: ``select.goal`` values.
 GOALS = ("model", "maximize", "minimize", "positive")
 DEFAULT_GOAL = "model"
-#: Acquisitions of :func:`acquisition`.
-ACQUISITIONS = ("greedy", "ucb", "thompson", "ei", "random")
 #: The acquisition a hit-hunting round uses unless told (measured on the hit benchmark: docs/hit-hunting.md).
 DEFAULT_ACQUISITION = "greedy"
 #: ``tmd-rounds``' first round under a hit-hunting goal (label-free: k-medoids on the fingerprint distance, so that
@@ -372,6 +372,73 @@ def near_best(K_cross: np.ndarray, y_labelled: np.ndarray, how: str = "knn", nei
     return K[:, top].max(axis=1) + 1e-3 * (knn - knn.min()) / spread
 
 
+def _greedy(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
+    r"""``greedy``: :math:`\mu`."""
+    return mu.copy()
+
+
+def _ucb(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
+    r"""``ucb``: :math:`\mu + \beta\sigma`."""
+    return mu + float(beta) * sigma
+
+
+def _thompson(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
+    r"""``thompson``: one draw of :math:`\mathcal N(\mu, \sigma^2)` per member."""
+    return rng.normal(mu, sigma)
+
+
+def _random(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
+    """``random``: :math:`U(0, 1)`, the control."""
+    return rng.random(mu.size)
+
+
+def _ei(mu, sigma, *, best, beta, xi, rng) -> np.ndarray:
+    r"""``ei``: expected improvement over ``best`` (the largest :math:`\mu` when None)."""
+    from scipy.stats import norm
+
+    f = float(np.max(mu) if best is None else best)
+    gain = mu - f - float(xi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(sigma > 0, gain / np.where(sigma > 0, sigma, 1.0), 0.0)
+    return np.where(sigma > 0, gain * norm.cdf(z) + sigma * norm.pdf(z), np.maximum(gain, 0.0))
+
+
+class Acquisition(NamedTuple):
+    r"""An acquisition of :func:`acquisition` (an entry of :data:`ACQUISITIONS`).
+
+    Attributes
+    ----------
+    score : callable
+        ``score(mu, sigma, *, best, beta, xi, rng) -> ndarray``: larger = pick first.
+    help : str
+        One line for the help and the docs.
+    spread : bool
+        It reads the surrogate's spread :math:`\sigma` (without, the product's regression surrogate fits no forest).
+    """
+
+    score: Callable
+    help: str
+    spread: bool
+
+
+#: Acquisitions of :func:`acquisition`, by name (module docstring): the one table the product's rounds and the hit
+#: benchmark read.  A new acquisition is one entry here.
+ACQUISITIONS: dict[str, Acquisition] = {
+    "greedy": Acquisition(_greedy, "the predicted value", False),
+    "ucb": Acquisition(_ucb, "upper confidence bound mu + beta sigma", True),
+    "thompson": Acquisition(_thompson, "one draw from the surrogate per member", True),
+    "ei": Acquisition(_ei, "expected improvement over the best measured", True),
+    "random": Acquisition(_random, "uniform scores: the control", True),
+}
+
+
+def reads_spread(kind: str) -> bool:
+    r"""Whether the acquisition ``kind`` reads :math:`\sigma` (:attr:`Acquisition.spread`; an unknown name: True, so
+    that :func:`acquisition` names it)."""
+    entry = ACQUISITIONS.get(str(kind))
+    return entry is None or entry.spread
+
+
 def acquisition(mu: np.ndarray, sigma: np.ndarray, kind: str = DEFAULT_ACQUISITION, *, best: float | None = None,
                 beta: float = 2.0, xi: float = 0.0, seed: int = 0) -> np.ndarray:
     r"""The acquisition score of every member (module docstring), larger = pick first; ``mu``, ``sigma`` already in
@@ -395,36 +462,23 @@ def acquisition(mu: np.ndarray, sigma: np.ndarray, kind: str = DEFAULT_ACQUISITI
     sigma = np.maximum(np.asarray(sigma, dtype=np.float64).reshape(-1), 0.0)
     if mu.shape != sigma.shape:
         raise ValueError(f"mu and sigma differ in shape: {mu.shape} vs {sigma.shape}")
-    rng = np.random.default_rng([int(seed), 0x417])
-    if kind == "greedy":
-        return mu.copy()
-    if kind == "ucb":
-        return mu + float(beta) * sigma
-    if kind == "thompson":
-        return rng.normal(mu, sigma)
-    if kind == "random":
-        return rng.random(mu.size)
-    if kind == "ei":
-        from scipy.stats import norm
-
-        f = float(np.max(mu) if best is None else best)
-        gain = mu - f - float(xi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(sigma > 0, gain / np.where(sigma > 0, sigma, 1.0), 0.0)
-        return np.where(sigma > 0, gain * norm.cdf(z) + sigma * norm.pdf(z), np.maximum(gain, 0.0))
-    raise ValueError(f"unknown acquisition {kind!r}: {', '.join(ACQUISITIONS)}")
+    entry = ACQUISITIONS.get(kind)
+    if entry is None:
+        raise ValueError(f"unknown acquisition {kind!r}: {', '.join(ACQUISITIONS)}")
+    return entry.score(mu, sigma, best=best, beta=beta, xi=xi, rng=np.random.default_rng([int(seed), 0x417]))
 
 
 def _regression_surrogate(X_labelled: np.ndarray, y: np.ndarray, X: np.ndarray, kind: str,
                           seed: int) -> tuple[np.ndarray, np.ndarray]:
     """:math:`\\mu` the registered ``svm`` (:class:`tmdlib.chem.models.TanimotoSVR`), :math:`\\sigma` a forest's
-    spread (zero for ``greedy``, which does not read it); the mean label where the labels do not vary."""
+    spread (zero for an acquisition that does not read it, :func:`reads_spread`); the mean label where the labels do
+    not vary."""
     from ..chem.models import TanimotoSVR
 
     y = np.asarray(y, dtype=np.float64)
     mean = (TanimotoSVR().fit(X_labelled, y).predict(X) if np.unique(y).size > 1 else
             np.full(len(X), float(y.mean()) if y.size else 0.0))
-    return (mean, np.zeros(len(X))) if kind == "greedy" else surrogate(X_labelled, y, X, seed=seed, mean=mean)
+    return surrogate(X_labelled, y, X, seed=seed, mean=mean) if reads_spread(kind) else (mean, np.zeros(len(X)))
 
 
 def hit_scores(X_labelled: np.ndarray, y: np.ndarray, X: np.ndarray, goal: str, kind: str = "auto", *,

@@ -256,11 +256,11 @@ def _next_round(problem: Problem) -> Picked:
     budget by :func:`tmdlib.select.rounds.next_batch` on the first round's space, or, with options ``goal`` (not
     ``model``) and ``scores`` (an acquisition score per member, :mod:`tmdlib.select.hits`), the best by score
     (:func:`tmdlib.select.hits.hit_batch`; ``exclude``, the audit sample when it is in the pool, never picked)."""
-    from .rounds import DEFAULT_NEXT, next_batch
+    from .rounds import DEFAULT_NEXT, needs_difficulty, next_batch
 
     diff = problem.options.get("difficulty")
     strategy = str(problem.options.get("strategy") or DEFAULT_NEXT)
-    if diff is None and strategy not in ("tmd", "random", "strat"):
+    if diff is None and needs_difficulty(strategy):
         strategy = "tmd"  # no difficulty (a pool without SMILES or fingerprints): the coreset grows
     space, P = _space(problem, _first_of(problem))
     kept = np.flatnonzero(problem.fixed)

@@ -47,16 +47,18 @@ holds (its deficit, never negative).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 __all__ = ["stratified_picks", "first_picks", "FIRST_PICKERS", "picking_distance", "default_strategy", "default_first",
            "DEFAULT_FIRST_CLASSES",
            "union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
            "isolation", "knn_difficulty", "default_method", "DEFAULT_FIRST",
-           "check_control", "forest_difficulty", "DIFFICULTIES", "DEFAULT_DIFFICULTY", "default_weighting"]
+           "check_control", "forest_difficulty", "DIFFICULTIES", "DEFAULT_DIFFICULTY", "default_weighting",
+           "NextStrategy", "needs_difficulty", "table_help", "Difficulty", "difficulty_name", "estimate_difficulty"]
 
-#: The later-round strategies of :func:`next_batch`.
-NEXT_STRATEGIES = ("unc-cover", "kcenter-unc", "badge", "tmd-unc", "tmd", "random", "strat", "strat-unc")
 #: First rounds (no label yet), by name: ``(kind, space)``.  The kind is ``mix`` (:func:`mixed_medoids`, half
 #: uniform), ``medoids`` (k-medoids) or ``strat`` (:func:`stratified_picks`); the space is the distance it picks on:
 #: ``tmd`` (the pool's TMD matrix) or ``fp`` (:func:`picking_distance`: the Tanimoto distance of ECFP4 counts, the
@@ -70,9 +72,7 @@ DEFAULT_NEXT = "tmd-unc"
 #: The first round where the labels are known to be classes (``base.task``, a built-in's task, or 0/1 answers so far):
 #: on the classification family TMD's half-uniform mix held up best (docs/pool-benchmark.md).
 DEFAULT_FIRST_CLASSES = "tmd-mix"
-#: Difficulty estimates from the labels so far: ``forest`` (:func:`forest_difficulty`), ``knn``
-#: (:func:`knn_difficulty`); the default chosen on the pool benchmark.
-DIFFICULTIES = ("forest", "knn")
+#: The difficulty estimate of :data:`DIFFICULTIES` a later round uses unless told (chosen on the pool benchmark).
 DEFAULT_DIFFICULTY = "forest"
 
 
@@ -205,6 +205,72 @@ def knn_difficulty(X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray
         return np.ones(len(X))
     de = DifficultyEstimator().fit(X=np.asarray(X_labelled, dtype=np.float64), y=y, k=int(min(neighbours, y.size - 1)))
     return np.asarray(de.apply(np.asarray(X, dtype=np.float64)), dtype=np.float64)
+
+
+class Difficulty(NamedTuple):
+    """A difficulty estimate from the labels so far (an entry of :data:`DIFFICULTIES`).
+
+    Attributes
+    ----------
+    estimate : callable
+        ``estimate(X_labelled, y_labelled, X, *, classes, trees, seed) -> ndarray, shape (n,)``.
+    help : str
+        One line for the help and the docs.
+    """
+
+    estimate: Callable
+    help: str
+
+
+def _forest_estimate(X_labelled, y_labelled, X, *, classes: bool, trees: int, seed: int) -> np.ndarray:
+    """:func:`forest_difficulty` as a :class:`Difficulty`."""
+    return forest_difficulty(X_labelled, y_labelled, X, classes=classes, trees=trees, seed=seed)
+
+
+def _knn_estimate(X_labelled, y_labelled, X, *, classes: bool, trees: int, seed: int) -> np.ndarray:
+    """:func:`knn_difficulty` (5 neighbours) as a :class:`Difficulty`; reads neither the classes nor a seed."""
+    return knn_difficulty(X_labelled, y_labelled, X)
+
+
+#: Difficulty estimates from the labels so far, by name: the one table the product's rounds
+#: (:func:`estimate_difficulty`) and the pool benchmark read.  A new estimate is one entry here.
+DIFFICULTIES: dict[str, Difficulty] = {
+    "forest": Difficulty(_forest_estimate, "the spread of a random forest's trees (forest_difficulty)"),
+    "knn": Difficulty(_knn_estimate, "the spread of the nearest labelled members' labels (knn_difficulty)"),
+}
+
+
+def difficulty_name(how) -> str:
+    """The difficulty estimate ``how`` names: :data:`DEFAULT_DIFFICULTY` for ``auto`` (or None, empty), else a name of
+    :data:`DIFFICULTIES` (:class:`ValueError` otherwise): the one rule."""
+    name = DEFAULT_DIFFICULTY if how in (None, "", "auto") else str(how)
+    if name not in DIFFICULTIES:
+        raise ValueError(f"unknown difficulty {how!r}: {', '.join(DIFFICULTIES)}")
+    return name
+
+
+def estimate_difficulty(how, X_labelled: np.ndarray, y_labelled: np.ndarray, X: np.ndarray, *,
+                        classes: bool = False, trees: int = 100, seed: int = 0) -> np.ndarray:
+    """A difficulty per row of ``X`` from the labelled rows, by the estimate ``how`` (:func:`difficulty_name`).
+
+    Parameters
+    ----------
+    how : str or None
+        A name of :data:`DIFFICULTIES`, or ``auto``.
+    X_labelled : ndarray, shape (m, d)
+    y_labelled : ndarray, shape (m,)
+    X : ndarray, shape (n, d)
+    classes : bool
+        The labels are classes (the forest's positive-class probability).
+    trees, seed : int
+        The forest's.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    return DIFFICULTIES[difficulty_name(how)].estimate(X_labelled, y_labelled, X, classes=bool(classes),
+                                                       trees=int(trees), seed=int(seed))
 
 
 def _mask(spec, n: int) -> np.ndarray:
@@ -410,6 +476,140 @@ def trimmed_medoids(D: np.ndarray, k: int, trim: float = 0.1, seed: int = 0, *, 
     return np.sort(_kmedoids(D, int(k), seed, cand, fix, restarts)).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class _Round:
+    """One later round's inputs, checked (:func:`next_batch`): the boolean masks ``lab`` (labelled), ``cand`` (may
+    be picked, never labelled), ``mem`` (counts in coverage); ``u`` the difficulty (None for a strategy that reads
+    none)."""
+
+    D: np.ndarray
+    lab: np.ndarray
+    cand: np.ndarray
+    mem: np.ndarray
+    k_new: int
+    u: np.ndarray | None
+    seed: int
+    restarts: int
+    floor: float
+    rng: np.random.Generator
+
+
+def _next_random(r: _Round) -> np.ndarray:
+    """``random``: uniform among the candidates."""
+    return np.sort(r.rng.choice(np.flatnonzero(r.cand), size=r.k_new, replace=False)).astype(np.int64)
+
+
+def _next_strat(r: _Round) -> np.ndarray:
+    """``strat`` / ``strat-unc``: :func:`stratified_picks` topping the labelled set up, each cluster's share weighted
+    by :math:`u_i/\\bar u + \\lambda` when there is a difficulty."""
+    w = r.mem.astype(np.float64)
+    if r.u is not None:
+        w = (r.u / (r.u[r.mem].mean() or 1.0) + float(r.floor)) * r.mem
+    allp = stratified_picks(r.D, int(r.lab.sum()) + r.k_new, r.seed, candidates=r.cand, fixed=r.lab, weights=w,
+                            restarts=r.restarts)
+    return np.sort(np.setdiff1d(allp, np.flatnonzero(r.lab))).astype(np.int64)
+
+
+def _next_medoids(r: _Round) -> np.ndarray:
+    """``tmd`` / ``tmd-unc``: k-medoids with the labelled set kept, weighted by :math:`u_i/\\bar u + \\lambda` when
+    there is a difficulty (the members outside ``mem`` weigh nothing)."""
+    sub = np.flatnonzero(r.mem | r.lab | r.cand)
+    Ds = np.asarray(r.D[np.ix_(sub, sub)], dtype=np.float64)
+    w = None
+    if r.u is not None:
+        u = r.u[sub]
+        w = u / (u[r.mem[sub]].mean() or 1.0) + float(r.floor)
+        w[~r.mem[sub]] = 0.0
+    elif not r.mem.all():
+        w = r.mem[sub].astype(np.float64)
+    med = _kmedoids(Ds, int(r.lab.sum()) + r.k_new, r.seed, r.cand[sub], r.lab[sub], r.restarts, w)
+    return np.sort(np.setdiff1d(sub[med], np.flatnonzero(r.lab))).astype(np.int64)
+
+
+def _greedy(r: _Round, u: np.ndarray, allowed: np.ndarray, sample: bool) -> np.ndarray:
+    """``k_new`` picks one at a time by :math:`u_i d_i` (its argmax, or with ``sample`` a draw with probability
+    :math:`\\propto (u_i d_i)^2`) among ``allowed``, :math:`d` the coverage updated after each pick."""
+    n = r.D.shape[0]
+    d = (np.asarray(r.D[:, r.lab], dtype=np.float64).min(axis=1) if r.lab.any() else np.full(n, np.float64(1.0)))
+    allowed = allowed.copy()
+    picks = []
+    for _ in range(r.k_new):
+        if sample:
+            p = np.where(allowed, (u * d) ** 2, 0.0)
+            tot = p.sum()
+            j = int(r.rng.choice(n, p=p / tot)) if tot > 0 else int(r.rng.choice(np.flatnonzero(allowed)))
+        else:
+            j = int(np.argmax(np.where(allowed, u * d, -np.inf)))
+        picks.append(j)
+        allowed[j] = False
+        np.minimum(d, np.asarray(r.D[:, j], dtype=np.float64), out=d)
+    return np.sort(np.asarray(picks, dtype=np.int64))
+
+
+def _next_unc_cover(r: _Round) -> np.ndarray:
+    """``unc-cover``: the difficulty-weighted k-center."""
+    return _greedy(r, r.u, r.cand, sample=False)
+
+
+def _next_kcenter_unc(r: _Round) -> np.ndarray:
+    """``kcenter-unc``: k-center over the more difficult half of the candidates (all of them when that half is
+    smaller than the batch)."""
+    c = np.flatnonzero(r.cand)
+    hard = c[r.u[c] >= np.median(r.u[c])]
+    allowed = np.zeros_like(r.cand)
+    allowed[hard if hard.size >= r.k_new else c] = True
+    return _greedy(r, np.ones(r.D.shape[0]), allowed, sample=False)
+
+
+def _next_badge(r: _Round) -> np.ndarray:
+    """``badge``: k-means++-style sampling by :math:`(u_i d_i)^2`."""
+    return _greedy(r, r.u, r.cand, sample=True)
+
+
+class NextStrategy(NamedTuple):
+    """A later-round strategy of :func:`next_batch` (an entry of :data:`NEXT_STRATEGIES`).
+
+    Attributes
+    ----------
+    pick : callable
+        ``pick(round) -> ndarray of int64``: the new picks, sorted.
+    help : str
+        One line for ``--next``'s help and params.yaml's comment.
+    difficulty : bool
+        It reads a difficulty per pool member (without one, ``tmd-rounds`` grows the coreset instead).
+    """
+
+    pick: Callable
+    help: str
+    difficulty: bool
+
+
+#: The later-round strategies of :func:`next_batch`, by name (module docstring): the one table the CLI's ``--next``,
+#: params.yaml's ``select.next`` and the pool benchmark read.  A new strategy is one entry here.
+NEXT_STRATEGIES: dict[str, NextStrategy] = {
+    "unc-cover": NextStrategy(_next_unc_cover, "difficulty-weighted k-center on the coverage", True),
+    "kcenter-unc": NextStrategy(_next_kcenter_unc, "k-center over the more difficult half", True),
+    "badge": NextStrategy(_next_badge, "BADGE seeding with the difficulty as the gradient norm", True),
+    "tmd-unc": NextStrategy(_next_medoids, "k-medoids weighted by the difficulty, every region some", True),
+    "tmd": NextStrategy(_next_medoids, "k-medoids with the labelled set kept: the coreset grown", False),
+    "random": NextStrategy(_next_random, "uniform among the candidates", False),
+    "strat": NextStrategy(_next_strat, "stratified random over TMD clusters, topped up", False),
+    "strat-unc": NextStrategy(_next_strat, "stratified random, each cluster's share weighted by the difficulty", True),
+}
+
+
+def needs_difficulty(strategy: str) -> bool:
+    """Whether ``strategy`` reads a difficulty (:attr:`NextStrategy.difficulty`; an unknown name: True, so that
+    :func:`next_batch` names it)."""
+    entry = NEXT_STRATEGIES.get(str(strategy))
+    return entry is None or entry.difficulty
+
+
+def table_help(table) -> str:
+    """``name (help) | name (help) ...``: a table's entries for a command's help and params.yaml's comments."""
+    return " | ".join(f"{name} ({entry.help})" for name, entry in table.items())
+
+
 def next_batch(D: np.ndarray, labelled, k_new: int, difficulty=None, strategy: str = "tmd-unc", seed: int = 0, *,
                candidates=None, members=None, restarts: int = 3, floor: float = 0.5) -> np.ndarray:
     r"""The next round's ``k_new`` picks, given the labelled set and a difficulty per pool member.
@@ -423,7 +623,8 @@ def next_batch(D: np.ndarray, labelled, k_new: int, difficulty=None, strategy: s
     k_new : int
         New picks.
     difficulty : ndarray, shape (n,), optional
-        :math:`u_i \ge 0` (larger = the model is less sure); needed by every strategy but ``tmd`` / ``random``.
+        :math:`u_i \ge 0` (larger = the model is less sure); needed by every strategy whose
+        :attr:`NextStrategy.difficulty` is set.
     strategy : str
         One of :data:`NEXT_STRATEGIES` (module docstring).
     seed : int
@@ -433,7 +634,7 @@ def next_batch(D: np.ndarray, labelled, k_new: int, difficulty=None, strategy: s
         Who counts in coverage and in the k-medoids objective (default: everyone).
     restarts : int
     floor : float
-        ``tmd-unc``: :math:`\lambda`, the weight every member keeps whatever its difficulty.
+        The difficulty-weighted strategies: :math:`\lambda`, the weight every member keeps whatever its difficulty.
 
     Returns
     -------
@@ -449,53 +650,12 @@ def next_batch(D: np.ndarray, labelled, k_new: int, difficulty=None, strategy: s
         raise ValueError(f"cannot pick {k_new} new members among {int(cand.sum())} candidates")
     if k_new == 0:
         return np.zeros(0, dtype=np.int64)
-    if strategy not in NEXT_STRATEGIES:
+    entry = NEXT_STRATEGIES.get(strategy)
+    if entry is None:
         raise ValueError(f"unknown strategy {strategy!r}: {', '.join(NEXT_STRATEGIES)}")
-    rng = np.random.default_rng([int(seed), 0xB47])
-    if strategy == "random":
-        return np.sort(rng.choice(np.flatnonzero(cand), size=k_new, replace=False)).astype(np.int64)
-    if strategy in ("strat", "strat-unc"):
-        w = mem.astype(np.float64)
-        if strategy == "strat-unc":
-            u = _difficulty(difficulty, n)
-            w = (u / (u[mem].mean() or 1.0) + float(floor)) * mem
-        allp = stratified_picks(D, int(lab.sum()) + k_new, seed, candidates=cand, fixed=lab, weights=w,
-                                restarts=restarts)
-        return np.sort(np.setdiff1d(allp, np.flatnonzero(lab))).astype(np.int64)
-    if strategy in ("tmd", "tmd-unc"):
-        sub = np.flatnonzero(mem | lab | cand)
-        Ds = np.asarray(D[np.ix_(sub, sub)], dtype=np.float64)
-        w = None
-        if strategy == "tmd-unc":
-            u = _difficulty(difficulty, n)[sub]
-            w = u / (u[mem[sub]].mean() or 1.0) + float(floor)
-            w[~mem[sub]] = 0.0
-        elif not mem.all():
-            w = mem[sub].astype(np.float64)
-        med = _kmedoids(Ds, int(lab.sum()) + k_new, seed, cand[sub], lab[sub], restarts, w)
-        return np.sort(np.setdiff1d(sub[med], np.flatnonzero(lab))).astype(np.int64)
-    u = _difficulty(difficulty, n)
-    d = np.asarray(D[:, lab], dtype=np.float64).min(axis=1) if lab.any() else np.full(n, np.float64(1.0))
-    allowed = cand.copy()
-    if strategy == "kcenter-unc":
-        c = np.flatnonzero(cand)
-        med_u = np.median(u[c])
-        hard = c[u[c] >= med_u]
-        allowed[:] = False
-        allowed[hard if hard.size >= k_new else c] = True
-        u = np.ones(n)
-    picks = []
-    for _ in range(k_new):
-        if strategy == "badge":
-            p = np.where(allowed, (u * d) ** 2, 0.0)
-            tot = p.sum()
-            j = int(rng.choice(n, p=p / tot)) if tot > 0 else int(rng.choice(np.flatnonzero(allowed)))
-        else:
-            j = int(np.argmax(np.where(allowed, u * d, -np.inf)))
-        picks.append(j)
-        allowed[j] = False
-        np.minimum(d, np.asarray(D[:, j], dtype=np.float64), out=d)
-    return np.sort(np.asarray(picks, dtype=np.int64))
+    u = _difficulty(difficulty, n) if entry.difficulty else None
+    return entry.pick(_Round(D, lab, cand, mem, k_new, u, int(seed), restarts, float(floor),
+                             np.random.default_rng([int(seed), 0xB47])))
 
 
 def _difficulty(u, n: int) -> np.ndarray:

@@ -154,10 +154,10 @@ def _make(options: dict) -> GINModel:
 #: The registered models (:data:`tmdlib.models.registry.ENTRY_POINTS`): the GIN and the certified GIN.
 GIN = ModelSpec("gin", make=_make, restore=GINModel.from_state, inputs="graphs", lipschitz=True, seeded=True,
                 summary="the paper's GIN (3 layers, sum readout, no biases), trained by the default recipe",
-                title="GIN", defaults={"recipe": "default"}, quick={"epochs": 2, "hidden": 8})
+                title="GIN", defaults={"recipe": "default"}, quick={"epochs": 2, "hidden": 8}, auto_recipe="default")
 CERTIFIED_GIN = ModelSpec("certified-gin", make=_make, restore=GINModel.from_state, inputs="graphs", lipschitz=True,
                           seeded=True, title="certified GIN",
                           summary="the GIN trained within a Lipschitz budget (orthonormal MaxMin GIN, c = 0.002): "
                                   "an informative certificate c*eps",
                           defaults={"recipe": "default", "lipschitz_budget": 0.002, "lipschitz_mode": "orthogonal"},
-                          quick={"epochs": 2, "hidden": 8})
+                          quick={"epochs": 2, "hidden": 8}, auto_recipe="paper-b2", certified=True)

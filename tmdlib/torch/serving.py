@@ -26,7 +26,10 @@ from torch_geometric.data import Data
 
 from .gin import GIN
 
-__all__ = ["DenseBatchGIN", "dense_batch"]
+__all__ = ["DenseBatchGIN", "dense_batch", "ARTIFACT_NAME"]
+
+#: The name a logged :class:`DenseBatchGIN` carries in its MLflow run (``tasks.registry.log_gin_model``).
+ARTIFACT_NAME = "gin"
 
 
 def dense_batch(data: Sequence[Data], in_dim: int | None = None) -> torch.Tensor:

@@ -63,6 +63,19 @@ def test_builtins_are_registered_and_import_nothing_heavy():
     assert out == ["False", "False"]
 
 
+def test_the_registry_answers_what_the_stages_ask_of_a_model():
+    """The train stage asks the registry, not the name: the graph defaults take the GIN's options (a recipe), the
+    certified one is certified with a Lipschitz budget in its defaults; no molecule model takes a recipe."""
+    from tmdlib.models.registry import all_models, auto_recipe, graph_default
+
+    plain, certified = get_model(graph_default(False)), get_model(graph_default(True))
+    assert plain.takes_recipe and certified.takes_recipe and certified.certified and not plain.certified
+    assert certified.defaults.get("lipschitz_budget") and auto_recipe(certified.name) == "paper-b2"
+    assert auto_recipe(plain.name) == "default" and auto_recipe("svm") == "default"
+    assert auto_recipe("package.module:factory") == "default"
+    assert not any(s.takes_recipe or s.certified for s in all_models() if s.inputs == "molecules")
+
+
 def test_register_refuses_duplicates_and_unknown_kinds_and_names_the_known_ones():
     spec = ModelSpec("toy-dup", make=lambda o: MeanModel(), restore=MeanModel.from_state, tasks=("regression",))
     register(spec)
