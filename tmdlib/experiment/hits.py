@@ -262,7 +262,8 @@ MOSES_TOPS = (0.001, 0.01)
 #: The MOSES run's default hunting strategy (a uniform round, then greedy on ridge regression over ECFP4 counts).
 MOSES_HUNT = "random>greedy/ridge"
 MOSES_COLUMNS = ("dataset", "property", "strategy", "surrogate", "trial", "round", "budget", "k", "n_pool", "n_audit",
-                 "top01", "top1", "score01", "score1", "rmse_audit", "rmse_rest", "seconds", "peak_mib")
+                 "top01", "top1", "score01", "score1", "rmse_audit", "rmse_rest", "medae_audit", "medae_rest", "seconds",
+                 "peak_mib")
 
 
 def moses_features(smiles, props=("logp",), chunk: int = 50_000):
@@ -390,8 +391,10 @@ def moses_hits(X, y: np.ndarray, strategy: str = MOSES_HUNT, trial: int = 0, *, 
 
     Each row (after round :math:`r`) carries MolPAL's metrics over :math:`P` (:func:`tmdlib.select.hits.top_share`:
     the share of the true top 0.1 % and top 1 % of :math:`P` found in :math:`S_r`, and the share of their mean score
-    found), the RMSE of the surrogate trained on :math:`S_r` on the audit sample and on the rest of the pool
-    :math:`P \setminus S_r` (under ``random``: ``surrogate_of_random``'s), the wall seconds of the trial so far (the
+    found), the RMSE and the median absolute error of the surrogate trained on :math:`S_r` on the audit sample and on
+    the rest of the pool :math:`P \setminus S_r` (under ``random``: ``surrogate_of_random``'s; the median because a
+    few hundred audit molecules can hold one far outlier of a heavy-tailed error, which alone moves their RMSE), the
+    wall seconds of the trial so far (the
     features not counted) and the process's peak resident memory (:func:`_peak_mib`).
 
     Parameters
@@ -463,6 +466,8 @@ def moses_hits(X, y: np.ndarray, strategy: str = MOSES_HUNT, trial: int = 0, *, 
                      "top01": shares[0][0], "top1": shares[1][0], "score01": shares[0][1], "score1": shares[1][1],
                      "rmse_audit": float(np.sqrt(np.mean((pred[A] - y[A]) ** 2))),
                      "rmse_rest": float(np.sqrt(np.mean((pred[pool[rest]] - yp[rest]) ** 2))),
+                     "medae_audit": float(np.median(np.abs(pred[A] - y[A]))),
+                     "medae_rest": float(np.median(np.abs(pred[pool[rest]] - yp[rest]))),
                      "seconds": time.perf_counter() - t0, "peak_mib": _peak_mib()})
     return rows
 
@@ -470,8 +475,8 @@ def moses_hits(X, y: np.ndarray, strategy: str = MOSES_HUNT, trial: int = 0, *, 
 def moses_lines(rows: list[dict], goal: float = 0.70) -> list[str]:
     """A Markdown table per (pool, property) of MOSES hit rows (:data:`MOSES_COLUMNS`, numbers as written or as read
     from the CSVs): per strategy and round, the share of the top 0.1 % and of the top 1 % found (mean over trials,
-    [min–max]), the share of the top 0.1 %'s mean score found, the surrogate's RMSE on the audit sample and on the rest
-    of the pool, the trial's wall seconds and the peak memory; then the verdict on the goal (``goal`` of the top
+    [min–max]), the share of the top 0.1 %'s mean score found, the surrogate's RMSE and median absolute error on the
+    audit sample and on the rest of the pool, the trial's wall seconds and the peak memory; then the verdict on the goal (``goal`` of the top
     0.1 % after the last round, by the mean over the hunting trials)."""
     def f(r, c):
         return float(r[c])
@@ -483,8 +488,8 @@ def moses_lines(rows: list[dict], goal: float = 0.70) -> list[str]:
         n_pool, n_audit = int(rs[0]["n_pool"]), int(rs[0]["n_audit"])
         lines += [f"### {ds}, {prop} (RDKit-computed, maximized): pool {n_pool:,}, audit sample {n_audit:,}", "",
                   "| strategy | surrogate | trials | round | labelled (share of pool) | top 0.1 % found "
-                  "| top 1 % found | top-0.1 % score | RMSE audit | RMSE rest | audit / rest | s (trial so far) | peak MiB |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| top 1 % found | top-0.1 % score | RMSE audit / rest | median abs. error audit / rest | s (trial so far) "
+                  "| peak MiB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         last = max(int(r["round"]) for r in rs)
         verdict = []
         for s in _ordered({r["strategy"] for r in rs}):
@@ -492,12 +497,14 @@ def moses_lines(rows: list[dict], goal: float = 0.70) -> list[str]:
                 g = [r for r in rs if r["strategy"] == s and int(r["round"]) == rnd]
                 t01, t1 = [f(r, "top01") for r in g], [f(r, "top1") for r in g]
                 ra, rr = _mean(f(r, "rmse_audit") for r in g), _mean(f(r, "rmse_rest") for r in g)
+                ma, mr = _mean(f(r, "medae_audit") for r in g), _mean(f(r, "medae_rest") for r in g)
                 k = _mean(int(r["k"]) for r in g)
                 lines.append(f"| `{s}` | {g[0]['surrogate']} | {len(g)} | {rnd} | {k:,.0f} "
                              f"({100 * f(g[0], 'budget'):.2f} %) | **{_mean(t01):.3f}** "
                              f"[{min(t01):.3f}–{max(t01):.3f}] | {_mean(t1):.3f} [{min(t1):.3f}–{max(t1):.3f}] | "
                              f"{_mean(f(r, 'score01') for r in g):.3f}"
-                             f" | {ra:.3f} | {rr:.3f} | {ra / rr:.2f} | {_mean(f(r, 'seconds') for r in g):.0f} | "
+                             f" | {ra:.3f} / {rr:.3f} ({ra / rr:.2f}) | {ma:.3f} / {mr:.3f} ({ma / mr:.2f}) | "
+                             f"{_mean(f(r, 'seconds') for r in g):.0f} | "
                              f"{max(f(r, 'peak_mib') for r in g):,.0f} |")
                 if rnd == last and s != RANDOM:
                     verdict.append((_mean(t01), s))
