@@ -190,7 +190,7 @@ def main(argv=None) -> int:
             "Random 10 seeds, other strategies 3 trials; shares over the pool less the audit sample. Per family: "
             "the table after the second round (10 %), then the curve of the top 5 % found against labels spent "
             "after each round (the rounds the CSVs hold: 5 % and 10 %; the MOSES 1 %-in-three-rounds run of the "
-            "issue is not among them).", ""]
+            "issue is in [moses.md](moses.md), `hit_benchmark.py moses`).", ""]
     for f in fams:
         text += H.summary_lines(rows, f) + [""] + H.curve_lines(rows, f) + [""]
     (RESULTS / "summary.md").write_text("\n".join(text), encoding="utf-8")
