@@ -42,6 +42,14 @@ MOSES_BLOCK = 50_000
 MOSES_COMMANDS = (
     "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/hit_benchmark.py moses --n 200000 --props logp qed",
     "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/hit_benchmark.py moses --props logp            # all 1,584,663",
+    "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/hit_benchmark.py moses --n 200000 --props qed logp "
+    "--strategies 'random>greedy/rf'",
+    "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/hit_benchmark.py moses --n 200000 --props qed logp "
+    "--strategies 'random>greedy/lgbm'",
+    "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/hit_benchmark.py moses --props qed             # all, QED",
+    "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/hit_benchmark.py moses --props qed --strategies 'random>greedy/rf' "
+    "--trials 1",
+    "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/hit_benchmark.py moses --n 0                   # the report only",
 )
 
 
