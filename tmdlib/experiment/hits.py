@@ -500,7 +500,7 @@ def moses_lines(rows: list[dict], goal: float = 0.70) -> list[str]:
         lines += [f"### {ds}, {prop} (RDKit-computed, maximized): pool {n_pool:,}, audit sample {n_audit:,}", "",
                   "| strategy | surrogate | trials | round | labelled (share of pool) | top 0.1 % found "
                   "| top 1 % found | top-0.1 % score | RMSE audit / rest | median abs. error audit / rest | s (trial so far) "
-                  "| peak MiB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| peak MiB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         last = max(int(r["round"]) for r in rs)
         verdict = []
         for s in _ordered({r["strategy"] for r in rs}):

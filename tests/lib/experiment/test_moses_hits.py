@@ -55,6 +55,8 @@ def test_three_rounds_to_one_percent_never_touching_the_audit_sample(moses):
     assert got[H.MOSES_HUNT][-1]["top1"] > got[H.RANDOM][-1]["top1"] + 0.3  # logP: near-linear in the counts
     text = "\n".join(H.moses_lines(got[H.RANDOM] + got[H.MOSES_HUNT]))
     assert "| `random>greedy/ridge` | ridge | 1 | 3 |" in text and "Goal (≥ 70 % of the top 0.1 %" in text
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert len({line.count("|") for line in table}) == 1  # header, rule and rows have as many cells
 
 
 def test_a_bad_strategy_or_nan_labels_are_refused(moses):
