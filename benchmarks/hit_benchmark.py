@@ -60,6 +60,16 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+def _append_rows(out: Path, rows: list[dict], columns) -> None:
+    """Rows appended to a results CSV as soon as they are done (the header when the file is new): runs resume."""
+    fresh = not out.is_file()
+    with open(out, "a", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns)
+        if fresh:
+            w.writeheader()
+        w.writerows(rows)
+
+
 def _moses_block(i: int, props) -> tuple:
     """Block ``i`` of MOSES (molecules ``[i B, (i+1) B)``): its CSR counts and properties, computed once and cached."""
     import gzip
@@ -113,12 +123,7 @@ def moses(a) -> int:
                     if (s, trial) in done:
                         continue
                     rows = H.moses_hits(Xp, yp, s, trial, name=name, prop=p)
-                    fresh = not out.is_file()
-                    with open(out, "a", newline="", encoding="utf-8") as fh:
-                        w = csv.DictWriter(fh, fieldnames=H.MOSES_COLUMNS)
-                        if fresh:
-                            w.writeheader()
-                        w.writerows(rows)
+                    _append_rows(out, rows, H.MOSES_COLUMNS)
                     last = rows[-1]
                     print(f"{name} {p} {s} trial {trial}: top 0.1 % {last['top01']:.3f}, top 1 % {last['top1']:.3f} "
                           f"after {last['k']:,}; {last['seconds']:.0f} s, peak {last['peak_mib']:,.0f} MiB", flush=True)
@@ -181,12 +186,7 @@ def main(argv=None) -> int:
             rows = []
             for s in a.strategies or (H.FOCUS if a.focus else H.STRATEGIES):
                 new = H.run_hits(data, family_of(name), [s], random_seeds=a.random_seeds, trials=a.trials, skip=done)
-                fresh = not out.is_file()
-                with open(out, "a", newline="", encoding="utf-8") as fh:
-                    w = csv.DictWriter(fh, fieldnames=H.COLUMNS)
-                    if fresh:
-                        w.writeheader()
-                    w.writerows(new)
+                _append_rows(out, new, H.COLUMNS)
                 rows += new
             print(f"{name}: {len(rows)} rows in {time.perf_counter() - t0:.0f} s", flush=True)
         return 0

@@ -229,14 +229,11 @@ def count_duplicates(store: str) -> dict | None:
     structures have copies), ``graphs`` (the graphs beyond each structure's first), ``compared`` (on what)."""
     import pyarrow.parquet as pq
 
-    from tmdlib.datasets.smiles import CANONICAL_COLUMN
-
-    names = pq.read_schema(store).names
-    if "smiles" not in names:
+    if "smiles" not in pq.read_schema(store).names:
         return None
-    if CANONICAL_COLUMN in names:  # the key index written at ingest: canonical at any size, no parsing
-        keys = pq.read_table(store, columns=[CANONICAL_COLUMN]).column(CANONICAL_COLUMN).to_pylist()
-        compared = "RDKit's canonical SMILES"
+    index = io.canonical_keys(store)
+    if index is not None:  # the key index written at ingest: canonical at any size, no parsing
+        keys, compared = index.to_pylist(), "RDKit's canonical SMILES"
     else:
         smiles = pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist()
         if len(smiles) <= CANONICAL_DUPLICATES_LIMIT:

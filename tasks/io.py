@@ -370,6 +370,25 @@ def dataset_name(graphs_path: str) -> str:
     return name.decode() if name else Path(graphs_path).stem
 
 
+def canonical_keys(store_path: str):
+    """Each molecule's canonical SMILES from the store's key index (``canonical_smiles``, written at ingest), in
+    store order, as an Arrow array; a molecule appended from a source without it is canonicalised here, only those.
+    None: the store has no index (an older store or an OGB source)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tmdlib.datasets.smiles import CANONICAL_COLUMN, canonical_smiles
+
+    if CANONICAL_COLUMN not in pq.read_schema(store_path).names:
+        return None
+    keys = pq.read_table(store_path, columns=[CANONICAL_COLUMN]).column(CANONICAL_COLUMN)
+    if not keys.null_count:
+        return keys
+    written = pq.read_table(store_path, columns=["smiles"]).column("smiles").to_pylist()
+    return pa.array([k if k is not None else canonical_smiles(s) or s for k, s in zip(keys.to_pylist(), written)],
+                    pa.string())
+
+
 def read_json(path: str, what: str) -> dict:
     """A JSON object from ``path`` (InputError naming the file otherwise)."""
     p = Path(path)

@@ -300,18 +300,14 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
                 hits.extend(g for g in gids if g not in hits)
     elif key == "smiles" and "smiles" in stored:
         from tmdlib.datasets.labels import key_index
-        from tmdlib.datasets.smiles import CANONICAL_COLUMN, canonical_smiles
+        from tmdlib.datasets.smiles import canonical_smiles
 
         canonical = functools.lru_cache(maxsize=None)(canonical_smiles)  # each lab SMILES parsed once
-        chem_key = canonical_smiles
-        if CANONICAL_COLUMN in stored:  # the key index written at ingest: only the lab's molecules are parsed
+        keys = io.canonical_keys(store_path)
+        if keys is not None:  # the key index written at ingest: only the lab's molecules are parsed
             wanted = {canonical(str(s).strip()) for s in table.column("smiles").to_pylist() if s}
-            t = pq.read_table(store_path, columns=["graph_id", CANONICAL_COLUMN])
-            keys = t.column(CANONICAL_COLUMN)
-            if keys.null_count:  # molecules appended from a source without the index: canonicalised here
-                written = pq.read_table(store_path, columns=["smiles"]).column("smiles").to_pylist()
-                keys = [k if k is not None else chem_key(s) for k, s in zip(keys.to_pylist(), written)]
-            index = key_index(keys, t.column("graph_id"), wanted - {None})
+            gids = pq.read_table(store_path, columns=["graph_id"]).column("graph_id")
+            index = key_index(keys, gids, wanted - {None})
         else:  # a store from before the key index (or an OGB source): every pool molecule canonicalised
             t = pq.read_table(store_path, columns=["graph_id", "smiles"])
             pool = (t.column("graph_id").to_pylist(), t.column("smiles").to_pylist())

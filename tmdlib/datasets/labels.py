@@ -488,7 +488,7 @@ def read_answers(table: pa.Table, known_ids, targets: Sequence[str] = ("y",), *,
     n = table.num_rows
     lines = np.arange(2, n + 2) if line_numbers is None else np.asarray(line_numbers, dtype=np.int64)
     known = {int(k) for k in known_ids}
-    by_smiles: dict[str, list[int]] = dict(smiles_index or {})
+    by_smiles: dict[str, list[int]] = {} if smiles_index is None else smiles_index
     if key == "smiles" and smiles_index is None:  # no key index: every molecule of the pool canonicalised
         for g, s in zip(*pool_smiles):
             by_smiles.setdefault(canonical(s) if s else None, []).append(int(g))
