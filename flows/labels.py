@@ -9,9 +9,10 @@ from prefect import flow
 
 from tasks import io
 from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store, read_graph_ids
-from tasks.labels import (build_requests, commit_labels, read_ledger, request_smiles, sdf_note, write_labels,
-                          write_requests)
+from tasks.labels import build_requests, request_smiles, sdf_note, write_labels, write_requests
+from tasks.ledger import commit_labels, read_ledger
 from tmdlib import InputError
+from tmdlib.datasets.intake import STANDIN, ImportRules, property_of, standin_measurements
 
 
 @flow(name="label-requests")
@@ -68,8 +69,9 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
     """
     import pyarrow.parquet as pq
 
-    from tasks.labels import (STANDIN, label_params, property_of, read_answer_file, read_ledger_history,
-                              resolve_import, standin_measurements)
+    from tasks.labels import label_params, read_answer_file, resolve_import
+    from tasks.ledger import read_ledger_history
+    from tmdlib.datasets.ledger import ledger_task
 
     name = io.dataset_name(graphs)
     rules = label_params(params, name)
@@ -109,15 +111,12 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
             meta["dataset_labels"] = rule
         answers = {"key": "graph_id", "rows": new.num_rows, "blank": 0}
     else:
-        from tmdlib.datasets.task import TaskSpec
-
-        spec0 = store_spec if store_spec.decided else (
-            TaskSpec.from_dict(ledger_meta["task"]) if ledger_meta.get("task") else store_spec)
+        spec0 = ledger_task(store_spec, ledger_meta)  # the store's, else the ledger's
         new, answers = read_answer_file(source, graphs, requests, known, spec0.targets, sheet)
         sha = io.sha256_file(source)
         meta = {"source": "import", "benchmark_mode": False, "file": str(source), "sha256": sha}
-    ids, Y, spec, report, added = resolve_import(new, history, ledger_meta, store_spec, requested, source=str(source),
-                                                 sha256=sha, override=task, purposes=purposes, **rules)
+    ids, Y, spec, report, added = resolve_import(new, history, ledger_meta, store_spec, requested,
+                                                 ImportRules(str(source), sha, task, purposes=purposes, **rules))
     keep = ~np.isnan(Y).all(axis=1) if len(ids) else np.zeros(0, dtype=bool)
     meta = {**meta, **report, "key": answers["key"], "answer_rows": answers["rows"], STORE_HASH_KEY: store_hash,
             **{k: answers[k] for k in ("sheet", "copies") if k in answers}, "name": property_of(named, spec,

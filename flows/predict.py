@@ -20,10 +20,11 @@ from prefect import flow
 
 from tasks.graphs import check_same_store, open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
-from tasks.labels import property_from, task_of
+from tasks.labels import task_of
 from tasks.predict import calibrate_store, domain_meta, intervals_meta, predict_pool, predict_smiles, write_predictions
 from tasks.train import load_model
 from tmdlib import InputError
+from tmdlib.datasets.intake import property_from
 
 
 @flow(name="predict", log_prints=True)

@@ -105,7 +105,7 @@ def test_coreset_update_reuses_labels_and_requests_only_new(grown):
     assert set(second["requested"]) == set(second["sel"]["medoids"]) - old_medoids
     assert len(second["requested"]) == second["sel"]["k"] - first["sel"]["k"]
     # the ledger grew by exactly the new labels, and the labels of run 2 cover every medoid
-    from tasks.labels import read_ledger_history
+    from tasks.ledger import read_ledger_history
 
     history, meta = read_ledger_history(str(grown["ledger"]))  # one row per measurement, its round and file
     assert meta["digest_checked"] and history.num_rows == second["sel"]["k"]

@@ -65,7 +65,8 @@ def test_unlabelled_pool_three_rounds_with_a_conflict(pool):
     came back and says what is missing; round 2 completes it; round 3 measures one molecule again differently."""
     from flows.labels import import_summary, labels_commit_flow
     from tasks.graphs import read_task
-    from tasks.labels import read_ledger_history, task_of
+    from tasks.labels import task_of
+    from tasks.ledger import read_ledger_history
 
     p, req = pool, pool["req"]
     assert "unlabelled pool" in p["summary"]["task"] and not read_task(p["store"]).decided
@@ -141,7 +142,7 @@ def test_a_hand_edited_ledger_is_refused_before_it_is_trusted(pool):
 def test_kill_9_during_a_commit_leaves_the_previous_ledger(pool):
     """The commit's process is killed while the new ledger is being put in place: the old one is intact."""
     from flows.labels import labels_commit_flow
-    from tasks.labels import read_ledger_history
+    from tasks.ledger import read_ledger_history
 
     p, req = pool, pool["req"]
     _import(p, _lab(p["tmp"] / "lab1.csv", [(r["source_id"], HIDDEN[r["graph_id"]]) for r in req[:3]]))
@@ -183,7 +184,7 @@ def test_two_commits_queue_on_the_workspace_lock(pool):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for d in ("la", "lb")]
     outs = [pr.communicate(timeout=300) for pr in procs]
     assert [pr.returncode for pr in procs] == [0, 0], outs
-    from tasks.labels import read_ledger_history
+    from tasks.ledger import read_ledger_history
 
     hist, meta = read_ledger_history(p["ledger"])
     assert meta["digest_checked"] and sorted(hist.column("graph_id").to_pylist()) == sorted(r["graph_id"] for r in req)

@@ -50,7 +50,7 @@ def test_split_is_stable_under_append():
 
 
 def test_ledger_conflict_is_one_clear_error(tmp_path):
-    from tasks.labels import read_ledger
+    from tasks.ledger import read_ledger
     from tmdlib import InputError
 
     ledger = tmp_path / "M.csv"

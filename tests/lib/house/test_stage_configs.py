@@ -34,7 +34,6 @@ STILL_OVER = {
     "flows/select.py:select_flow": 24,
     "tasks/ingest.py:read_source": 14,
     "tasks/ingest.py:write_smiles_store": 14,
-    "tasks/labels.py:resolve_import": 12,
     "tasks/select.py:learn_options": 12,
     "tasks/select.py:round_options": 12,
 }

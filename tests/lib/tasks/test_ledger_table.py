@@ -13,17 +13,18 @@ from tmdlib.errors import InputError
 
 
 def _history(values):
-    from tasks.ledger import _with_origin
+    from tmdlib.datasets.ledger import with_origin
     from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
 
     n = len(values)
     m = pa.table({"graph_id": list(range(n)), "target": ["y"] * n, "value": values, "qualifier": [""] * n,
                   "note": [""] * n, "line": list(range(2, n + 2))}, schema=MEASUREMENT_SCHEMA)
-    return _with_origin(m, 1, "lab/round1.csv", "ab" * 32)
+    return with_origin(m, 1, "lab/round1.csv", "ab" * 32)
 
 
 def test_the_ledger_is_a_plain_table_sealed_beside_it(tmp_path):
-    from tasks.ledger import LEDGER_COLUMNS, read_ledger_history, seal_path, write_ledger
+    from tasks.ledger import read_ledger_history, seal_path, write_ledger
+    from tmdlib.datasets.ledger import LEDGER_COLUMNS
     from tmdlib.datasets.task import TaskSpec
 
     ledger = tmp_path / "POOL.csv"
@@ -50,7 +51,8 @@ def test_the_ledger_is_a_plain_table_sealed_beside_it(tmp_path):
 
 
 def test_a_format_2_ledger_is_still_read_and_converted(tmp_path):
-    from tasks.ledger import LEDGER_MAGIC, ledger_digest, read_ledger_history, seal_path, write_ledger
+    from tasks.ledger import read_ledger_history, seal_path, write_ledger
+    from tmdlib.datasets.ledger import LEDGER_MAGIC, ledger_digest
 
     body = "graph_id,target,value,qualifier,round,file,sha256,line\n0,y,5.5,,1,lab.csv,,2\n1,y,6.0,>,1,lab.csv,,3\n"
     task = {"type": "regression", "targets": ["y"], "classes": [], "source": "import"}
