@@ -53,7 +53,7 @@ def store_facts(graphs: str) -> tuple:
 
 
 def node_counts(path: str, ds, medoids: np.ndarray) -> tuple[dict, dict]:
-    """Nodes kept and dropped (:func:`tmdlib.reporting.audit.kept_dropped`) over all graphs and over the ``medoids``."""
+    """Nodes kept and dropped over all graphs and over the ``medoids`` (:func:`tmdlib.reporting.audit.node_facts`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -63,15 +63,8 @@ def node_counts(path: str, ds, medoids: np.ndarray) -> tuple[dict, dict]:
         table = pq.read_table(path, columns=["graph_id", "k"])
     except (pa.ArrowException, OSError, ValueError, KeyError) as err:
         raise InputError(path, f"not a readable nodes Parquet (graph_id, k): {err}") from None
-    gids, kept = table.column("graph_id").to_numpy(), table.column("k").to_numpy()
-    size = dict(zip(ds.graph_ids.tolist(), ds.nodes_per_graph.tolist()))
-    unknown = [int(g) for g in gids if int(g) not in size]
-    if unknown:
-        raise InputError(path, f"graph ids not in the graph store: {unknown[:10]}")
-    total = np.array([size[int(g)] for g in gids])
-    sel = np.isin(gids, medoids)
-    return (audit.kept_dropped(int(kept.sum()), int(total.sum())),
-            audit.kept_dropped(int(kept[sel].sum()), int(total[sel].sum())))
+    return audit.node_facts(table.column("graph_id").to_numpy(), table.column("k").to_numpy(), ds.graph_ids,
+                            ds.nodes_per_graph, medoids, path)
 
 
 def count_rows(path: str) -> int:
@@ -104,17 +97,14 @@ def molecule_facts(graphs: str, sel: dict, requests: str, selection: str,
 
     table = pq.read_table(graphs, columns=["graph_id", "smiles"])
     smiles_of = dict(zip(table.column("graph_id").to_pylist(), table.column("smiles").to_pylist()))
-    medoids = [int(g) for g in sel["medoids"]]
-    unknown = [g for g in medoids if g not in smiles_of]
-    if unknown:
-        raise InputError(selection, f"selected graph ids not in the graph store {graphs}: {unknown[:10]}")
+    if any(int(g) not in smiles_of for g in sel["medoids"]):  # named before the requests are read
+        return audit.selected_molecules(sel["medoids"], [], smiles_of, [], depict_svg, limit, selection, graphs)
     try:
         asked = pq.read_table(requests, columns=["graph_id"]).column("graph_id").to_pylist()
     except (pa.ArrowException, OSError, ValueError, KeyError) as err:
         raise InputError(requests, f"not a readable label request table (graph_id): {err}") from None
-    rows = audit.molecule_rows(medoids, sel["tau"].tolist(), [smiles_of[g] for g in medoids], asked)
-    shown = [{**r, "svg": depict_svg(r["smiles"])} for r in rows[:limit]]
-    return {"total": len(rows), "shown": shown}
+    return audit.selected_molecules(sel["medoids"], sel["tau"].tolist(), smiles_of, asked, depict_svg, limit,
+                                    selection, graphs)
 
 
 def read_params(path: str) -> dict:
@@ -174,69 +164,13 @@ def mlflow_run(info: dict, train_info: str, check: bool = True) -> dict:
     return {"mlflow_run_id": run_id, "mlflow_experiment_id": run.info.experiment_id, "tracking_uri": uri}
 
 
-# ----------------------------------------------------------------------------------------------
-# Facts
-# ----------------------------------------------------------------------------------------------
-def _scalars(doc: dict) -> dict:
-    """The entries of a JSON object that are not lists or objects."""
-    return {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
-
-
-def _count(value) -> int:
-    """A count recorded either as a number or as the list of the items."""
-    return len(value) if isinstance(value, list) else int(value or 0)
-
-
-def label_facts(manifest: dict, labels_meta: dict, requested_rows: int, pool: int) -> dict:
-    """:func:`tmdlib.reporting.audit.labelling_cost` of the manifest, plus the label source (read defensively)."""
-    requested = manifest.get("requested", requested_rows)
-    cost = audit.labelling_cost(_count(requested), int(manifest.get("train_graphs") or pool),
-                                _count(manifest.get("reused")))
-    return {**cost, "source": labels_meta.get("source"), "benchmark_mode": labels_meta.get("benchmark_mode"),
-            "warning": labels_meta.get("warning"), "missing": labels_meta.get("missing"),
-            "missing_by_purpose": labels_meta.get("missing_by_purpose"),
-            "flagged_replicates": len((labels_meta.get("replicates") or {}).get("flagged") or []),
-            "conflicts": len(labels_meta.get("conflicts") or []),
-            "censored_dropped": (labels_meta.get("censored") or {}).get("dropped")}
-
-
 def same_store(docs: dict, sel: dict, data: dict, paths: dict) -> list:
-    """Every artifact that records the graph store's content hash names this store; else one :class:`InputError`
-    naming the artifact and both hashes.  Returns the check rows ``[(what, ok, detail)]``."""
+    """Every artifact that records the graph store's content hash names this store
+    (:func:`tmdlib.reporting.audit.store_checks`); returns the check rows ``[(what, ok, detail)]``."""
     from .graphs import STORE_HASH_KEY
 
-    have = data["content_sha256"]
-    rows = []
     named = [("selection", sel, paths["selection"])] + [(DOCUMENTS[k], docs[k], paths[k]) for k in DOCUMENTS]
-    for what, doc, path in named:
-        want = (doc or {}).get(STORE_HASH_KEY)
-        if want is None:
-            continue  # written before the field existed
-        if want != have:
-            raise InputError(path, f"the {what} was made for another graph store: it records content sha256 {want}, "
-                                   f"the store {paths['graphs']} has {have}")
-        rows.append((f"{what} names this graph store (content sha256)", True, have[:16] + "..."))
-    return rows
-
-
-def consistency_checks(docs: dict, data: dict, paths: dict, requested_rows: int) -> list:
-    """``[(what, ok, detail)]``: the files of the run describe the same dataset and selection."""
-    man, meta = docs["manifest"], docs["tmd_meta"]
-    checks = [("label manifest names this graph store (sha256)", man.get("dataset_sha256") == data["store_sha256"],
-               None),
-              ("label manifest names this selection (sha256)",
-               man.get("selection_sha256") == io.sha256_file(paths["selection"]), None),
-              ("label requests rows = manifest 'requested'", man.get("requested") == requested_rows,
-               f"{requested_rows} rows")]
-    if "graphs" in meta:
-        checks.append(("TMD matrix covers every graph", int(meta["graphs"]) == data["graphs"],
-                       f"{meta['graphs']} of {data['graphs']}"))
-    alive = (docs.get("train_info") or {}).get("alive_units")
-    if alive:  # train.json of runs before this check have none
-        checks.append(("trained GIN is not collapsed (every layer has a unit non-zero on some training graph)",
-                       min(alive) > 0, f"alive units per layer {alive}" + ("" if min(alive) > 0 else
-                                                                           "; lower train.lr and retrain")))
-    return checks
+    return audit.store_checks(named, data["content_sha256"], paths["graphs"], STORE_HASH_KEY)
 
 
 @task(name="audit-facts", persist_result=False)
@@ -260,9 +194,7 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
     rows = count_rows(paths["requests"])
     molecules = molecule_facts(paths["graphs"], sel, paths["requests"], paths["selection"])
     run = mlflow_run(docs["train_info"], paths["train_info"], check_mlflow)
-    graphs = {**audit.kept_dropped(len(sel["medoids"]), len(sel["train_ids"])), "dataset": len(ds),
-              "test": len(sel["test_ids"]), "method": sel.get("method"), "fraction": sel.get("fraction"),
-              "seed": sel.get("seed")}
+    graphs = audit.graph_facts(sel, len(ds))
     files = [paths[k] for k in ("graphs", "selection", "nodes", "requests", "plot", *DOCUMENTS)]
     md5 = {k.removeprefix("dvc.md5."): v for k, v in dvc_lock_hashes(files, lock).items()}
     return {
@@ -277,10 +209,11 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
         "coreset_loss_weighted": docs["metrics"].get("coreset_loss_weighted"),
         "node_bound": docs["metrics_nodes"].get("nodes") or {},
         "node_subsampling": (io.nodes_off(paths["nodes"]) or {}).get("line"),  # off: the one line that says so
-        "labels": label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
+        "labels": audit.label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
         "molecules": molecules,
-        "manifest": _scalars(docs["manifest"]),
-        "checks": same_store(docs, sel, data, paths) + consistency_checks(docs, data, paths, rows),
+        "manifest": audit.scalars(docs["manifest"]),
+        "checks": same_store(docs, sel, data, paths) + audit.consistency_checks(
+            docs, data, io.sha256_file(paths["selection"]), rows),
         "task": docs["metrics"].get("task"), "reference": docs["metrics"].get("reference"),
         "task_head": docs["metrics"].get("task_head"),
         "params": read_params(paths["params"]), "inputs": md5,
@@ -290,65 +223,36 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
 
 def counts_plot(facts: dict) -> bytes:
     """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.reporting.audit.counts_png`)."""
-    g, n, lab = facts["graphs"], facts["nodes"], facts["labels"]
-    bars = [("graphs (training pool)", [("kept", g["kept"]), ("dropped", g["dropped"])]),
-            *([] if facts.get("node_subsampling") else [("nodes (all graphs)", [("kept", n["kept"]),
-                                                                                 ("dropped", n["dropped"])])]),
-            ("labels (training pool)", [("requested", lab["requested"]), ("reused", lab["reused"]),
-                                        ("not needed", lab["not_needed"])])]
-    return audit.counts_png(bars, title=f"{facts['dataset']}: kept versus dropped")
+    return audit.counts_png(audit.counts_bars(facts), title=f"{facts['dataset']}: kept versus dropped")
 
 
 # ----------------------------------------------------------------------------------------------
 # Production: the predictions a chemist looks at
 # ----------------------------------------------------------------------------------------------
-PARITY_PNG, PREDICTIONS_PNG = "parity.png", "predictions.png"
-
-
-def _audit_measurements(labels: str, sel: dict, spec, gids) -> tuple[np.ndarray, list]:
-    """``(rows of the predictions table, measured values)`` of the labelled audit sample (first target)."""
-    from .io import read_labels
-
-    label_map, _ = read_labels(labels, None, spec)
-    audit = np.asarray([int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map], dtype=np.int64)
-    gids = np.asarray(gids, dtype=np.int64)
-    order = np.argsort(gids, kind="stable")  # the pool's rows by id: no per-row lookup table for a pool of millions
-    at = np.minimum(np.searchsorted(gids, audit, sorter=order), max(len(gids) - 1, 0))
-    found = gids[order[at]] == audit if len(gids) else np.zeros(len(audit), bool)
-    if not found.all():
-        raise InputError(labels, f"labelled audit graphs not in the predictions: {audit[~found][:10].tolist()} "
-                                 "(rerun tmdsub predict)")
-    y = [float(np.ravel(label_map[int(g)])[0]) for g in audit]
-    return order[at], y
-
-
 @task(name="audit-predictions", persist_result=False)
 def prediction_report(predictions: str, labels: str, selection: str, task_dict: dict | None,
                       goal: str = "model", hunt=None) -> tuple[dict, list]:
-    """``(facts["predictions"], images)`` of a production run (:mod:`tmdlib.reporting.predictions`).
+    """``(facts["predictions"], images)`` of a production run (:func:`tmdlib.reporting.predictions.prediction_facts`).
 
     Reads ``predictions.parquet`` and the ``predictions.json`` beside it (one set:
-    :func:`tasks.predict.read_prediction_set`), the lab's ``labels.csv`` and ``selection.json``'s ``audit_ids``.
-    The parity plot (regression) pairs each labelled audit molecule's measurement with its prediction and interval;
-    the distribution covers every pool molecule's prediction, split by its ``in_domain`` flag.  A multi-target
-    regression shows its first target.  Images: ``[(file name, caption, PNG)]``.  ``goal`` ``maximize`` /
-    ``minimize`` (``select.goal``) adds ``hits`` (:func:`tmdlib.reporting.hits.hit_facts`: the best measured so far,
-    with compound ids when ingested, and the predicted best not yet measured with their intervals) of the target
-    ``hunt`` names (``select.target``) on a multi-target pool, else of the first target.
+    :func:`tasks.predict.read_prediction_set`), the lab's ``labels.csv`` and ``selection.json``'s ``audit_ids``
+    (:func:`tmdlib.reporting.predictions.audit_positions`).  ``goal`` ``maximize`` / ``minimize`` (``select.goal``)
+    adds ``hits`` (:func:`_hits`) of the target ``hunt`` names (``select.target``).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from tmdlib.datasets.task import TaskSpec
     from tmdlib.reporting import predictions as rp
+    from tmdlib.reporting.hits import ranks_hits
 
-    from .io import read_selection
+    from .io import read_labels, read_selection
     from .predict import read_prediction_set
 
     folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
     meta = read_prediction_set(str(folder), stem)
     spec = TaskSpec.from_dict(task_dict or meta.get("task") or {})
-    target, suffix = spec.prediction_names[0], spec.column_suffix(0)
+    suffix = spec.column_suffix(0)
     col = f"prediction{suffix}"
     try:
         names = pq.read_schema(predictions).names
@@ -358,66 +262,26 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
         table = pq.read_table(predictions, columns=[c for c in wanted if c in names])  # not the SMILES
     except (pa.ArrowException, OSError) as err:
         raise InputError(predictions, f"not a readable predictions Parquet: {err}") from None
-    names = table.column_names
-    values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
-    flags = table.column("in_domain").to_pylist() if "in_domain" in names else None
-    rows, measured = _audit_measurements(labels, read_selection(selection), spec, table.column("graph_id").to_numpy())
-    quantity = meta.get("property") or target  # labels.name: pIC50, ...; else the target, or "class"
-    facts = {"file": predictions, "rows": table.num_rows, "model": meta.get("model"),
-             "confidence": meta.get("confidence"), "task": spec.type, "quantity": quantity,
-             "domain": rp.domain_share(meta.get("domain")), "audit": None, "confusion": None, "parity_note": None}
-    caption = (f"Distribution of the pool's {table.num_rows} predictions" +
-               (", in and out of the applicability domain" if flags is not None else ""))
-    images = [(PREDICTIONS_PNG, caption, rp.distribution_png(values, flags, title=caption, quantity=quantity,
-                                                               discrete=not spec.is_regression))]
-    if spec.conformal == "intervals" and len(rows):  # values with intervals: the parity plot
-        bounds = [f"{b}{suffix}" for b in ("lower", "upper")]
-        lo, hi = (np.asarray(table.column(b).to_numpy(zero_copy_only=False), dtype=np.float64)[rows]
-                  if b in names else None for b in bounds)
-        facts["audit"] = rp.audit_agreement(measured, values[rows], lo, hi)
-        cap = (f"Audit sample: prediction vs the lab's measurement ({len(rows)} molecules), "
-               f"{_pct_text(meta.get('confidence'))} prediction intervals, y = x")
-        images.insert(0, (PARITY_PNG, cap, rp.parity_png(measured, values[rows], lo, hi,
-                                                         None if flags is None else [flags[i] for i in rows],
-                                                         title=cap, quantity=quantity)))
-    elif not len(rows):
-        facts["parity_note"] = "no labelled audit molecule yet: nothing to plot against the lab"
-    else:
-        facts["audit"] = {"n": len(rows)}
-        facts["confusion"] = rp.confusion_counts(measured, values[rows].tolist())
-        facts["parity_note"] = ("classification: no parity plot; the audit sample's predicted against measured "
-                                "classes are counted above")
-    if goal in ("maximize", "minimize") and spec.conformal == "intervals":  # values to rank, any target
-        facts["hits"] = _hits(predictions, labels, spec, goal, hunt)
-    facts["plots"] = [(name, cap) for name, cap, _ in images]
-    return facts, images
+    label_map, _ = read_labels(labels, None, spec)
+    rows, measured = rp.audit_positions(table.column("graph_id").to_numpy(), read_selection(selection).get("audit_ids"),
+                                        label_map, labels)
+    hits = _hits(predictions, labels, spec, goal, hunt) if ranks_hits(goal, spec) else None
+    return rp.prediction_facts(table, spec, meta, predictions, rows, measured, hits)
 
 
 def _hits(predictions: str, labels: str, spec, goal: str, hunt=None, n: int | None = None) -> dict:
-    """The hit report's facts (:func:`tmdlib.reporting.hits.hit_facts`, ``n`` per list) from the predictions and
-    every label: of the target ``hunt`` names (``select.target``, a name) on a multi-target pool, else of the first;
-    a molecule counts as measured once it has a value for that target."""
+    """The hit report's facts (:func:`tmdlib.reporting.hits.table_hits`, ``n`` per list) from the predictions and
+    every label, of the target ``hunt`` names on a multi-target pool (``select.target``), else of the first."""
     import pyarrow.parquet as pq
 
-    from tmdlib.reporting.hits import SHOWN, hit_facts
+    from tmdlib.reporting.hits import hunted, table_hits
 
     from .io import read_labels
 
-    multi = spec.num_targets > 1
-    target = hunt if multi and isinstance(hunt, str) and hunt in spec.targets else spec.targets[0]
-    j = spec.targets.index(target)
-    col, lo_col, hi_col = (f"{c}_{target}" if multi else c for c in ("prediction", "lower", "upper"))
     names = pq.read_schema(predictions).names
-    table = pq.read_table(predictions, columns=[c for c in ("graph_id", col, lo_col, hi_col, "compound_id")
+    table = pq.read_table(predictions, columns=[c for c in ("graph_id", *hunted(spec, hunt)[2], "compound_id")
                                                 if c in names])
-    label_map, _ = read_labels(labels, None, spec)
-    measured = {int(g): float(np.ravel(v)[j]) for g, v in label_map.items()}
-    measured = {g: v for g, v in measured.items() if np.isfinite(v)}
-    lo, hi = (table.column(b).to_numpy(zero_copy_only=False) if b in names else None for b in (lo_col, hi_col))
-    ids = table.column("compound_id").to_pylist() if "compound_id" in names else None
-    values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
-    return hit_facts(goal, measured, table.column("graph_id").to_numpy(), values, lo, hi, ids,
-                     n=SHOWN if n is None else n, target=target if multi else None)
+    return table_hits(goal, spec, table, read_labels(labels, None, spec)[0], hunt, n)
 
 
 def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None) -> list[str]:
@@ -425,21 +289,17 @@ def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None)
     under ``select.goal`` maximize / minimize, of the target ``hunt`` names on a multi-target pool (``select.target``;
     else the first): [] for another goal or a classification run."""
     from tmdlib.datasets.task import TaskSpec
-    from tmdlib.reporting.hits import hit_lines
+    from tmdlib.reporting.hits import GOALS, hit_lines, ranks_hits
 
     from .predict import read_prediction_set
 
-    if goal not in ("maximize", "minimize") or not Path(labels).is_file():
+    if goal not in GOALS or not Path(labels).is_file():
         return []
     folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
     spec = TaskSpec.from_dict(read_prediction_set(str(folder), stem).get("task") or {})
-    if spec.conformal != "intervals":  # no values to rank
+    if not ranks_hits(goal, spec):  # no values to rank
         return []
     return hit_lines(_hits(predictions, labels, spec, goal, hunt, n))
-
-
-def _pct_text(value) -> str:
-    return "" if value is None else f"{100 * float(value):g} %"
 
 
 # ----------------------------------------------------------------------------------------------

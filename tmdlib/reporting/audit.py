@@ -57,7 +57,8 @@ from ..guarantees.losses import TRIVIAL_PREDICTOR
 from .hits import hit_title
 from .verdict import coreset_verdicts, node_verdicts
 
-__all__ = ["kept_dropped", "labelling_cost", "flat_items", "reproduce_commands", "molecule_rows",
+__all__ = ["kept_dropped", "labelling_cost", "flat_items", "reproduce_commands", "molecule_rows", "label_facts",
+           "store_checks", "consistency_checks", "node_facts", "graph_facts", "selected_molecules", "counts_bars",
            "report_sections", "render_markdown", "render_html", "counts_png", "MOLECULES_SHOWN"]
 
 NA = "n/a"
@@ -153,6 +154,131 @@ def molecule_rows(graph_ids: Sequence[int], tau: Sequence[float], smiles: Sequen
         rows.append({"rank": r, "graph_id": int(graph_ids[i]), "tau": int(t) if t.is_integer() else t,
                      "smiles": smiles[i], "requested": int(graph_ids[i]) in asked})
     return rows
+
+
+def scalars(doc: Mapping) -> dict:
+    """The entries of a JSON object that are not lists or objects."""
+    return {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
+
+
+def _count(value) -> int:
+    """A count recorded either as a number or as the list of the items."""
+    return len(value) if isinstance(value, list) else int(value or 0)
+
+
+def label_facts(manifest: Mapping, labels_meta: Mapping, requested_rows: int, pool: int) -> dict:
+    """:func:`labelling_cost` of the label manifest (``requested`` -- else ``requested_rows`` --, ``train_graphs``
+    -- else ``pool`` --, ``reused``, each a count or a list), plus the label source and the intake's flags from
+    ``labels.json`` (read defensively: older runs lack some)."""
+    requested = manifest.get("requested", requested_rows)
+    cost = labelling_cost(_count(requested), int(manifest.get("train_graphs") or pool), _count(manifest.get("reused")))
+    return {**cost, "source": labels_meta.get("source"), "benchmark_mode": labels_meta.get("benchmark_mode"),
+            "warning": labels_meta.get("warning"), "missing": labels_meta.get("missing"),
+            "missing_by_purpose": labels_meta.get("missing_by_purpose"),
+            "flagged_replicates": len((labels_meta.get("replicates") or {}).get("flagged") or []),
+            "conflicts": len(labels_meta.get("conflicts") or []),
+            "censored_dropped": (labels_meta.get("censored") or {}).get("dropped")}
+
+
+def store_checks(named: Sequence[tuple[str, Mapping | None, str]], have: str, graphs: str, key: str) -> list:
+    """Every artifact that records the graph store's content hash (``key``) names this store (``have``); else one
+    :class:`~tmdlib.errors.InputError` naming the artifact's file and both hashes.
+
+    ``named``: ``(what, document, its file)`` per artifact (a document without ``key`` was written before the field
+    existed: skipped).  Returns the check rows ``[(what, ok, detail)]``.
+    """
+    from ..errors import InputError
+
+    rows = []
+    for what, doc, path in named:
+        want = (doc or {}).get(key)
+        if want is None:
+            continue  # written before the field existed
+        if want != have:
+            raise InputError(path, f"the {what} was made for another graph store: it records content sha256 {want}, "
+                                   f"the store {graphs} has {have}")
+        rows.append((f"{what} names this graph store (content sha256)", True, have[:16] + "..."))
+    return rows
+
+
+def consistency_checks(docs: Mapping, data: Mapping, selection_sha256: str, requested_rows: int) -> list:
+    """``[(what, ok, detail)]``: the files of the run describe the same dataset and selection.
+
+    ``docs``: the run's JSON documents (``manifest``, ``tmd_meta``, ``train_info``); ``data``: the store's facts
+    (``store_sha256``, ``graphs``); ``selection_sha256``: the selection file's sha256; ``requested_rows``: rows of
+    the label requests.
+    """
+    man, meta = docs["manifest"], docs["tmd_meta"]
+    checks = [("label manifest names this graph store (sha256)", man.get("dataset_sha256") == data["store_sha256"],
+               None),
+              ("label manifest names this selection (sha256)", man.get("selection_sha256") == selection_sha256, None),
+              ("label requests rows = manifest 'requested'", man.get("requested") == requested_rows,
+               f"{requested_rows} rows")]
+    if "graphs" in meta:
+        checks.append(("TMD matrix covers every graph", int(meta["graphs"]) == data["graphs"],
+                       f"{meta['graphs']} of {data['graphs']}"))
+    alive = (docs.get("train_info") or {}).get("alive_units")
+    if alive:  # train.json of runs before this check have none
+        checks.append(("trained GIN is not collapsed (every layer has a unit non-zero on some training graph)",
+                       min(alive) > 0, f"alive units per layer {alive}" + ("" if min(alive) > 0 else
+                                                                           "; lower train.lr and retrain")))
+    return checks
+
+
+def node_facts(graph_ids, kept, store_ids, nodes_per_graph, medoids, path=None) -> tuple[dict, dict]:
+    """Nodes kept and dropped (:func:`kept_dropped`) over all graphs and over the ``medoids``.
+
+    ``graph_ids``, ``kept``: the node-subsampling table (nodes kept per graph); ``store_ids``, ``nodes_per_graph``:
+    the store's graphs and their sizes.  A graph id the store lacks is an :class:`~tmdlib.errors.InputError` naming
+    ``path``.
+    """
+    import numpy as np
+
+    from ..errors import InputError
+
+    gids, kept = np.asarray(graph_ids), np.asarray(kept)
+    size = dict(zip(np.asarray(store_ids).tolist(), np.asarray(nodes_per_graph).tolist()))
+    unknown = [int(g) for g in gids if int(g) not in size]
+    if unknown:
+        raise InputError(path, f"graph ids not in the graph store: {unknown[:10]}")
+    total = np.array([size[int(g)] for g in gids])
+    sel = np.isin(gids, medoids)
+    return (kept_dropped(int(kept.sum()), int(total.sum())),
+            kept_dropped(int(kept[sel].sum()), int(total[sel].sum())))
+
+
+def graph_facts(sel: Mapping, dataset: int) -> dict:
+    """The graphs of a selection (``selection.json``'s content): :func:`kept_dropped` of the medoids among the
+    training graphs, the dataset's size, the test graphs, the method, fraction and seed."""
+    return {**kept_dropped(len(sel["medoids"]), len(sel["train_ids"])), "dataset": int(dataset),
+            "test": len(sel["test_ids"]), "method": sel.get("method"), "fraction": sel.get("fraction"),
+            "seed": sel.get("seed")}
+
+
+def selected_molecules(medoids, tau, smiles_of: Mapping, asked, depict, limit: int = MOLECULES_SHOWN,
+                       where=None, graphs: str = "") -> dict:
+    """The selected molecules, largest clusters first (:func:`molecule_rows`), the first ``limit`` with a
+    depiction ``depict(smiles) -> svg``; ``{"total", "shown"}``.  A medoid ``smiles_of`` (graph id -> SMILES of the
+    store ``graphs``) lacks is an :class:`~tmdlib.errors.InputError` naming ``where`` (the selection)."""
+    from ..errors import InputError
+
+    medoids = [int(g) for g in medoids]
+    unknown = [g for g in medoids if g not in smiles_of]
+    if unknown:
+        raise InputError(where, f"selected graph ids not in the graph store {graphs}: {unknown[:10]}")
+    rows = molecule_rows(medoids, list(tau), [smiles_of[g] for g in medoids], asked)
+    return {"total": len(rows), "shown": [{**r, "svg": depict(r["smiles"])} for r in rows[:limit]]}
+
+
+def counts_bars(facts: Mapping) -> list:
+    """The bars of :func:`counts_png`: graphs, nodes (unless node subsampling was off) and labels kept versus
+    dropped."""
+    g, n, lab = facts["graphs"], facts["nodes"], facts["labels"]
+    return [("graphs (training pool)", [("kept", g["kept"]), ("dropped", g["dropped"])]),
+            *([] if facts.get("node_subsampling") else [("nodes (all graphs)", [("kept", n["kept"]),
+                                                                                 ("dropped", n["dropped"])])]),
+            ("labels (training pool)", [("requested", lab["requested"]), ("reused", lab["reused"]),
+                                        ("not needed", lab["not_needed"])])]
 
 
 def reproduce_commands(dataset: str, git_sha: str, run_id: str | None, tracking_uri: str | None) -> list[str]:

@@ -11,10 +11,42 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["hit_facts", "hit_lines", "hit_title", "SHOWN"]
+__all__ = ["hit_facts", "hit_lines", "hit_title", "hunted", "ranks_hits", "table_hits", "SHOWN", "GOALS"]
 
 #: Molecules per list.
 SHOWN = 10
+#: The goals (``select.goal``) that hunt hits: a ranking of values.
+GOALS = ("maximize", "minimize")
+
+
+def ranks_hits(goal: str, spec) -> bool:
+    """Whether a run under ``goal`` has hits to report: a goal of :data:`GOALS` and predictions that are values
+    with intervals (``spec.conformal == "intervals"``; not a classification)."""
+    return goal in GOALS and spec.conformal == "intervals"
+
+
+def hunted(spec, hunt=None) -> tuple[str, int, tuple[str, str, str]]:
+    """The target a hit hunt ranks: the one ``hunt`` names (``select.target``, a name) on a multi-target pool, else
+    the first; ``(target, its index, (prediction, lower, upper) column names))``."""
+    multi = spec.num_targets > 1
+    target = hunt if multi and isinstance(hunt, str) and hunt in spec.targets else spec.targets[0]
+    cols = tuple(f"{c}_{target}" if multi else c for c in ("prediction", "lower", "upper"))
+    return target, spec.targets.index(target), cols
+
+
+def table_hits(goal: str, spec, table, labels: Mapping, hunt=None, n: int | None = None) -> dict:
+    """:func:`hit_facts` (``n`` per list) of a predictions table (Arrow: ``graph_id``, the :func:`hunted` columns,
+    optional ``lower`` / ``upper`` / ``compound_id``) and every label (``{graph_id: value or (T,) values}``): a
+    molecule counts as measured once it has a finite value for the hunted target."""
+    target, j, (col, lo_col, hi_col) = hunted(spec, hunt)
+    names = table.column_names
+    measured = {int(g): float(np.ravel(v)[j]) for g, v in labels.items()}
+    measured = {g: v for g, v in measured.items() if np.isfinite(v)}
+    lo, hi = (table.column(b).to_numpy(zero_copy_only=False) if b in names else None for b in (lo_col, hi_col))
+    ids = table.column("compound_id").to_pylist() if "compound_id" in names else None
+    values = np.asarray(table.column(col).to_numpy(zero_copy_only=False), dtype=np.float64)
+    return hit_facts(goal, measured, table.column("graph_id").to_numpy(), values, lo, hi, ids,
+                     n=SHOWN if n is None else n, target=target if spec.num_targets > 1 else None)
 
 
 def hit_facts(goal: str, measured: Mapping[int, float], graph_ids: Sequence[int], predicted: Sequence[float],

@@ -22,7 +22,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["audit_agreement", "domain_share", "confusion_counts", "parity_png", "distribution_png"]
+__all__ = ["audit_agreement", "domain_share", "confusion_counts", "parity_png", "distribution_png", "audit_positions",
+           "prediction_facts", "PARITY_PNG", "PREDICTIONS_PNG"]
 
 _IN, _OUT, _LINE = "#2b8a3e", "#e8590c", "#495057"
 
@@ -216,3 +217,100 @@ def distribution_png(predictions: Sequence, in_domain: Sequence | None = None, t
     if in_domain is not None:
         ax.legend(fontsize=8)
     return _png(fig)
+
+
+# ----------------------------------------------------------------------------------------------
+# The facts of a production run's predictions
+# ----------------------------------------------------------------------------------------------
+#: The plots a production audit report adds.
+PARITY_PNG, PREDICTIONS_PNG = "parity.png", "predictions.png"
+
+
+def audit_positions(graph_ids, audit_ids, labels: Mapping, where=None) -> tuple[np.ndarray, list]:
+    """``(rows of the predictions table, measured values)`` of the labelled audit sample (first target).
+
+    Parameters
+    ----------
+    graph_ids : array_like of int, shape (P,)
+        The predictions table's graph ids.
+    audit_ids : sequence of int or None
+        ``selection.json``'s ``audit_ids``; those without a label in ``labels`` are left out.
+    labels : mapping graph_id -> value or (T,) values
+    where : str, optional
+        Named in the error when a labelled audit graph has no prediction.
+    """
+    from ..errors import InputError
+
+    audit = np.asarray([int(g) for g in audit_ids or [] if int(g) in labels], dtype=np.int64)
+    gids = np.asarray(graph_ids, dtype=np.int64)
+    order = np.argsort(gids, kind="stable")  # the pool's rows by id: no per-row lookup table for a pool of millions
+    at = np.minimum(np.searchsorted(gids, audit, sorter=order), max(len(gids) - 1, 0))
+    found = gids[order[at]] == audit if len(gids) else np.zeros(len(audit), bool)
+    if not found.all():
+        raise InputError(where, f"labelled audit graphs not in the predictions: {audit[~found][:10].tolist()} "
+                                "(rerun tmdsub predict)")
+    y = [float(np.ravel(labels[int(g)])[0]) for g in audit]
+    return order[at], y
+
+
+def _pct_text(value) -> str:
+    return "" if value is None else f"{100 * float(value):g} %"
+
+
+def prediction_facts(table, spec, meta: Mapping, file: str, rows, measured, hits: dict | None = None) -> tuple:
+    """``(facts["predictions"], images)`` of a production run's audit report.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The predictions (``graph_id``, ``prediction<suffix>``, optional ``in_domain``, ``lower<suffix>``,
+        ``upper<suffix>``; the suffix of the task's first prediction column).
+    spec : TaskSpec
+    meta : mapping
+        ``predictions.json`` (``model``, ``confidence``, ``property``, ``domain``).
+    file : str
+        The predictions file, as the facts name it.
+    rows, measured : the labelled audit sample (:func:`audit_positions`).
+    hits : dict, optional
+        The hit report's facts (:func:`tmdlib.reporting.hits.table_hits`), when the run hunts hits.
+
+    Returns
+    -------
+    facts : dict
+        The report's ``predictions`` section: the pool's distribution, the domain share, the audit sample's agreement
+        (values with intervals: :func:`audit_agreement` and a parity plot; classes: :func:`confusion_counts`).
+    images : list of (file name, caption, PNG bytes)
+    """
+    target, suffix = spec.prediction_names[0], spec.column_suffix(0)
+    names = table.column_names
+    values = np.asarray(table.column(f"prediction{suffix}").to_numpy(zero_copy_only=False), dtype=np.float64)
+    flags = table.column("in_domain").to_pylist() if "in_domain" in names else None
+    quantity = meta.get("property") or target  # labels.name: pIC50, ...; else the target, or "class"
+    facts = {"file": file, "rows": table.num_rows, "model": meta.get("model"),
+             "confidence": meta.get("confidence"), "task": spec.type, "quantity": quantity,
+             "domain": domain_share(meta.get("domain")), "audit": None, "confusion": None, "parity_note": None}
+    caption = (f"Distribution of the pool's {table.num_rows} predictions" +
+               (", in and out of the applicability domain" if flags is not None else ""))
+    images = [(PREDICTIONS_PNG, caption, distribution_png(values, flags, title=caption, quantity=quantity,
+                                                          discrete=not spec.is_regression))]
+    if spec.conformal == "intervals" and len(rows):  # values with intervals: the parity plot
+        bounds = [f"{b}{suffix}" for b in ("lower", "upper")]
+        lo, hi = (np.asarray(table.column(b).to_numpy(zero_copy_only=False), dtype=np.float64)[rows]
+                  if b in names else None for b in bounds)
+        facts["audit"] = audit_agreement(measured, values[rows], lo, hi)
+        cap = (f"Audit sample: prediction vs the lab's measurement ({len(rows)} molecules), "
+               f"{_pct_text(meta.get('confidence'))} prediction intervals, y = x")
+        images.insert(0, (PARITY_PNG, cap, parity_png(measured, values[rows], lo, hi,
+                                                      None if flags is None else [flags[i] for i in rows],
+                                                      title=cap, quantity=quantity)))
+    elif not len(rows):
+        facts["parity_note"] = "no labelled audit molecule yet: nothing to plot against the lab"
+    else:
+        facts["audit"] = {"n": len(rows)}
+        facts["confusion"] = confusion_counts(measured, values[rows].tolist())
+        facts["parity_note"] = ("classification: no parity plot; the audit sample's predicted against measured "
+                                "classes are counted above")
+    if hits is not None:
+        facts["hits"] = hits
+    facts["plots"] = [(name, cap) for name, cap, _ in images]
+    return facts, images
