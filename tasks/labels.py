@@ -153,9 +153,9 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
                      sheet: dict | None = None) -> tuple:
     """A lab's answer file (CSV with any delimiter, ``.xlsx``, or SD file: ``.sdf`` / ``.sd``) as measurements
     ``(table, info)``: columns found however the lab named them and values by the stated rule
-    (:func:`tmdlib.datasets.labsheet.normalize_answers`; ``sheet``: :func:`tmdlib.datasets.intake.sheet_params`), keys resolved against
-    the requests (``source_id``) and the pool (``graph_id``, canonical ``smiles``); one error naming every
-    offending line, nothing written."""
+    (:func:`tmdlib.datasets.labsheet.normalize_answers`; ``sheet``: :func:`tmdlib.datasets.intake.sheet_params`),
+    keys resolved against the requests (``source_id``) and the pool (``graph_id``, canonical ``smiles``); one error
+    naming every offending line, nothing written."""
     import pyarrow.parquet as pq
 
     from tmdlib.datasets.labels import read_answers

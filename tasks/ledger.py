@@ -28,8 +28,9 @@ def seal_path(path) -> Path:
 
 def read_ledger_history(path: str | None, known: np.ndarray | None = None) -> tuple[pa.Table, dict]:
     """Every measurement of the label ledger and what its seal records, checked before it is trusted
-    (:func:`tmdlib.datasets.ledger.parse_ledger`; a first-format ledger: :func:`~tmdlib.datasets.ledger.legacy_history`).
-    A missing file is an empty ledger.  Returns ``(history, meta)``."""
+    (:func:`tmdlib.datasets.ledger.parse_ledger`; a first-format ledger:
+    :func:`~tmdlib.datasets.ledger.legacy_history`).  A missing file is an empty ledger.  Returns
+    ``(history, meta)``."""
     if not path or not Path(path).exists():
         return lg.empty_history(), {"format": lg.LEDGER_FORMAT, "task": None, "digest_checked": False, "sha256": None}
     p = Path(path)

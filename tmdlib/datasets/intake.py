@@ -202,10 +202,10 @@ def with_audit(requests: pa.Table, pos_of: dict, audit_ids, source) -> pa.Table:
     with a ``purpose`` column (``coreset`` | ``audit``); ``pos_of`` maps a graph id to its store row."""
     audit = np.asarray([int(g) for g in audit_ids], dtype=np.int64)
     src = [str(source[pos_of[int(g)]]) if source is not None else str(int(g)) for g in audit]
+    first = requests.num_rows + 1
     extra = pa.table({"graph_id": pa.array(audit, pa.int64()), "source_id": pa.array(src, pa.string()),
                       "tau": pa.array(np.zeros(len(audit), np.int64), pa.int64()),
-                      "rank": pa.array(np.arange(requests.num_rows + 1, requests.num_rows + len(audit) + 1), pa.int64())},
-                     schema=requests.schema)
+                      "rank": pa.array(np.arange(first, first + len(audit)), pa.int64())}, schema=requests.schema)
     out = pa.concat_tables([requests, extra])
     return out.append_column("purpose", pa.array(["coreset"] * requests.num_rows + ["audit"] * len(audit), pa.string()))
 
