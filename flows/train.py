@@ -29,10 +29,10 @@ from tasks.train import (fit_task, log_trained_model, save_model, set_torch_thre
                          write_model)
 from tmdlib import InputError
 from tmdlib.models import Inputs, model_names
-from tmdlib.models.policy import (answered_selection, certified_setting, recipe_for, selection_labels,
-                                  training_weights)
+from tmdlib.models.policy import certified_setting, recipe_for, selection_labels
 from tmdlib.models.records import (collapse_warning, partial_answers_line, train_info, train_params, train_record,
                                    train_summary)
+from tmdlib.select.answered import answered_selection, training_weights
 from tmdlib.torch.options import gin_options, resolve_config, target_budget
 
 

@@ -76,7 +76,7 @@ def train_info(paths, opts, labels: tuple, sel: dict, answered: tuple, weighting
     labels : tuple
         ``(label_map, label_meta)``: graph id -> label, and the label set's metadata.
     answered : tuple
-        :func:`tmdlib.models.policy.answered_selection`'s ``(medoid ids, τ, ε mean, partial)``.
+        :func:`tmdlib.select.answered.answered_selection`'s ``(medoid ids, τ, ε mean, partial)``.
     stamp : dict
         The store's identity fields (its content hash), recorded as given.
     record : dict
@@ -137,7 +137,7 @@ def collapse_warning(info: dict, lr) -> str | None:
 
 def partial_answers_line(partial: dict) -> str:
     """The line that says how much of a selection the lab answered
-    (:func:`tmdlib.models.policy.answered_selection`'s ``partial``)."""
+    (:func:`tmdlib.select.answered.answered_selection`'s ``partial``)."""
     return (f"partial answers: {partial['answered_medoids']} of {partial['requested_medoids']} selected graphs have "
             f"a label; {partial['graphs_moved']} graphs reassigned to their nearest answered medoid, epsilon "
             f"{partial['epsilon_mean_before']:.4g} -> {partial['epsilon_mean_after']:.4g}; the others stay "
