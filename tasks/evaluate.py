@@ -196,16 +196,9 @@ def log_production(metrics: dict, info: dict, graphs: str, selection: str, model
 
 @task(name="measure-model", persist_result=False, cache_policy=NO_CACHE)
 def measure_model_task(model, store, train_pos, subset, tau, test_pos, epsilon, name: str) -> dict:
-    """Benchmark mode for a model without a TMD-Lipschitz constant (:func:`tmdlib.models.evaluate.benchmark_measurement`),
-    in the shape :func:`tmdlib.reporting.evaluation.metrics_document` takes."""
-    from tmdlib.models.evaluate import benchmark_measurement
+    """Benchmark mode for a model without a TMD-Lipschitz constant
+    (:func:`tmdlib.models.evaluate.measure_without_constant`)."""
+    from tmdlib.models.evaluate import measure_without_constant
 
-    y = store.y
-    y = y.reshape(len(y), -1) if model.head.task.num_targets > 1 else y.reshape(len(y), -1)[:, 0]
-    m = benchmark_measurement(model, _inputs(model, store, train_pos), y[train_pos], subset, tau,
-                              _inputs(model, store, test_pos), y[test_pos], epsilon=epsilon, dataset=name)
-    m["bound"]["tau_sum"] = float(np.sum(tau))
-    return {**m, "task": model.head.to_dict(), "reference": {"degenerate": None, "epochs": None,
-                                                             "note": m["bound"]["corollary_note"]},
-            "nodes": None, "sweep": [], "sweep_note": "no sweep for a model without a TMD-Lipschitz constant",
-            "epochs": {"full_model": None, "sweep": None}}
+    return measure_without_constant(model, _inputs(model, store, train_pos), _inputs(model, store, test_pos), store.y,
+                                    subset, tau, epsilon=epsilon, dataset=name)

@@ -65,19 +65,6 @@ def _signature(out_dim: int = 1):
         outputs=Schema([TensorSpec(np.dtype("float32"), (-1, int(out_dim)))]))
 
 
-def _example(data: list, in_dim: int):
-    """A dense batch of a few training graphs, shaped so that ``torch.export`` keeps every dimension dynamic
-    (no size 1, and the batch size differs from the node count)."""
-    from tmdlib.torch.serving import dense_batch
-
-    picked = sorted(data, key=lambda g: -int(g.num_nodes))
-    for b in (3, 2, 4):
-        ex = dense_batch(picked[:b], in_dim)
-        if len(set(ex.shape)) == 3 and min(ex.shape) > 1:
-            return ex.numpy()
-    return dense_batch(picked[:2], in_dim).numpy()
-
-
 def _logged(info, name: str | None, description: str, tags: dict | None) -> dict:
     """``{"model_id", "model_uri", "registered_model", "version"}`` of a logged model; a registered version gets the
     description and the tags."""
@@ -111,7 +98,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     import mlflow.pytorch
     import torch
 
-    from tmdlib.torch.serving import ARTIFACT_NAME, DenseBatchGIN
+    from tmdlib.torch.serving import ARTIFACT_NAME, DenseBatchGIN, export_example
 
     in_dim = int(model.config["in_dim"])
     scale = None
@@ -123,7 +110,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     with _fluent_run(run_id):
         info = mlflow.pytorch.log_model(
             wrapped, name=ARTIFACT_NAME, signature=_signature(int(model.config["out_dim"])),
-            input_example=_example(data, in_dim),
+            input_example=export_example(data, in_dim),
             serialization_format="pt2", pip_requirements=[f"torch=={torch_version}"], registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})
     return _logged(info, name, description, tags)

@@ -30,7 +30,8 @@ from ..metrics import headline, higher_is_better, score
 
 __all__ = ["pool_estimate", "weighted_loss", "constant_outputs", "compare_with_constant", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE",
            "control_verdict", "compare_arms", "cross_fit_arms", "labels_needed", "errors_verdict",
-           "CONTROL_FOLDS", "CONTROL_REPEATS", "CONTROL_CONFIDENCE", "production_members", "control_arms"]
+           "CONTROL_FOLDS", "CONTROL_REPEATS", "CONTROL_CONFIDENCE", "production_members", "control_arms",
+           "measure_without_constant"]
 
 #: What production mode cannot measure, and why (reported as such in metrics.json).
 NOT_MEASURABLE = {
@@ -228,6 +229,24 @@ def benchmark_measurement(model, X_train, y_train, subset, tau, X_test, y_test, 
                       "corollary_note": "no full-data reference is trained for a model without a TMD constant",
                       "certified": None, "valid": None, "conditions": [],
                       "lipschitz_note": f"model {model.name!r} has no Lipschitz constant in TMD: no c*eps is stated"}}
+
+
+def measure_without_constant(model, X_train, X_test, y, subset, tau, *, epsilon=None, dataset: str = "") -> dict:
+    """:func:`benchmark_measurement` in the shape of :func:`tmdlib.torch.measure.measure` (what
+    :func:`tmdlib.reporting.evaluation.metrics_document` takes): no reference, no node bound, no sweep.
+
+    ``y``: the pool's labels, ``(N,)`` or ``(N, T)``, indexed by ``X_train.positions`` and ``X_test.positions``
+    (one target: a vector); ``tau`` ``(k,)``: the coreset's weights, ``subset`` its positions among the training
+    members."""
+    y = np.asarray(y)
+    y = y.reshape(len(y), -1) if model.head.task.num_targets > 1 else y.reshape(len(y), -1)[:, 0]
+    m = benchmark_measurement(model, X_train, y[X_train.positions], subset, tau, X_test, y[X_test.positions],
+                              epsilon=epsilon, dataset=dataset)
+    m["bound"]["tau_sum"] = float(np.sum(tau))
+    return {**m, "task": model.head.to_dict(), "reference": {"degenerate": None, "epochs": None,
+                                                             "note": m["bound"]["corollary_note"]},
+            "nodes": None, "sweep": [], "sweep_note": "no sweep for a model without a TMD-Lipschitz constant",
+            "epochs": {"full_model": None, "sweep": None}}
 
 
 def _comparable(task) -> bool:
