@@ -18,13 +18,12 @@ import typer
 from prefect import flow
 
 from tasks.config import TrainStageConfig, TrainPaths
-from tasks.graphs import check_same_store, open_store
+from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store
 from tasks.io import (dataset_name, node_subsets_for, nodes_off, positions, read_labels, read_labels_meta,
                       read_nodes, read_selection)
 from tasks.labels import task_of
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
                             selection_dataset)
-from tasks.graphs import STORE_HASH_KEY
 from tasks.train import (fit_task, log_trained_model, save_model, set_torch_threads, skip_training, train_model_spec,
                          write_model)
 from tmdlib import InputError
