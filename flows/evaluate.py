@@ -18,14 +18,14 @@ from prefect import flow
 
 from tasks.config import EvaluateStageConfig, EvaluatePaths
 from tasks.evaluate import (evaluate_production, evaluation_positions, log_evaluation, measure_model_task, measure_task,
-                            metrics_document, plot_bound_vs_gap, skip_evaluation, tmd_setting,
-                            write_metrics)
+                            plot_bound_vs_gap, skip_evaluation, tmd_setting, write_metrics)
 from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store
 from tasks.io import node_subsets_for, nodes_off, read_json, read_nodes, read_selection
 from tasks.labels import task_of
 from tasks.train import load_model, set_torch_threads
 from tmdlib import InputError
 from tmdlib.metrics import headline
+from tmdlib.reporting.evaluation import metrics_document
 from tmdlib.reporting.verdict import verdict_lines
 from tmdlib.torch.measure import matrix_checks
 

@@ -3,7 +3,7 @@ prediction set (classification), calibrated by split-conformal prediction on hel
 
 Run as ``tmdsub predict DATASET [--smiles-csv FILE]`` (:func:`flows.cli.predict`).  Wiring only: the model comes
 from the registry (:func:`tasks.train.load_model`), the calibration set is the labelled audit sample in production
-(the test split in benchmark mode, :func:`tasks.predict.calibration_set`), the intervals are
+(the test split in benchmark mode, :func:`tasks.train.calibration_set`), the intervals are
 :func:`tmdlib.models.predict.calibrate` (``crepes``), on a pool with SMILES calibrated per bin of similarity to the
 trained molecules and normalised by the applicability domain's difficulty (``intervals`` in the ``.json``: the rule,
 each bin's calibration members, any bin merged for too few; :mod:`tmdlib.chem.domain`: each row's ``nn_similarity``
@@ -21,7 +21,7 @@ from prefect import flow
 from tasks.graphs import check_same_store, open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
 from tasks.labels import task_of
-from tasks.predict import calibrate_store, domain_meta, intervals_meta, predict_pool, predict_smiles, write_predictions
+from tasks.predict import calibrate_store, predict_pool, predict_smiles, write_predictions
 from tasks.train import load_model
 from tmdlib import InputError
 from tmdlib.datasets.intake import property_from
@@ -34,6 +34,7 @@ def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_d
     """Predictions for the pool (or for ``smiles_csv``) at ``confidence``; returns the ``.json`` written beside them.
     ``workers`` (a number or ``auto``, :mod:`tasks.cpus`) share the pool's chunks."""
     from tasks.cpus import resolve_workers
+    from tmdlib.chem.domain import domain_meta, intervals_meta
 
     t0 = time.perf_counter()
     workers = resolve_workers(workers)

@@ -18,19 +18,21 @@ import typer
 from prefect import flow
 
 from tasks.config import TrainStageConfig, TrainPaths
-from tasks.graphs import check_same_store, open_store
+from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store
 from tasks.io import (dataset_name, node_subsets_for, nodes_off, positions, read_labels, read_labels_meta,
                       read_nodes, read_selection)
 from tasks.labels import task_of
 from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log_datasets, log_run, open_run,
                             selection_dataset)
-from tasks.train import (answered_selection, certified_setting, collapse_warning, fit_task,
-                         gin_options, log_trained_model, model_for, partial_answers_line, recipe_for,  # noqa: F401
-                         resolve_config, save_model, selection_labels, set_torch_threads, skip_training, target_budget,
-                         train_info,
-                         train_model_spec, train_params, train_record, train_summary, training_weights, write_model)
+from tasks.train import (fit_task, log_trained_model, save_model, set_torch_threads, skip_training, train_model_spec,
+                         write_model)
 from tmdlib import InputError
 from tmdlib.models import Inputs, model_names
+from tmdlib.models.policy import certified_setting, recipe_for, selection_labels
+from tmdlib.models.records import (collapse_warning, partial_answers_line, train_info, train_params, train_record,
+                                   train_summary)
+from tmdlib.select.answered import answered_selection, training_weights
+from tmdlib.torch.options import gin_options, resolve_config, target_budget
 
 
 @flow(name="train", log_prints=True)
@@ -95,7 +97,8 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
         if live:
             live.flush()
         record, metrics = train_record(fitted, gin, sel, tau, opts.weights, target, node_eps)
-        info = train_info(paths, opts, (label_map, label_meta), sel, answered, weighting, store_hash, record)
+        info = train_info(paths, opts, (label_map, label_meta), sel, answered, weighting, {STORE_HASH_KEY: store_hash},
+                          record)
         info["model_state"] = save_model(fitted, model_out)  # model.pt first: the MLflow model version names its sha256
         if run:
             log_trained_model(run, fitted, info, paths, task, spec, store, pos, graph_model)

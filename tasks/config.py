@@ -16,7 +16,9 @@ from typing import Any
 from tmdlib import InputError
 
 from . import io
-from .train import check_loss_option, model_for, parse_target, recipe_for, resolve_config, resolve_model_option
+from tmdlib.models.policy import check_loss_option, model_for, parse_target, recipe_for
+from tmdlib.models.registry import resolve_model as resolve_model_option
+from tmdlib.torch.options import resolve_config
 
 #: A command-line option whose config field has another name.
 RENAMED = {"mlflow": "log_mlflow"}
@@ -130,7 +132,7 @@ class TrainStageConfig:
 
     @property
     def target(self) -> float | None:
-        """The Lipschitz target in nats (:func:`tasks.train.parse_target`), None when off."""
+        """The Lipschitz target in nats (:func:`tmdlib.models.policy.parse_target`), None when off."""
         return parse_target(self.lipschitz_target)
 
     @classmethod

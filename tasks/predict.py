@@ -1,5 +1,7 @@
 """Prediction tasks: the calibration set and the applicability domain, the predictions table, its files (Parquet,
-CSV and the JSON naming them, committed as one set: :func:`write_predictions`)."""
+CSV and the JSON naming them, committed as one set: :func:`write_predictions`).  The columns are
+:func:`tmdlib.models.predict.prediction_columns`; what the ``.json`` says of the intervals and the domain,
+:func:`tmdlib.chem.domain.intervals_meta` and :func:`~tmdlib.chem.domain.domain_meta`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,21 +12,13 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tmdlib import InputError
+from tmdlib.models.predict import prediction_columns, rows_columns, trained_ids
 
 from . import io
 from .train import calibration_set  # noqa: F401 - shared with the registered model
 
 #: Pool members predicted per batch (a pool of millions streams through).
 CHUNK = 16384
-
-
-def trained_ids(info: dict, sel: dict) -> list:
-    """The graph ids the model was trained on: the answered medoids (train.json's ``medoids_trained`` when part of
-    the coreset was answered), else the selection's medoids."""
-    for ids in (info.get("medoids_trained"), sel.get("medoids")):  # lists or arrays (as the readers give them)
-        if ids is not None and len(ids):
-            return [int(g) for g in ids]
-    return []
 
 
 @task(name="calibrate-predictions", persist_result=False, cache_policy=NO_CACHE)
@@ -49,61 +43,6 @@ def calibrate_store(model, store, sel: dict, info: dict, task, confidence: float
                                         store.smiles(pos) if store.has_smiles and len(pos) else [], y_cal, task,
                                         confidence)
     return cal, domain, what
-
-
-def intervals_meta(cal, domain) -> dict:
-    """predictions.json's ``intervals``: the rule (:data:`tmdlib.chem.domain.INTERVALS`), the difficulty's exponent,
-    and per similarity bin its range, calibration members and quantile, with any bin merged for too few members
-    said (:meth:`tmdlib.models.predict.Calibrated.describe`)."""
-    from tmdlib.chem.domain import INTERVALS
-
-    out = cal.describe(None if domain is None else domain.edges)
-    out["method"] = INTERVALS.get(cal.intervals) if cal.intervals else (
-        "split-conformal (crepes): absolute residuals (regression), 1 - p(true class) (classification)")
-    return out
-
-
-def domain_meta(domain, table: pa.Table | None = None) -> dict:
-    """predictions.json's ``domain``: the rule and threshold (and how many of ``table``'s rows are in and out of
-    domain), or why there is none."""
-    if domain is None:
-        return {"computed": False, "why": "a pool without SMILES: the TMD to the nearest trained graph is not "
-                                          "computed (no nn_similarity / in_domain columns)"}
-    out = {"computed": True, **domain.describe()}
-    if table is not None and "in_domain" in table.column_names:
-        flags = table.column("in_domain").to_pylist()
-        out["rows_in_domain"] = sum(f is True for f in flags)
-        out["rows_out_of_domain"] = sum(f is False for f in flags)
-    return out
-
-
-def prediction_columns(cal, outputs, task, domain=None, smiles=None, dom: dict | None = None) -> dict:
-    """The prediction columns of members with ``outputs`` (:meth:`tmdlib.models.predict.Calibrated.predict`) and,
-    with a ``domain`` and the members' ``smiles`` (or its columns ``dom`` already measured,
-    :meth:`tmdlib.chem.domain.Domain.columns`), ``nn_similarity`` and ``in_domain`` (the regression interval
-    calibrated in the member's similarity bin and normalised by its difficulty)."""
-    if dom is None:
-        dom = domain.columns(smiles) if domain is not None else None
-    p = cal.predict(outputs, sigmas=None if dom is None else dom["sigma"],
-                    bins=None if dom is None else dom.get("bin"))
-    cols = {}
-    if task.conformal == "intervals":  # a value and its interval per target
-        for j in range(len(task.prediction_names)):
-            suffix = task.column_suffix(j)
-            cols[f"prediction{suffix}"] = p["prediction"][:, j]
-            cols[f"lower{suffix}"] = p["lower"][:, j]
-            cols[f"upper{suffix}"] = p["upper"][:, j]
-    else:
-        cols["prediction"] = p["prediction"]
-        for c, v in enumerate(cal.class_values()):
-            cols[f"p_{v:g}"] = p["probabilities"][:, c]
-        sets = p["prediction_set"]
-        cols["prediction_set"] = [None if sets is None else " ".join(f"{v:g}" for v in s) for s in
-                                  (sets if sets is not None else [None] * len(outputs))]
-    if dom is not None:
-        cols["nn_similarity"] = dom["nn_similarity"]
-        cols["in_domain"] = [None] * len(outputs) if dom["in_domain"] is None else dom["in_domain"]
-    return cols
 
 
 def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None, domain=None):
@@ -181,35 +120,6 @@ def compound_ids(store_path: str) -> list | None:
     if ID_COLUMN not in pq.read_schema(store_path).names:
         return None
     return pq.read_table(store_path, columns=[ID_COLUMN]).column(ID_COLUMN).to_pylist()
-
-
-def smiles_outputs(model, smiles: list) -> np.ndarray:
-    """A model's outputs ``(m, D)`` for valid SMILES: a molecule model reads them, a graph model their graphs
-    (:func:`tmdlib.datasets.smiles.graphs_from_smiles`, the store's molecule features)."""
-    from tmdlib.datasets.smiles_input import graphs_from_smiles
-    from tmdlib.models import Inputs
-
-    if not smiles:
-        return np.zeros((0, model.head.task.output_dim))
-    ds = graphs_from_smiles(smiles) if model.inputs == "graphs" else None
-    return model.outputs(Inputs(dataset=ds, smiles=list(smiles)))
-
-
-def rows_columns(model, cal, domain, smiles: list, reasons: list) -> dict:
-    """The prediction columns (:func:`prediction_columns`) of rows of SMILES as lists, one entry per row: a row with
-    a ``reason`` (no molecule) has nulls.  What ``tmdsub predict --smiles-csv`` writes and the registered model
-    (:mod:`tasks.smiles_model`) returns."""
-    ok = np.array([r is None for r in reasons], dtype=bool)
-    good = [s.strip() for s, k in zip(smiles, ok) if k]
-    cols = prediction_columns(cal, smiles_outputs(model, good), model.head.task, domain, good)
-    where = np.flatnonzero(ok)
-    out = {}
-    for k, v in cols.items():
-        arr = [None] * len(ok)
-        for i, val in zip(where, v):
-            arr[i] = None if isinstance(val, float) and np.isnan(val) else (val.item() if hasattr(val, "item") else val)
-        out[k] = arr
-    return out
 
 
 @task(name="predict-smiles", persist_result=False, cache_policy=NO_CACHE)

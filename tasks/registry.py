@@ -17,10 +17,11 @@ from pathlib import Path
 from prefect import task
 
 from tmdlib.errors import InputError
+from tmdlib.models.policy import champion_decision
 
 from .tracking import tracking_uri
 
-__all__ = ["registered_name", "log_gin_model", "log_smiles_model", "tag_evaluation", "champion_decision", "consider_for_champion",
+__all__ = ["registered_name", "log_gin_model", "log_smiles_model", "tag_evaluation", "consider_for_champion",
            "promote_champions", "CHAMPION"]
 
 CHAMPION = "champion"
@@ -64,37 +65,6 @@ def _signature(out_dim: int = 1):
         outputs=Schema([TensorSpec(np.dtype("float32"), (-1, int(out_dim)))]))
 
 
-def model_description(info: dict, stage: str, run_id: str, model_out: str, sha: str, in_dim: int) -> str:
-    """The registered model version's description: architecture, task, loss, c, input and output."""
-    cfg, lip = info["config"], info["lipschitz"]
-    head = info.get("task_head") or {}
-    task = (head.get("task") or {}).get("type", "binary")
-    dim = info["model"].get("out_dim", 1)
-    output = {"binary": "logits (B, 1)", "multiclass": f"class logits (B, {dim})",
-              "multitask": f"task logits (B, {dim})",
-              "regression": f"predictions in the targets' units (B, {dim})"}.get(task, f"(B, {dim})")
-    return (f"GIN ({cfg['layers']} layers, hidden {cfg['hidden']}, {cfg['pool']} readout"
-            f"{', certified budget ' + str(cfg['lipschitz_budget']) if lip['certified'] else ''}"
-            f"{' (orthogonal MaxMin)' if cfg.get('lipschitz_mode') == 'orthogonal' else ''}) for a {task} task, "
-            f"trained by {stage} (run {run_id}) on {info['k']} coreset graphs with the tau-weighted "
-            f"{head.get('loss', 'bce')} loss; labels: {info['labels_source']}; stability constant c = {lip['c']:.4g}. "
-            f"Input: float32 (B, n, 1 + d + n) dense batch (node mask, {in_dim} features, adjacency), output: {output} "
-            f"(tmdlib.torch.serving). Same weights as {model_out} (sha256 {sha}).")
-
-
-def _example(data: list, in_dim: int):
-    """A dense batch of a few training graphs, shaped so that ``torch.export`` keeps every dimension dynamic
-    (no size 1, and the batch size differs from the node count)."""
-    from tmdlib.torch.serving import dense_batch
-
-    picked = sorted(data, key=lambda g: -int(g.num_nodes))
-    for b in (3, 2, 4):
-        ex = dense_batch(picked[:b], in_dim)
-        if len(set(ex.shape)) == 3 and min(ex.shape) > 1:
-            return ex.numpy()
-    return dense_batch(picked[:2], in_dim).numpy()
-
-
 def _logged(info, name: str | None, description: str, tags: dict | None) -> dict:
     """``{"model_id", "model_uri", "registered_model", "version"}`` of a logged model; a registered version gets the
     description and the tags."""
@@ -128,7 +98,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     import mlflow.pytorch
     import torch
 
-    from tmdlib.torch.serving import ARTIFACT_NAME, DenseBatchGIN
+    from tmdlib.torch.serving import ARTIFACT_NAME, DenseBatchGIN, export_example
 
     in_dim = int(model.config["in_dim"])
     scale = None
@@ -140,7 +110,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     with _fluent_run(run_id):
         info = mlflow.pytorch.log_model(
             wrapped, name=ARTIFACT_NAME, signature=_signature(int(model.config["out_dim"])),
-            input_example=_example(data, in_dim),
+            input_example=export_example(data, in_dim),
             serialization_format="pt2", pip_requirements=[f"torch=={torch_version}"], registered_model_name=name,
             tags={k: str(v) for k, v in (tags or {}).items()})
     return _logged(info, name, description, tags)
@@ -200,34 +170,9 @@ def _value(tags: dict) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def champion_decision(metric: str | None, value: float | None, champion_version: str | None,
-                      champion_metric: str | None, champion_value: float | None) -> tuple[bool, str]:
-    """Whether a new version takes the alias ``champion``, and why.
-
-    It does when it has a test value and there is no champion, the champion has no comparable value, or its
-    value is not worse (``>=`` for accuracy / ROC-AUC / R² / ρ / macro-F1, ``<=`` for the error metrics RMSE and MAE,
-    :func:`tmdlib.metrics.higher_is_better`); it does not when it has no test value or is worse.
-    """
-    from tmdlib.metrics import higher_is_better
-
-    if value is None:
-        return False, "no test metric recorded for this version (the evaluate stage tags it)"
-    if champion_version is None:
-        return True, f"no champion yet; test {metric} {value:.6g}"
-    if champion_value is None or champion_metric != metric:
-        return True, (f"champion v{champion_version} has no comparable test {metric}; this version's is "
-                      f"{value:.6g}")
-    up = higher_is_better(metric or "")
-    ge, lt = (">=", "<") if up else ("<=", ">")
-    if (value >= champion_value) if up else (value <= champion_value):
-        return True, (f"test {metric} {value:.6g} {ge} {champion_value:.6g} of champion v{champion_version} "
-                      "(not worse)")
-    return False, f"test {metric} {value:.6g} {lt} {champion_value:.6g} of champion v{champion_version} (worse)"
-
-
 def consider_for_champion(name: str, version: str, when: str = "") -> dict:
-    """Apply :func:`champion_decision` to version ``version`` of registered model ``name``: set the alias when
-    it wins, and record the decision on the version (tags ``champion_decision``, ``champion_reason`` and a line
+    """Apply :func:`tmdlib.models.policy.champion_decision` to version ``version`` of registered model ``name``: set
+    the alias when it wins, and record the decision on the version (tags ``champion_decision``, ``champion_reason`` and a line
     of its description) either way.
 
     Returns

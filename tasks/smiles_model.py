@@ -28,10 +28,9 @@ class SmilesModel(PythonModel):
     def load_context(self, context):
         import json
 
-        from tasks.predict import smiles_outputs
         from tasks.train import load_model
         from tmdlib.chem.domain import calibrate_with_domain
-        from tmdlib.models.predict import calibrate
+        from tmdlib.models.predict import calibrate, smiles_outputs
 
         info = json.loads(open(context.artifacts["train_info"], encoding="utf-8").read())
         self.model = load_model(context.artifacts["model"], info)
@@ -50,8 +49,8 @@ class SmilesModel(PythonModel):
         import numpy as np
         import pandas as pd
 
-        from tasks.predict import rows_columns
         from tmdlib.datasets.smiles import smiles_reason
+        from tmdlib.models.predict import rows_columns
 
         frame = model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame({"smiles": list(model_input)})
         if "smiles" not in frame.columns:

@@ -12,7 +12,8 @@ torch.set_num_threads(1)
 # ------------------------------------------------------------------------------------ the pipeline
 def test_flows_in_certified_mode(tmp_path, monkeypatch):
     from flows.evaluate import evaluate_flow
-    from flows.train import resolve_config, train_flow
+    from flows.train import train_flow
+    from tmdlib.torch.options import resolve_config
     from helpers import make_inputs
     from tmdlib import InputError
     from tasks.config import EvaluateStageConfig, TrainStageConfig

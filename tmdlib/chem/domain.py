@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Domain", "calibrate_with_domain", "outputs_with_domain", "NEIGHBOURS", "QUANTILE", "BETA", "RULE",
-           "MAX_BINS", "INTERVALS"]
+           "MAX_BINS", "INTERVALS", "intervals_meta", "domain_meta"]
 
 #: Trained molecules the difficulty averages over.
 NEIGHBOURS = 5
@@ -206,3 +206,27 @@ def outputs_with_domain(model, domain, smiles, positions=None, dataset=None) -> 
     else:
         outputs = model.outputs(Inputs(dataset, None, positions))
     return outputs, (domain.columns_counts(counts) if domain is not None and counts is not None else None)
+
+
+def intervals_meta(cal, domain: Domain | None) -> dict:
+    """``predictions.json``'s ``intervals``: the rule (:data:`INTERVALS`), the difficulty's exponent, and per
+    similarity bin its range, calibration members and quantile, with any bin merged for too few members said
+    (:meth:`tmdlib.models.predict.Calibrated.describe`)."""
+    out = cal.describe(None if domain is None else domain.edges)
+    out["method"] = INTERVALS.get(cal.intervals) if cal.intervals else (
+        "split-conformal (crepes): absolute residuals (regression), 1 - p(true class) (classification)")
+    return out
+
+
+def domain_meta(domain: Domain | None, table=None) -> dict:
+    """``predictions.json``'s ``domain``: the rule and threshold (:meth:`Domain.describe`) and how many of
+    ``table``'s rows (a ``pyarrow.Table`` of predictions) are in and out of domain, or why there is none."""
+    if domain is None:
+        return {"computed": False, "why": "a pool without SMILES: the TMD to the nearest trained graph is not "
+                                          "computed (no nn_similarity / in_domain columns)"}
+    out = {"computed": True, **domain.describe()}
+    if table is not None and "in_domain" in table.column_names:
+        flags = table.column("in_domain").to_pylist()
+        out["rows_in_domain"] = sum(f is True for f in flags)
+        out["rows_out_of_domain"] = sum(f is False for f in flags)
+    return out

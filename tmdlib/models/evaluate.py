@@ -30,7 +30,8 @@ from ..metrics import headline, higher_is_better, score
 
 __all__ = ["pool_estimate", "weighted_loss", "constant_outputs", "compare_with_constant", "production_measurement", "benchmark_measurement", "NOT_MEASURABLE",
            "control_verdict", "compare_arms", "cross_fit_arms", "labels_needed", "errors_verdict",
-           "CONTROL_FOLDS", "CONTROL_REPEATS", "CONTROL_CONFIDENCE"]
+           "CONTROL_FOLDS", "CONTROL_REPEATS", "CONTROL_CONFIDENCE", "production_members", "control_arms",
+           "measure_without_constant"]
 
 #: What production mode cannot measure, and why (reported as such in metrics.json).
 NOT_MEASURABLE = {
@@ -228,6 +229,24 @@ def benchmark_measurement(model, X_train, y_train, subset, tau, X_test, y_test, 
                       "corollary_note": "no full-data reference is trained for a model without a TMD constant",
                       "certified": None, "valid": None, "conditions": [],
                       "lipschitz_note": f"model {model.name!r} has no Lipschitz constant in TMD: no c*eps is stated"}}
+
+
+def measure_without_constant(model, X_train, X_test, y, subset, tau, *, epsilon=None, dataset: str = "") -> dict:
+    """:func:`benchmark_measurement` in the shape of :func:`tmdlib.torch.measure.measure` (what
+    :func:`tmdlib.reporting.evaluation.metrics_document` takes): no reference, no node bound, no sweep.
+
+    ``y``: the pool's labels, ``(N,)`` or ``(N, T)``, indexed by ``X_train.positions`` and ``X_test.positions``
+    (one target: a vector); ``tau`` ``(k,)``: the coreset's weights, ``subset`` its positions among the training
+    members."""
+    y = np.asarray(y)
+    y = y.reshape(len(y), -1) if model.head.task.num_targets > 1 else y.reshape(len(y), -1)[:, 0]
+    m = benchmark_measurement(model, X_train, y[X_train.positions], subset, tau, X_test, y[X_test.positions],
+                              epsilon=epsilon, dataset=dataset)
+    m["bound"]["tau_sum"] = float(np.sum(tau))
+    return {**m, "task": model.head.to_dict(), "reference": {"degenerate": None, "epochs": None,
+                                                             "note": m["bound"]["corollary_note"]},
+            "nodes": None, "sweep": [], "sweep_note": "no sweep for a model without a TMD-Lipschitz constant",
+            "epochs": {"full_model": None, "sweep": None}}
 
 
 def _comparable(task) -> bool:
@@ -490,3 +509,48 @@ def compare_arms(make, inputs_of, labels_of, base, control, strategy, audit, tas
 
     return cross_fit_arms(fit_predict, labels_of, base, control, strategy, audit, task, folds=folds,
                           repeats=repeats, confidence=max(float(confidence), CONTROL_CONFIDENCE), seed=seed)
+
+
+def production_members(info: dict, sel: dict, label_map: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(coreset ids, τ, labelled audit ids)`` production mode measures on: the coreset as trained (``train.json``'s
+    ``medoids_trained`` / ``tau_trained`` when part of it was answered, else the selection's medoids and τ) and the
+    audit sample (``sel["audit_ids"]``), each restricted to the graphs ``label_map`` (graph id -> label) has."""
+    trained, trained_tau = info.get("medoids_trained", sel["medoids"]), info.get("tau_trained", sel["tau"])
+    med = np.asarray([int(g) for g in trained if int(g) in label_map], dtype=np.int64)
+    tau_of = dict(zip((int(g) for g in trained), np.asarray(trained_tau, dtype=np.float64)))
+    audit_ids = np.asarray(sel.get("audit_ids") or [], dtype=np.int64)
+    answered = np.asarray([int(g) for g in audit_ids if int(g) in label_map], dtype=np.int64)
+    return med, np.asarray([tau_of[int(g)] for g in med]), answered
+
+
+def control_arms(model, name: str, sel: dict, label_map: dict, audit, task, inputs_of, labels_of, *,
+                 confidence: float, seed: int) -> dict | None:
+    """The Random control's verdict (:func:`compare_arms`) when the selection ``sel`` has a control arm
+    (``sel["rounds"]["control_ids"]``, ``select.control``), None otherwise.
+
+    The arms split the round's labelled members: ``control`` (the Random arm), ``strategy`` (the strategy's new
+    picks), and ``base`` (the medoids picked before this round); each arm is refitted from scratch with the trained
+    model's kind (``name``: its registered name, :func:`tmdlib.models.registry.resolve_model`) and scored on the
+    labelled ``audit`` ids.  Molecule models only (a graph model is not retrained twice per evaluation): a graph
+    model, or a name that no longer resolves, gives ``{"verdict": "undecided", "note": ...}``.  ``inputs_of(ids)``
+    and ``labels_of(ids)`` give the members' :class:`~tmdlib.models.base.Inputs` and labels as stored.
+    """
+    from ..errors import InputError
+    from .registry import resolve_model
+
+    rounds = sel.get("rounds") or {}
+    if not rounds.get("control_ids"):
+        return None
+    if model.inputs != "molecules":
+        return {"verdict": "undecided", "note": f"model {model.name!r} reads graphs: the arms are compared for "
+                                                "molecule models only (retraining a GIN twice per evaluation)"}
+    lab = lambda ids: np.asarray([int(g) for g in ids if int(g) in label_map], dtype=np.int64)  # noqa: E731
+    control, strategy = lab(rounds["control_ids"]), lab(rounds.get("strategy_new_ids") or [])
+    this_round = set(rounds["control_ids"]) | set(rounds.get("strategy_new_ids") or [])
+    base = lab([g for g in sel["medoids"] if int(g) not in this_round])
+    try:
+        spec = resolve_model(name)
+    except (InputError, ValueError) as err:
+        return {"verdict": "undecided", "note": f"the arms were not compared: {err}"}
+    return compare_arms(lambda: spec.build({}), inputs_of, labels_of, base, control, strategy, audit, task,
+                        confidence=confidence, seed=seed)

@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Calibrated", "calibrate", "probabilities", "min_bin", "fit_power", "MIN_BIN", "MIN_POWER", "MAX_POWER"]
+__all__ = ["Calibrated", "calibrate", "probabilities", "min_bin", "fit_power", "MIN_BIN", "MIN_POWER", "MAX_POWER",
+           "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns"]
 
 #: The fewest labelled calibration members a Mondrian bin is calibrated on (at 90 %: its expected coverage
 #: :math:`\lceil 0.9(n+1)\rceil/(n+1)` is 0.902 and the spread of its realised coverage about 0.04).
@@ -290,3 +291,80 @@ def _bin_rows(cr, mapping, confidence: float) -> list:
         k = int((1 - confidence) * (len(a) + 1)) - 1  # crepes' index into the descending scores
         rows.append({"bins": g, "n_calibration": int(len(a)), "q": float(a[k]) if k >= 0 else None})
     return rows
+
+
+def trained_ids(info: dict, sel: dict) -> list:
+    """The graph ids a model was trained on: the answered medoids (``train.json`` ``info``'s ``medoids_trained`` when
+    part of the coreset was answered), else the selection ``sel``'s medoids."""
+    for ids in (info.get("medoids_trained"), sel.get("medoids")):  # lists or arrays (as the readers give them)
+        if ids is not None and len(ids):
+            return [int(g) for g in ids]
+    return []
+
+
+def prediction_columns(cal: Calibrated, outputs, task, domain=None, smiles=None, dom: dict | None = None) -> dict:
+    """The prediction columns of ``m`` members with ``outputs`` ``(m, D)`` (:meth:`Calibrated.predict`).
+
+    Intervals (``task.conformal == "intervals"``): ``prediction``, ``lower``, ``upper`` per target (suffixed by
+    :meth:`TaskSpec.column_suffix`); prediction sets: ``prediction``, ``p_<class value>`` per class and
+    ``prediction_set`` (the class values, space separated).  With a ``domain`` and the members' ``smiles`` (or its
+    columns ``dom`` already measured, :meth:`tmdlib.chem.domain.Domain.columns`): ``nn_similarity`` and
+    ``in_domain``, the regression interval calibrated in the member's similarity bin and normalised by its
+    difficulty.
+
+    Returns
+    -------
+    dict
+        Column name -> values, ``m`` each.
+    """
+    if dom is None:
+        dom = domain.columns(smiles) if domain is not None else None
+    p = cal.predict(outputs, sigmas=None if dom is None else dom["sigma"],
+                    bins=None if dom is None else dom.get("bin"))
+    cols = {}
+    if task.conformal == "intervals":  # a value and its interval per target
+        for j in range(len(task.prediction_names)):
+            suffix = task.column_suffix(j)
+            cols[f"prediction{suffix}"] = p["prediction"][:, j]
+            cols[f"lower{suffix}"] = p["lower"][:, j]
+            cols[f"upper{suffix}"] = p["upper"][:, j]
+    else:
+        cols["prediction"] = p["prediction"]
+        for c, v in enumerate(cal.class_values()):
+            cols[f"p_{v:g}"] = p["probabilities"][:, c]
+        sets = p["prediction_set"]
+        cols["prediction_set"] = [None if sets is None else " ".join(f"{v:g}" for v in s) for s in
+                                  (sets if sets is not None else [None] * len(outputs))]
+    if dom is not None:
+        cols["nn_similarity"] = dom["nn_similarity"]
+        cols["in_domain"] = [None] * len(outputs) if dom["in_domain"] is None else dom["in_domain"]
+    return cols
+
+
+def smiles_outputs(model, smiles: list) -> np.ndarray:
+    """A model's outputs ``(m, D)`` for ``m`` valid SMILES: a molecule model reads them, a graph model their graphs
+    (:func:`tmdlib.datasets.smiles_input.graphs_from_smiles`, the store's molecule features)."""
+    from ..datasets.smiles_input import graphs_from_smiles
+    from .base import Inputs
+
+    if not smiles:
+        return np.zeros((0, model.head.task.output_dim))
+    ds = graphs_from_smiles(smiles) if model.inputs == "graphs" else None
+    return model.outputs(Inputs(dataset=ds, smiles=list(smiles)))
+
+
+def rows_columns(model, cal: Calibrated, domain, smiles: list, reasons: list) -> dict:
+    """The prediction columns (:func:`prediction_columns`) of rows of SMILES as lists of plain values, one entry per
+    row: a row with a ``reason`` (no molecule) has nulls, as has a NaN.  What ``tmdsub predict --smiles-csv`` writes
+    and the registered model returns."""
+    ok = np.array([r is None for r in reasons], dtype=bool)
+    good = [s.strip() for s, k in zip(smiles, ok) if k]
+    cols = prediction_columns(cal, smiles_outputs(model, good), model.head.task, domain, good)
+    where = np.flatnonzero(ok)
+    out = {}
+    for k, v in cols.items():
+        arr = [None] * len(ok)
+        for i, val in zip(where, v):
+            arr[i] = None if isinstance(val, float) and np.isnan(val) else (val.item() if hasattr(val, "item") else val)
+        out[k] = arr
+    return out

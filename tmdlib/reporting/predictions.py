@@ -67,7 +67,7 @@ def domain_share(domain: Mapping | None) -> dict:
     ----------
     domain : mapping or None
         ``{"computed", "rows_in_domain", "rows_out_of_domain", "threshold", "rule", "similarity", "why"}`` as
-        :func:`tasks.predict.domain_meta` writes it.
+        :func:`tmdlib.chem.domain.domain_meta` writes it.
 
     Returns
     -------

@@ -27,7 +27,7 @@ from ..guarantees.losses import label_term_bound, trivial_loss
 from ..metrics import headline, score
 
 __all__ = ["bound_point", "constant_loss", "reference_health", "train_reference", "measure", "score_model", "sweep_point",
-           "plan_sample", "matrix_checks", "bound_weights"]
+           "plan_sample", "matrix_checks", "bound_weights", "evaluation_plan"]
 
 _TOL = lambda b: b * (1 + 1e-9) + 1e-12  # noqa: E731
 
@@ -87,6 +87,54 @@ def bound_weights(tau, n_train: int, certificate_tau=None) -> tuple[np.ndarray, 
     if abs(float(tau.sum()) - n_train) < 1e-6 or certificate_tau is None:
         return tau, "selection"
     return np.asarray(certificate_tau, dtype=np.float64), "certificate"
+
+
+def evaluation_plan(train_pos, test_pos, med_pos, sel: dict, y, task, sample: int, seed: int, graphs: str) -> tuple:
+    """Where the bound evaluation looks, in pool positions: ``(train_pos, test_pos, subset, n_train, tau, tau_source,
+    plan)``.
+
+    Parameters
+    ----------
+    train_pos, test_pos, med_pos : ndarray of int
+        Pool positions of the selection's training graphs, test graphs and medoids.
+    sel : dict
+        ``selection.json`` (``tau``, ``certificate_tau``).
+    y : ndarray or None
+        The pool's labels, ``(N,)`` or ``(N, T)`` (NaN: missing).
+    sample, seed : int
+        ``sample > 0``: a seeded sample of the training and test graphs (:func:`plan_sample`).
+    graphs : str
+        The graph store, named in errors.
+
+    Returns
+    -------
+    tuple
+        The training and test positions (sampled; test graphs without any label dropped), the coreset as positions
+        into the training graphs, the number of training graphs, the weights the bound is stated with and where they
+        came from (:func:`bound_weights`), the sample's plan (None: no sample).
+
+    Raises
+    ------
+    InputError
+        A training graph's label is missing and ``task`` does not allow it (benchmark mode needs the dataset's
+        label of every training graph).
+    """
+    from ..errors import InputError
+
+    in_train = {int(p): k for k, p in enumerate(train_pos)}
+    subset = np.asarray([in_train[int(p)] for p in med_pos], dtype=np.int64)
+    n_train = int(len(train_pos))
+    tau, tau_source = bound_weights(sel["tau"], n_train, sel.get("certificate_tau"))
+    plan = plan_sample(n_train, subset, len(test_pos), sample, seed)
+    if plan is not None:
+        train_pos, subset = train_pos[plan["keep"]], plan["subset"]
+        test_pos = test_pos if plan["test_pick"] is None else test_pos[plan["test_pick"]]
+    # task type: a benchmark needs every training label, unless the type masks missing ones out of the loss
+    if y is None or (not task.allows_missing and np.isnan(y[train_pos]).any()):
+        raise InputError(graphs, "the bound evaluation is a benchmark measurement: it needs the dataset's label "
+                                 "of every training graph, and some are missing")
+    test_pos = test_pos[~np.isnan(y[test_pos].reshape(len(test_pos), -1)).all(axis=1)]
+    return train_pos, test_pos, subset, n_train, tau, tau_source, plan
 
 
 def score_model(model, data, y, head, metric: str | None = None) -> dict:

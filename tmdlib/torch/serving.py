@@ -26,7 +26,7 @@ from torch_geometric.data import Data
 
 from .gin import GIN
 
-__all__ = ["DenseBatchGIN", "dense_batch", "ARTIFACT_NAME"]
+__all__ = ["DenseBatchGIN", "dense_batch", "export_example", "ARTIFACT_NAME"]
 
 #: The name a logged :class:`DenseBatchGIN` carries in its MLflow run (``tasks.registry.log_gin_model``).
 ARTIFACT_NAME = "gin"
@@ -57,6 +57,18 @@ def dense_batch(data: Sequence[Data], in_dim: int | None = None) -> torch.Tensor
         if g.edge_index.numel():
             out[b, g.edge_index[0], 1 + d + g.edge_index[1]] = 1.0
     return out
+
+
+def export_example(data: Sequence[Data], in_dim: int):
+    """A dense batch (:func:`dense_batch`, as a NumPy array) of a few of the graphs ``data``, the largest first,
+    shaped so that ``torch.export`` keeps every dimension dynamic: no size 1, and the batch size differs from the
+    node count (3, else 2, else 4 graphs; 2 when none of those fits)."""
+    picked = sorted(data, key=lambda g: -int(g.num_nodes))
+    for b in (3, 2, 4):
+        ex = dense_batch(picked[:b], in_dim)
+        if len(set(ex.shape)) == 3 and min(ex.shape) > 1:
+            return ex.numpy()
+    return dense_batch(picked[:2], in_dim).numpy()
 
 
 class DenseBatchGIN(nn.Module):

@@ -174,7 +174,7 @@ def test_train_from_config_routes_the_mode(setting):
 def test_resolve_config_checks_the_mode():
     from dataclasses import replace
 
-    from flows.train import resolve_config
+    from tmdlib.torch.options import resolve_config
     from tasks.config import TrainStageConfig
     from tmdlib import InputError
 
@@ -231,7 +231,7 @@ def test_lipschitz_target_sets_the_certificate(tmp_path):
     from typer.testing import CliRunner
 
     from flows.cli import app
-    from flows.train import target_budget
+    from tmdlib.torch.options import target_budget
     from helpers import make_inputs
     from tmdlib import InputError
     from tmdlib.torch.certified import certified_constant
