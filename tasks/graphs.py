@@ -202,9 +202,9 @@ def streamed_content_hash(path: str, progress=None) -> str:
     Remembered per store file (:func:`_hash_cache_file`): the stages after ingest each check their inputs against
     the store, and a pass over 1.58 M molecules takes ~40 s; the file's identity, not its content, keys it."""
     from tmdlib.datasets.identity import content_hash
+    from tmdlib.select.scalable.cache import part_hashes
 
     from . import io
-    from .coreset import part_hashes
 
     cached = _hash_cache_file(path)
     if cached is not None and cached.is_file():

@@ -30,7 +30,7 @@ import numpy as np
 from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
 from tmdlib.errors import InputError
 
-__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "write_npz", "sha256_file",
            "remove_stale_temps", "file_set", "settle_file_set",
            "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
            "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for", "tool_version", "stamped",
@@ -247,6 +247,15 @@ def write_parquet(dest, table) -> Path:
     import pyarrow.parquet as pq
 
     return _write_with(dest, lambda p: pq.write_table(table, p, compression="zstd"))
+
+
+def write_npz(dest, arrays: dict) -> Path:
+    """Atomically write a dict of numpy arrays as one ``.npz`` (never pickled)."""
+    def _w(p: Path) -> None:
+        with open(p, "wb") as fh:
+            np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
+
+    return _write_with(dest, _w)
 
 
 def write_npy(dest, array) -> Path:

@@ -11,7 +11,8 @@ profiles) is :func:`resolve_workers` of the cores :func:`usable_cores` finds, wh
   worth of quota allows),
 * never more than ``os.cpu_count()`` and never fewer than 1.
 
-:func:`release_freed_memory` hands the C heap's free pages back to the system (a long run of parts).
+:func:`release_freed_memory` hands the C heap's free pages back to the system (a long run of parts);
+:func:`on_disk` keeps an array that is read late in a scratch file instead of memory.
 Plain functions of the running machine; ``root`` points them at a copy of ``/proc`` and ``/sys/fs/cgroup``
 (tests).
 """
@@ -24,9 +25,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .errors import InputError
 
-__all__ = ["AUTO", "Cores", "cgroup_quota", "usable_cores", "resolve_workers", "release_freed_memory"]
+__all__ = ["AUTO", "Cores", "cgroup_quota", "usable_cores", "resolve_workers", "release_freed_memory", "on_disk"]
 
 #: The value that asks for the cores this process may use.
 AUTO = "auto"
@@ -258,3 +261,30 @@ def _malloc_trim():
         return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), "malloc_trim", None)
     except OSError:
         return None
+
+
+def on_disk(array: np.ndarray, folder: str | Path | None = None, index: np.ndarray | None = None,
+            chunk: int = 1 << 20) -> np.ndarray:
+    """``array`` (or ``array[index]``) as a read-only memory map of a scratch file in ``folder`` that is unlinked
+    at once.
+
+    The same values, paged in from disk only when read: an array of one entry per graph that is needed
+    late (the pool's content hashes, read when the parts' caches are looked up) takes no memory in between,
+    while the partition's passes run.  With ``index`` the entries are gathered ``chunk`` at a time into the file,
+    never copied whole (the training pool's hashes of 10⁷ molecules: 512 MB).  No file is left behind, whatever
+    happens next.
+    """
+    import tempfile
+
+    array = np.asarray(array)
+    index = None if index is None else np.asarray(index, dtype=np.int64)
+    size = len(array) if index is None else index.size
+    Path(folder or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix="tmdsub-", suffix=".npy") as fh:  # unlinked on close
+        out = np.lib.format.open_memmap(fh.name, mode="w+", dtype=array.dtype, shape=(size,))
+        for start in range(0, size, chunk):
+            stop = start + chunk
+            out[start:stop] = array[start:stop] if index is None else array[index[start:stop]]
+        out.flush()
+        del out
+        return np.load(fh.name, mmap_mode="r")  # the mapping outlives the file's name
