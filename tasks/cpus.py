@@ -7,9 +7,9 @@ command prints first, e.g. ``workers: 2 (auto: affinity 2, cgroup quota none)``.
 """
 from __future__ import annotations
 
-from tmdlib._runtime import AUTO, Cores, cgroup_quota, resolve_workers, usable_cores  # noqa: F401  (used by the tasks)
+from tmdlib._runtime import AUTO, Cores, resolve_workers, usable_cores  # noqa: F401  (the stages')
 
-__all__ = ["Cores", "usable_cores", "cgroup_quota", "resolve_workers", "workers_line", "AUTO"]
+__all__ = ["workers_line"]
 
 
 def workers_line(value=AUTO, *, option: str = "--workers", cores: Cores | None = None, per_worker: int = 1,

@@ -19,7 +19,7 @@ import numpy as np
 from ..graph import GraphDataset
 
 __all__ = ["blocks_of_chunks", "chunk_index", "chunk_file", "plan_chunks", "block_pairs", "block_key", "read_block",
-           "block_shape", "block_graphs", "matrix_memory_bytes", "check_matrix_fits", "merge_blocks"]
+           "block_shape", "block_graphs", "matrix_memory_bytes", "check_matrix_fits", "merge_blocks", "check_matrix_meta"]
 
 
 def blocks_of_chunks(chunks: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
@@ -217,3 +217,68 @@ def merge_blocks(n: int, blocks: list[tuple[int, int, int, int]], paths: list[st
         mat[c0:c1, r0:r1] = values.T
     np.fill_diagonal(mat, 0.0)
     return mat
+
+
+def check_matrix_meta(matrix: str, meta, meta_path, graphs: str, store_hash, depth: int, weights) -> dict:
+    """Refuse a TMD matrix that is not the one ``meta`` describes, or that was made for another store, depth or
+    weights.
+
+    Parameters
+    ----------
+    matrix : str
+        The matrix file (``.npy``): its sha256 is checked against ``matrix_sha256`` (a matrix edited, reordered or
+        swapped after it was written is refused).
+    meta : object
+        The matrix's meta document as read (a dict when well-formed).
+    meta_path : str or Path
+        Its file, named in the messages.
+    graphs : str
+        The graph store the command was given (named in the message).
+    store_hash : str or callable
+        That store's :func:`tmdlib.datasets.identity.store_content_hash`, or a function returning it (called only
+        when the meta records one: :data:`~tmdlib.datasets.identity.STORE_HASH_KEY`).
+    depth : int
+    weights : str or array_like
+        As given; compared after :func:`tmdlib.distance.weights.resolve_weights`.
+
+    Returns
+    -------
+    dict
+        ``meta``.
+
+    Raises
+    ------
+    InputError
+        Naming the matrix and every mismatch (both hashes where they differ), in one line.
+    """
+    from ..datasets.checksums import sha256_file
+    from ..datasets.identity import STORE_HASH_KEY
+    from ..errors import InputError
+    from .weights import resolve_weights
+
+    problems = []
+    recorded = meta.get("matrix_sha256")
+    if recorded is not None and Path(matrix).is_file():
+        actual = sha256_file(matrix)
+        if actual != recorded:
+            problems.append(f"matrix sha256 {actual[:16]}... is not the {recorded[:16]}... its meta.json records (the "
+                            "file changed after the tmd stage wrote it)")
+    want = meta.get(STORE_HASH_KEY)
+    if want is not None:
+        have = store_hash() if callable(store_hash) else store_hash
+        if want != have:
+            problems.append(f"graph store content sha256 {str(want)[:16]}... != {graphs}'s {have[:16]}...")
+    if "depth" in meta and meta["depth"] != depth:
+        problems.append(f"depth {meta['depth']} != --depth {depth}")
+    elif "weights" in meta:
+        mine = resolve_weights(depth, weights)
+        try:
+            theirs = np.asarray(meta["weights"], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(meta_path, f"'weights' must be a list of numbers, got {meta['weights']!r}") from None
+        if theirs.shape != mine.shape or not np.allclose(theirs, mine, rtol=1e-12, atol=0.0):
+            problems.append(f"weights {theirs.tolist()} != --weights {mine.tolist()}")
+    if problems:
+        raise InputError(matrix, f"TMD matrix does not match this run ({meta_path}): {'; '.join(problems)} "
+                                 f"(recompute it with `tmdsub tmd-matrix` for this store, depth and weights)")
+    return meta
