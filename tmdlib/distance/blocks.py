@@ -6,7 +6,8 @@ the content hashes of their graphs) in ``<cache>/chunks/`` (:func:`chunk_file`);
 chunk it finds again (:func:`plan_chunks`), so after graphs are appended (or removed) every block between two old
 chunks has the same content key (:func:`block_key`) as before and only blocks touching new graphs are computed.
 The cache folder is the caller's; the blocks' values are computed by :func:`tmdlib.distance.engine.tmd_block` /
-:func:`~tmdlib.distance.engine.tmd_matrix` and assembled by :func:`merge_blocks`.
+:func:`~tmdlib.distance.engine.tmd_matrix` and assembled by :func:`merge_blocks`; a finished matrix is checked
+against the meta written beside it by :func:`check_matrix_meta`.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import numpy as np
 from ..graph import GraphDataset
 
 __all__ = ["blocks_of_chunks", "chunk_index", "chunk_file", "plan_chunks", "block_pairs", "block_key", "read_block",
-           "block_shape", "block_graphs", "matrix_memory_bytes", "check_matrix_fits", "merge_blocks", "check_matrix_meta"]
+           "block_shape", "block_graphs", "matrix_memory_bytes", "check_matrix_fits", "merge_blocks",
+           "check_matrix_meta"]
 
 
 def blocks_of_chunks(chunks: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
