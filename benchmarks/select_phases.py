@@ -30,9 +30,9 @@ PHASES = ("content hashes", "structure embedding", "partition", "grouping by par
 
 def _child(args) -> None:
     """Run in a checkout's subprocess: time the phases, print one JSON line."""
-    from tasks.coreset import part_hashes
     from tasks.graphs import open_graph_store, store_segments, store_split
     from tmdlib.select import scalable as S
+    from tmdlib.select.scalable.cache import part_hashes
 
     out = {}
 

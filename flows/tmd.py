@@ -18,11 +18,12 @@ from prefect import flow, get_run_logger
 from tasks import io
 from tasks.coreset import status_line
 from tasks.cpus import resolve_workers
-from tasks.graphs import STORE_HASH_KEY, open_store, read_id_pairs, store_content_hash, streamed_content_hash
-from tasks.tmd import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks, check_matrix_fits,
-                       chunk_index, compute_block, merge_blocks, plan_chunks, read_block, record_chunks, tmd_pairs,
-                       write_pairs_csv)
+from tasks.graphs import STORE_HASH_KEY, open_store, store_content_hash, streamed_content_hash
+from tasks.tmd import compute_block, record_chunks, tmd_pairs, write_pairs_csv
+from tmdlib.datasets.documents import read_id_pairs
 from tmdlib.datasets.identity import graph_hashes
+from tmdlib.distance.blocks import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks,
+                                    check_matrix_fits, chunk_index, merge_blocks, plan_chunks, read_block)
 from tmdlib.distance.fingerprint import engine_fingerprint
 from tmdlib.distance.weights import resolve_weights
 

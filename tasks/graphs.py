@@ -1,4 +1,5 @@
-"""Reading the graph store and small CSV inputs, shared by every stage."""
+"""Reading the graph store, shared by every stage; the artifacts made from it checked against it
+(:func:`tmdlib.datasets.identity.check_same_store`, :func:`check_matrix_meta`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +9,8 @@ from prefect import task
 
 from tmdlib import GraphDataset, InputError
 from tmdlib.datasets import to_dataset
+from tmdlib.datasets.documents import read_id_pairs  # noqa: F401  (the TMD flow's)
+from tmdlib.datasets.identity import STORE_HASH_KEY, check_same_store, store_content_hash  # noqa: F401  (the stages')
 
 
 @task(name="load-graph-store", persist_result=False)
@@ -28,31 +31,6 @@ def open_graph_store(path: str):
     if not Path(path).exists():
         raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
     return StoredGraphs(path)
-
-
-def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Read a CSV with integer columns ``i,j`` of graph ids; return row positions into ``known_ids``.
-
-    Raises :class:`InputError` naming the file, the (1-based, header = 1) line and the problem.
-    """
-    from .io import read_text_csv
-
-    table = read_text_csv(path, ("i", "j"), what="pairs file")
-    lookup = {int(g): k for k, g in enumerate(known_ids)}
-    out = []
-    for col in ("i", "j"):
-        values = table.column(col).to_pylist()
-        pos = np.empty(len(values), dtype=np.int64)
-        for row, v in enumerate(values):
-            try:
-                gid = int(v)
-            except (TypeError, ValueError):
-                raise InputError(path, f"column {col!r}: {v!r} is not an integer graph id", line=row + 2) from None
-            if gid not in lookup:
-                raise InputError(path, f"column {col!r}: graph id {gid} is not in the dataset", line=row + 2)
-            pos[row] = lookup[gid]
-        out.append(pos)
-    return out[0], out[1]
 
 
 def matrix_path(path: str | None) -> str | None:
@@ -160,21 +138,6 @@ def read_graph_ids(path: str) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------- artifacts that belong together
-STORE_HASH_KEY = "store_content_sha256"  # the field of the TMD matrix's meta.json and of selection.json
-
-
-def store_content_hash(ds: GraphDataset, hashes: list[str] | None = None) -> str:
-    """The graph store's content hash (:func:`tmdlib.datasets.identity.store_content_hash`: its graph ids and
-    per-graph hashes, ``hashes`` when already computed).
-
-    Independent of the Parquet encoding; what the audit report and the MLflow dataset digest show, and what
-    the TMD matrix's ``meta.json`` and ``selection.json`` record (:data:`STORE_HASH_KEY`).
-    """
-    from tmdlib.datasets.identity import store_content_hash as _hash
-
-    return _hash(ds, hashes)
-
-
 def _hash_cache_file(path: str) -> Path | None:
     """Where the content hash of the store file at ``path`` is remembered: a file under ``$TMDSUB_HASH_CACHE``
     (default ``~/.cache/tmdsub/store-hashes``) named by the file's real path, size, modification time (ns), inode
@@ -202,9 +165,9 @@ def streamed_content_hash(path: str, progress=None) -> str:
     Remembered per store file (:func:`_hash_cache_file`): the stages after ingest each check their inputs against
     the store, and a pass over 1.58 M molecules takes ~40 s; the file's identity, not its content, keys it."""
     from tmdlib.datasets.identity import content_hash
+    from tmdlib.select.scalable.cache import part_hashes
 
     from . import io
-    from .coreset import part_hashes
 
     cached = _hash_cache_file(path)
     if cached is not None and cached.is_file():
@@ -222,58 +185,16 @@ def streamed_content_hash(path: str, progress=None) -> str:
     return value
 
 
-def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: str) -> None:
-    """Refuse an artifact made for another graph store.
-
-    Parameters
-    ----------
-    path : str
-        The artifact (named in the error).
-    recorded : dict
-        Its JSON content; without :data:`STORE_HASH_KEY` (written before the field existed) it is accepted
-        unchecked.
-    graphs : str
-        The graph store the command was given.
-    store_hash : str or callable
-        That store's :func:`store_content_hash`, or a function returning it (called only when needed).
-    what : str
-        What the artifact is, for the message (``"selection"``, ``"TMD matrix"``).
-
-    Raises
-    ------
-    InputError
-        The recorded hash differs from the store's.
-    """
-    want = recorded.get(STORE_HASH_KEY)
-    if want is None:
-        return
-    have = store_hash() if callable(store_hash) else store_hash
-    if want != have:
-        raise InputError(path, f"this {what} was made for another graph store: it records content sha256 "
-                               f"{str(want)[:16]}..., {graphs} has {have[:16]}... (make it again from this store, or pass "
-                               f"the store it was made from with --graphs)")
-
-
 def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights, trust: bool = False) -> dict | None:
     """Refuse a TMD matrix that is not the one its ``meta.json`` (beside it) describes, or that was made for another
-    store, depth or weights.
+    store, depth or weights (:func:`tmdlib.distance.blocks.check_matrix_meta`).
 
-    Checks the matrix file's sha256 against ``matrix_sha256`` (a matrix edited, reordered or swapped after the tmd
-    stage is refused), the store's content hash, the depth and the weights (after
-    :func:`tmdlib.distance.weights.resolve_weights`).  A matrix without ``meta.json`` is refused unless ``trust``
-    (``--trust-matrix``: the user vouches for it; it is then used unchecked).  Returns the meta (None when trusted
-    without one).
-
-    Raises
-    ------
-    InputError
-        Naming the matrix and every mismatch (both hashes where they differ), in one line.
+    A matrix without ``meta.json`` is refused unless ``trust`` (``--trust-matrix``: the user vouches for it; it is
+    then used unchecked).  Returns the meta (None when trusted without one).
     """
     import json
 
-    from tmdlib.distance.weights import resolve_weights
-
-    from .io import sha256_file
+    from tmdlib.distance.blocks import check_matrix_meta as check
 
     meta_path = Path(matrix).with_name("meta.json")
     if not meta_path.is_file():
@@ -286,34 +207,7 @@ def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights,
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise InputError(meta_path, f"not a readable TMD meta file: {err}") from None
-    if not isinstance(meta, dict):
-        raise InputError(meta_path, "not a TMD meta file (expected a JSON object)")
-    problems = []
-    recorded = meta.get("matrix_sha256")
-    if recorded is not None and Path(matrix).is_file():
-        actual = sha256_file(matrix)
-        if actual != recorded:
-            problems.append(f"matrix sha256 {actual[:16]}... is not the {recorded[:16]}... its meta.json records (the "
-                            "file changed after the tmd stage wrote it)")
-    want = meta.get(STORE_HASH_KEY)
-    if want is not None:
-        have = store_hash() if callable(store_hash) else store_hash
-        if want != have:
-            problems.append(f"graph store content sha256 {str(want)[:16]}... != {graphs}'s {have[:16]}...")
-    if "depth" in meta and meta["depth"] != depth:
-        problems.append(f"depth {meta['depth']} != --depth {depth}")
-    elif "weights" in meta:
-        mine = resolve_weights(depth, weights)
-        try:
-            theirs = np.asarray(meta["weights"], dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(meta_path, f"'weights' must be a list of numbers, got {meta['weights']!r}") from None
-        if theirs.shape != mine.shape or not np.allclose(theirs, mine, rtol=1e-12, atol=0.0):
-            problems.append(f"weights {theirs.tolist()} != --weights {mine.tolist()}")
-    if problems:
-        raise InputError(matrix, f"TMD matrix does not match this run ({meta_path}): {'; '.join(problems)} "
-                                 f"(recompute it with `tmdsub tmd-matrix` for this store, depth and weights)")
-    return meta
+    return check(matrix, meta, meta_path, graphs, store_hash, depth, weights)
 
 
 def store_labelled(path: str) -> bool:

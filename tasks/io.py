@@ -1,8 +1,9 @@
 """Reading and writing the pipeline's artifacts.
 
-**Readers** (one :class:`~tmdlib.errors.InputError` naming the file, line and problem): small user CSVs
-(:func:`read_text_csv`), JSON objects, ``selection.json`` (:func:`read_selection`), ``labels.csv``
-(:func:`read_labels`, checked against the dataset's task), ``nodes.parquet`` (:func:`read_nodes`).
+**Readers** (one :class:`~tmdlib.errors.InputError` naming the file, line and problem): ``selection.json``
+(:func:`read_selection`), ``labels.csv`` (:func:`read_labels`, checked against the dataset's task),
+``nodes.parquet`` (:func:`read_nodes`); small user CSVs and JSON objects are read by
+:mod:`tmdlib.datasets.documents` (``read_text_csv``, ``read_json``, importable from here too).
 
 **Atomic writes**: a reader never sees a half-written file.
 
@@ -16,7 +17,6 @@ removed by :func:`remove_stale_temps`.  Files that must change together are writ
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -28,10 +28,14 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
+from tmdlib.datasets.documents import (check_selection, node_subsets_for, positions,  # noqa: F401  (for the tasks)
+                                       read_json, read_text_csv)
+from tmdlib.datasets.documents import parse_int as _parse_int  # noqa: F401  (the ledger's)
+from tmdlib.datasets.molfiles import sniff_delimiter  # noqa: F401  (the label intake's)
 from tmdlib.errors import InputError
 
-__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "sha256_file",
-           "remove_stale_temps", "file_set", "settle_file_set",
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "write_npz",
+           "sha256_file", "remove_stale_temps", "file_set", "settle_file_set",
            "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
            "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for", "tool_version", "stamped",
            "VERSION_FIELD"]
@@ -249,6 +253,15 @@ def write_parquet(dest, table) -> Path:
     return _write_with(dest, lambda p: pq.write_table(table, p, compression="zstd"))
 
 
+def write_npz(dest, arrays: dict) -> Path:
+    """Atomically write a dict of numpy arrays as one ``.npz`` (never pickled)."""
+    def _w(p: Path) -> None:
+        with open(p, "wb") as fh:
+            np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
+
+    return _write_with(dest, _w)
+
+
 def write_npy(dest, array) -> Path:
     """Atomically write a numpy array in ``.npy`` format (never pickled)."""
     import numpy as np
@@ -293,69 +306,6 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what: str = "file",
-                  delimiter: str = ","):
-    """Read a small user CSV with every cell as text, for validation that reports file lines.
-
-    Blank lines are kept as rows (so row ``r`` is always file line ``r + 2``, the header being line
-    1); a missing file, an unreadable CSV, a repeated column name or a missing required column is
-    one :class:`~tmdlib.errors.InputError` naming the file.  ``delimiter``: ``,`` (default), ``;`` or a tab
-    (:func:`sniff_delimiter`).
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    from tmdlib.errors import InputError
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, f"{what} not found")
-    try:
-        names = pacsv.read_csv(p, read_options=pacsv.ReadOptions(skip_rows_after_names=0),
-                               parse_options=pacsv.ParseOptions(ignore_empty_lines=False, delimiter=delimiter),
-                               convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
-    except pa.ArrowInvalid as err:
-        if "Duplicate column" in str(err) or "duplicate" in str(err).lower():
-            raise InputError(path, f"repeated column name in the header: {err}", line=1) from None
-        raise InputError(path, f"not a readable CSV: {err}") from None
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise InputError(path, f"repeated column name(s) {dupes} in the header", line=1)
-    missing = [c for c in required if c not in names]
-    if missing:
-        raise InputError(path, f"missing column(s) {missing}; found {names}", line=1)
-    try:
-        return pacsv.read_csv(p, parse_options=pacsv.ParseOptions(ignore_empty_lines=False, delimiter=delimiter),
-                              convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
-                                                                   strings_can_be_null=False))
-    except pa.ArrowInvalid as err:
-        raise InputError(path, f"not a readable CSV: {err}", line=_ragged_line(p, len(names), delimiter)) from None
-
-
-def sniff_delimiter(path: str | os.PathLike) -> str:
-    """The field delimiter of a CSV, from its header line: the most frequent of ``,``, ``;`` and a tab outside
-    quotes (``,`` when none is there: one column) -- the one rule pools and lab sheets are read by
-    (:func:`tmdlib.datasets.molfiles.sniff_delimiter`)."""
-    from tmdlib.datasets.molfiles import sniff_delimiter as sniff
-
-    return sniff(path)
-
-
-def _ragged_line(path: Path, width: int, delimiter: str = ",") -> int | None:
-    """The first line of a CSV whose field count is not ``width`` (what Arrow's error does not say), or None."""
-    import csv
-
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            for line, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
-                if row and len(row) != width:
-                    return line
-    except (OSError, csv.Error):
-        return None
-    return None
-
-
-# ----------------------------------------------------------------------------------------------
 # Artifact readers
 # ----------------------------------------------------------------------------------------------
 def dataset_name(graphs_path: str) -> str:
@@ -389,91 +339,9 @@ def canonical_keys(store_path: str):
                     pa.string())
 
 
-def read_json(path: str, what: str) -> dict:
-    """A JSON object from ``path`` (InputError naming the file otherwise)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, f"{what} not found")
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(path, f"not valid JSON: {err}") from None
-    if not isinstance(obj, dict):
-        raise InputError(path, f"{what} must be a JSON object")
-    return obj
-
-
-def _int_list(sel: dict, key: str, path: str) -> np.ndarray:
-    vals = sel.get(key)
-    if not isinstance(vals, list):
-        raise InputError(path, f"key {key!r} must be a list of graph ids")
-    out = []
-    for v in vals:
-        if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, float) and float(v).is_integer())):
-            raise InputError(path, f"key {key!r}: {v!r} is not an integer graph id")
-        if not -2**63 <= int(v) < 2**63:
-            raise InputError(path, f"key {key!r}: {v!r} is out of the int64 range of graph ids")
-        out.append(int(v))
-    return np.asarray(out, dtype=np.int64)
-
-
 def read_selection(path: str) -> dict:
-    """Validated ``selection.json``: id arrays as int64, ``tau`` as float64, ``epsilon`` (the certificate's sum of
-    exact TMDs to the medoids) and ``epsilon_mean`` (= epsilon / n_train, the ε of Lemma 3.2) float or None,
-    and the certificate's ``assignment`` / ``distance`` (aligned with ``train_ids``) when present."""
-    sel = read_json(path, "selection file")
-    out = dict(sel)
-    for key in ("train_ids", "test_ids", "medoids"):
-        out[key] = _int_list(sel, key, path)
-    tau = sel.get("tau")
-    if not isinstance(tau, list) or len(tau) != len(out["medoids"]):
-        raise InputError(path, f"'tau' must be a list aligned with 'medoids' ({len(out['medoids'])} entries)")
-    try:
-        out["tau"] = np.asarray(tau, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(path, "'tau' must hold numbers") from None
-    if not np.all(np.isfinite(out["tau"])) or np.any(out["tau"] < 0):
-        raise InputError(path, "'tau' must hold finite numbers >= 0")
-    if out["medoids"].size == 0:
-        raise InputError(path, "no selected graphs ('medoids' is empty)")
-    if np.unique(out["medoids"]).size != out["medoids"].size:
-        raise InputError(path, "'medoids' has duplicate graph ids")
-    missing = np.setdiff1d(out["medoids"], out["train_ids"])
-    if missing.size:
-        raise InputError(path, f"selected graphs not in 'train_ids': {missing[:10].tolist()}")
-    if np.intersect1d(out["train_ids"], out["test_ids"]).size:
-        raise InputError(path, "'train_ids' and 'test_ids' overlap")
-    for key in ("epsilon", "epsilon_mean"):
-        eps = sel.get(key)
-        if eps is not None and not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps)):
-            raise InputError(path, f"{key!r} must be a number or null, got {eps!r}")
-        out[key] = None if eps is None else float(eps)
-    if "epsilon_mean" not in sel:  # selections written before the certificate: 'epsilon' held the mean
-        out["epsilon_mean"] = out["epsilon"]
-    if "assignment" in sel or "distance" in sel:
-        out["assignment"] = _int_list(sel, "assignment", path)
-        dist = sel.get("distance")
-        if not isinstance(dist, list) or len(dist) != len(out["train_ids"]) or out["assignment"].size != len(dist):
-            raise InputError(path, "'assignment' and 'distance' must be lists aligned with 'train_ids'")
-        try:
-            out["distance"] = np.asarray(dist, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(path, "'distance' must hold numbers") from None
-        if not np.all(np.isfinite(out["distance"])) or np.any(out["distance"] < 0):
-            raise InputError(path, "'distance' must hold finite numbers >= 0")
-        stray = np.setdiff1d(out["assignment"], out["medoids"])
-        if stray.size:
-            raise InputError(path, f"'assignment' names graphs that are not medoids: {stray[:10].tolist()}")
-    return out
-
-
-def positions(ids: np.ndarray, graph_ids: np.ndarray, path: str, what: str) -> np.ndarray:
-    """Positions in the graph store of ``ids`` (InputError listing unknown ids)."""
-    lookup = {int(g): k for k, g in enumerate(graph_ids)}
-    unknown = [int(g) for g in ids if int(g) not in lookup]
-    if unknown:
-        raise InputError(path, f"{what}: graph ids not in the graph store: {unknown[:10]}")
-    return np.asarray([lookup[int(g)] for g in ids], dtype=np.int64)
+    """Validated ``selection.json`` (:func:`tmdlib.datasets.documents.check_selection`)."""
+    return check_selection(read_json(path, "selection file"), path)
 
 
 def read_labels(csv_path: str, meta_path: str | None = None, task=None) -> tuple[dict, dict]:
@@ -512,14 +380,6 @@ def read_labels_meta(csv_path: str, meta_path: str | None = None) -> dict:
     meta = read_json(str(mp), "labels metadata") if mp.is_file() else {"source": "unknown"}
     imp = mp.with_name("import.json")
     return {**read_json(str(imp), "label import record"), **meta} if imp.is_file() else meta
-
-
-def _parse_int(v) -> int | None:
-    try:
-        f = float(str(v).strip())
-    except (TypeError, ValueError):
-        return None
-    return int(f) if math.isfinite(f) and f.is_integer() else None
 
 
 def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
@@ -567,11 +427,3 @@ def nodes_off(path: str | None) -> dict | None:
     if doc.get("method") != "off":
         return None
     return {"requested": None, "reason": "nodes.method: off", "line": "node subsampling: off", **doc}
-
-
-def node_subsets_for(nodes: dict, ids: np.ndarray, path: str) -> tuple[list, np.ndarray]:
-    """Aligned node subsets and ε_i of graph ``ids`` (InputError if a graph has no row)."""
-    missing = [int(g) for g in ids if int(g) not in nodes]
-    if missing:
-        raise InputError(path, f"no node subset for selected graph ids {missing[:10]}")
-    return [nodes[int(g)][0] for g in ids], np.asarray([nodes[int(g)][1] for g in ids], dtype=np.float64)

@@ -240,7 +240,8 @@ np.save = slow_save
 def test_disk_full_during_block_write_leaves_no_partial_block(store, tmd_reference, tmp_path, monkeypatch):
     """ENOSPC in the middle of a block write: no block file, no temporary; a rerun completes."""
     from tasks import io
-    from tasks.tmd import block_graphs, block_key, blocks_of_chunks, compute_block, plan_chunks
+    from tasks.tmd import compute_block
+    from tmdlib.distance.blocks import block_graphs, block_key, blocks_of_chunks, plan_chunks
     from tmdlib.datasets.identity import graph_hashes
 
     from tmdlib import GraphDataset
@@ -324,7 +325,7 @@ def test_disk_full_in_flow_then_rerun_completes(store, tmd_reference, tmp_path, 
 
 def test_matrix_too_big_for_memory_is_refused_up_front(store, tmp_path, monkeypatch):
     from flows.tmd import tmd_matrix_flow
-    from tasks.tmd import check_matrix_fits, matrix_memory_bytes
+    from tmdlib.distance.blocks import check_matrix_fits, matrix_memory_bytes
     from tmdlib import InputError
 
     monkeypatch.setenv("TMDSUB_MAX_MEMORY", str(matrix_memory_bytes(N_GRAPHS, BLOCK) - 1))

@@ -6,7 +6,8 @@ Every artifact made from a graph store (the TMD matrix's ``meta.json``, ``select
 
 * :func:`graph_hashes` -- sha256 of each graph's content (shapes and dtypes, feature rows, edge lists);
 * :func:`content_hash` -- sha256 over the lines ``"<graph id> <graph hash>\n"`` in store order;
-* :func:`store_content_hash` -- both, for a :class:`~tmdlib.graph.GraphDataset`.
+* :func:`store_content_hash` -- both, for a :class:`~tmdlib.graph.GraphDataset`;
+* :func:`check_same_store` -- an artifact's recorded hash (:data:`STORE_HASH_KEY`) against the store's.
 """
 from __future__ import annotations
 
@@ -15,9 +16,14 @@ from typing import Iterable
 
 import numpy as np
 
+from ..errors import InputError
 from ..graph import GraphDataset
 
-__all__ = ["graph_hashes", "content_hash", "store_content_hash"]
+__all__ = ["STORE_HASH_KEY", "graph_hashes", "content_hash", "store_content_hash", "check_same_store"]
+
+#: The field under which an artifact (the TMD matrix's meta, a selection, a label manifest, ...) records the
+#: :func:`store_content_hash` of the graph store it was made from.
+STORE_HASH_KEY = "store_content_sha256"
 
 
 def graph_hashes(ds: GraphDataset) -> list[str]:
@@ -72,3 +78,36 @@ def content_hash(graph_ids: Iterable[int], graph_hashes: Iterable[str]) -> str:
 def store_content_hash(ds: GraphDataset, hashes: list[str] | None = None) -> str:
     """:func:`content_hash` of a dataset's graph ids and per-graph hashes (``hashes`` when already computed)."""
     return content_hash(ds.graph_ids, graph_hashes(ds) if hashes is None else hashes)
+
+
+def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: str) -> None:
+    """Refuse an artifact made for another graph store.
+
+    Parameters
+    ----------
+    path : str
+        The artifact (named in the error).
+    recorded : dict
+        Its JSON content; without :data:`STORE_HASH_KEY` (written before the field existed) it is accepted
+        unchecked.
+    graphs : str
+        The graph store the command was given.
+    store_hash : str or callable
+        That store's :func:`store_content_hash`, or a function returning it (called only when needed).
+    what : str
+        What the artifact is, for the message (``"selection"``, ``"TMD matrix"``).
+
+    Raises
+    ------
+    InputError
+        The recorded hash differs from the store's.
+    """
+    want = recorded.get(STORE_HASH_KEY)
+    if want is None:
+        return
+    have = store_hash() if callable(store_hash) else store_hash
+    if want != have:
+        raise InputError(path, f"this {what} was made for another graph store: it records content sha256 "
+                               f"{str(want)[:16]}..., {graphs} has {have[:16]}... (make it again from this store, or pass "
+                               f"the store it was made from with --graphs)")
+

@@ -731,7 +731,7 @@ def test_fuzz_selection_json(obj, raw):
 @given(header=st.lists(st.sampled_from(["i", "j", "k"]), max_size=3, unique=True),
        rows=st.lists(st.lists(_cell, max_size=3), max_size=5))
 def test_fuzz_pair_lists(header, rows):
-    from tasks.graphs import read_id_pairs
+    from tmdlib.datasets.documents import read_id_pairs
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pairs.csv"
@@ -742,7 +742,7 @@ def test_fuzz_pair_lists(header, rows):
 
 
 def test_pair_list_repeated_header(tmp_path):
-    from tasks.graphs import read_id_pairs
+    from tmdlib.datasets.documents import read_id_pairs
 
     path = tmp_path / "pairs.csv"
     path.write_text("i,j,i\n0,1,2\n")

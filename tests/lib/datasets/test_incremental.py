@@ -24,7 +24,7 @@ def test_reuse_labelled_constraints():
 
 
 def test_plan_chunks_reuses_recorded_chunks():
-    from tasks.tmd import blocks_of_chunks, plan_chunks
+    from tmdlib.distance.blocks import blocks_of_chunks, plan_chunks
 
     hashes = [f"h{i}" for i in range(10)]
     assert blocks_of_chunks(plan_chunks(hashes, 4, {})) == [(0, 4, 0, 4), (0, 4, 4, 8), (0, 4, 8, 10), (4, 8, 4, 8),

@@ -48,7 +48,7 @@ def test_fingerprint_follows_numpy_and_numba_versions(monkeypatch):
 
 def test_block_key_holds_the_engine_fingerprint(tmp_path, monkeypatch):
     import tmdlib.distance.fingerprint as fp
-    from tasks.tmd import block_key
+    from tmdlib.distance.blocks import block_key
 
     hashes = [f"{k:064x}" for k in range(4)]
     key = block_key(hashes, (0, 2, 2, 4), 4, [1 / 3, 1, 3])

@@ -248,7 +248,8 @@ def test_part_mapper_one_part_persists_exact_pairs(mutag, tmp_path, capsys):
 
 def test_pair_store_reads_only_the_pairs_of_its_own_graphs(mutag, tmp_path, capsys):
     """The pair cache is sharded by part: a pool reads none of another pool's pairs, and reports what it reused."""
-    from tasks.coreset import PairStore, part_mapper
+    from tasks.coreset import part_mapper
+    from tmdlib.select.scalable.cache import PairStore
 
     first, other = mutag.take(np.arange(100)), mutag.take(np.arange(100, 188))
     tmd_coreset(first, 10, engine="scalable", map_parts=part_mapper(str(tmp_path), first, 4, "pascal", 0, 4000))
@@ -260,7 +261,7 @@ def test_pair_store_reads_only_the_pairs_of_its_own_graphs(mutag, tmp_path, caps
     assert re.search(rf"{b.pairs_computed} exact pairs used: 0 read from the cache \(0 stored\), [1-9]\d* computed now",
                      err)
     assert len(list((tmp_path / "pairs").iterdir())) == 2
-    from tasks.coreset import part_hashes
+    from tmdlib.select.scalable.cache import part_hashes
     from tmdlib.distance.weights import resolve_weights
 
     store = PairStore(tmp_path, part_hashes(first), 4, resolve_weights(4, "pascal"))
@@ -330,7 +331,9 @@ def test_a_long_run_of_parts_hands_freed_heap_pages_back(mutag, tmp_path, monkey
 
 
 def test_part_mapper_several_parts_cached(mutag, tmp_path, capsys):
-    from tasks.coreset import on_disk, part_hashes, part_mapper
+    from tasks.coreset import part_mapper
+    from tmdlib._runtime import on_disk
+    from tmdlib.select.scalable.cache import part_hashes
 
     calls = []
 
@@ -368,7 +371,8 @@ def test_parts_go_to_the_runner_a_few_per_task_run(mutag, tmp_path, monkeypatch,
     ~10 % of a molecule part's CPU); every part is still cached and counted as its task run finishes."""
     from prefect import flow
 
-    from tasks.coreset import MAX_PARTS_PER_TASK, MIN_TASK_RUNS, part_mapper, parts_per_task
+    from tasks.coreset import part_mapper
+    from tmdlib.select.scalable.cache import MAX_PARTS_PER_TASK, MIN_TASK_RUNS, parts_per_task
 
     assert parts_per_task(2 * MIN_TASK_RUNS - 1) == 1 and parts_per_task(2 * MIN_TASK_RUNS) == 2
     assert parts_per_task(10**6) == MAX_PARTS_PER_TASK >= 2 and parts_per_task(0) == 1
@@ -551,7 +555,8 @@ def test_pair_cache_dense_and_dict_stores_compute_the_same_pairs(mutag, mutag_D,
 def test_pair_store_first_run_of_distinct_graphs_keeps_every_pair(mutag, tmp_path, capsys, monkeypatch):
     """Graphs of distinct contents and an empty store (a part's first run): every pair the search computes is
     written, in chunks of ``TMDSUB_PAIR_FLUSH`` pairs, and a second run reads them all and computes none."""
-    from tasks.coreset import PairStore, part_hashes, part_mapper
+    from tasks.coreset import part_mapper
+    from tmdlib.select.scalable.cache import PairStore, part_hashes
     from tmdlib.distance.weights import resolve_weights
 
     _, first = np.unique(part_hashes(mutag), return_index=True)
@@ -592,7 +597,7 @@ def test_swap_gain_with_an_unknown_second_medoid():
 def test_large_pools_try_fewer_swap_candidates(mutag, mutag_D, tmp_path):
     """Past ``AUTO_PART_SWITCH`` graphs the parts try ``PER_CLUSTER_LARGE`` candidates per cluster and round; the
     option reaches the search, keys the part cache, and a part searched either way is exactly certified."""
-    from tasks.coreset import PartCache
+    from tmdlib.select.scalable.cache import PartCache
     from tmdlib.select.scalable import (AUTO_PART_SWITCH, PER_CLUSTER_LARGE, auto_per_cluster, plan_parts,
                                         solve_part)
 

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from helpers import ROOT
-from tasks.cpus import Cores, cgroup_quota, resolve_workers, usable_cores, workers_line
+from tasks.cpus import workers_line
 from tmdlib import InputError
+from tmdlib._runtime import Cores, cgroup_quota, resolve_workers, usable_cores
 
 
 def _tree(tmp_path, cgroup: str, files: dict) -> str:

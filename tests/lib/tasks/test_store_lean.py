@@ -45,7 +45,7 @@ def test_content_hash_remembered_per_store_file(pool, tmp_path, monkeypatch):
     first = streamed_content_hash(pool)
     assert len(list((tmp_path / "hashes").iterdir())) == 1
     calls = []
-    monkeypatch.setattr("tasks.coreset.part_hashes", lambda *a, **k: calls.append(1) or [])
+    monkeypatch.setattr("tmdlib.select.scalable.cache.part_hashes", lambda *a, **k: calls.append(1) or [])
     assert streamed_content_hash(pool) == first and not calls  # read back, no pass over the graphs
     copy = tmp_path / "copy.parquet"
     shutil.copy(pool, copy)  # another file (another inode): computed again

@@ -36,7 +36,8 @@ any assignment).
 Modules: :mod:`~tmdlib.select.scalable.pairs` (exact pairs on demand, nearest medoids),
 :mod:`~tmdlib.select.scalable.swaps` (one part's swap search and its proxy), :mod:`~tmdlib.select.scalable.parts`
 (parts solved, the pool partitioned and planned), :mod:`~tmdlib.select.scalable.api` (the entry point
-:func:`scalable_coreset`); part sizes and pair budgets are decided in :mod:`tmdlib.select.plan`, re-exported here.
+:func:`scalable_coreset`), :mod:`~tmdlib.select.scalable.cache` (parts and pairs cached by content, so a killed run
+resumes); part sizes and pair budgets are decided in :mod:`tmdlib.select.plan`, re-exported here.
 """
 from ...distance.lower import LowerBound  # noqa: F401  (the bound every module here prunes with)
 from ..plan import (AUTO_PAIR_WORK, AUTO_PART_SIZE, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, PER_CLUSTER_LARGE,
