@@ -52,7 +52,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["stratified_picks", "first_picks", "FIRST_PICKERS", "picking_distance", "default_strategy", "default_first",
+__all__ = ["stratified_picks", "first_picks", "FIRST_KINDS",
+           "FIRST_PICKERS", "picking_distance", "default_strategy", "default_first",
            "DEFAULT_FIRST_CLASSES",
            "union_epsilon", "mixed_medoids", "trimmed_medoids", "next_batch", "NEXT_STRATEGIES", "DEFAULT_NEXT",
            "isolation", "knn_difficulty", "default_method", "DEFAULT_FIRST",
@@ -111,23 +112,33 @@ def picking_distance(smiles) -> np.ndarray:
     return np.ascontiguousarray(D)
 
 
+def _medoid_picks(D, k, seed, *, fixed=None, restarts=3):
+    from .coreset import kmedoids_coreset
+
+    return kmedoids_coreset(D, k, seed=seed, restarts=restarts, fixed=fixed).medoids.astype(np.int64)
+
+
+#: The label-free first-round pickers by kind (:data:`FIRST_PICKERS` names a kind and a space): ``mix`` half uniform
+#: and half k-medoids, ``strat`` stratified random over k-medoids clusters, ``medoids`` k-medoids.  Each is
+#: ``(D, k, seed, *, fixed, restarts) -> positions``; a new kind is one entry here.
+FIRST_KINDS = {
+    "mix": lambda D, k, seed, **kw: mixed_medoids(D, k, 0.5, seed, **kw),
+    "strat": lambda D, k, seed, **kw: stratified_picks(D, k, seed, **kw),
+    "medoids": lambda D, k, seed, **kw: _medoid_picks(D, k, seed, **kw),
+}
+
+
 def first_picks(D: np.ndarray, k: int, kind: str, seed: int = 0, *, fixed=None, restarts: int = 3) -> np.ndarray:
-    """A label-free first round of ``k`` picks on the distance ``D`` (``fixed`` kept): ``kind`` one of ``mix``,
-    ``medoids``, ``strat`` (:data:`FIRST_PICKERS`).
+    """A label-free first round of ``k`` picks on the distance ``D`` (``fixed`` kept): ``kind`` one of
+    :data:`FIRST_KINDS` (``mix``, ``strat``, ``medoids``), as :data:`FIRST_PICKERS` names them.
 
     Returns
     -------
     ndarray of int64, shape (k,), sorted
     """
-    from .coreset import kmedoids_coreset
-
-    if kind == "mix":
-        return mixed_medoids(D, k, 0.5, seed, fixed=fixed, restarts=restarts)
-    if kind == "strat":
-        return stratified_picks(D, k, seed, fixed=fixed, restarts=restarts)
-    if kind == "medoids":
-        return kmedoids_coreset(D, k, seed=seed, restarts=restarts, fixed=fixed).medoids.astype(np.int64)
-    raise ValueError(f"unknown first-round kind {kind!r}: mix, medoids, strat")
+    if kind not in FIRST_KINDS:
+        raise ValueError(f"unknown first-round kind {kind!r}: {', '.join(FIRST_KINDS)}")
+    return FIRST_KINDS[kind](D, k, seed, fixed=fixed, restarts=restarts)
 
 
 def default_method(method: str, production: bool, scalable: bool = False) -> str:

@@ -1,4 +1,4 @@
-"""One table per kind of member (issue 69, item 4): later-round strategies, hit-hunting acquisitions, difficulty
+"""One table per kind of member (issue 69, item 4): first-round pickers, later-round strategies, hit-hunting acquisitions, difficulty
 estimates and models are each one entry in one table, and the code dispatches through the table instead of
 comparing names; the CLI help, params.yaml's comment and the benchmarks read the tables."""
 from __future__ import annotations
@@ -64,13 +64,15 @@ def test_the_rounds_dispatch_through_their_tables():
     """No function that runs a later-round strategy, an acquisition or a difficulty estimate compares its name with
     a table's entries: it looks the entry up (a new entry is one line in one table)."""
     from tmdlib.select.hits import ACQUISITIONS
-    from tmdlib.select.rounds import DIFFICULTIES, NEXT_STRATEGIES
+    from tmdlib.select.rounds import DIFFICULTIES, FIRST_KINDS, FIRST_PICKERS, NEXT_STRATEGIES
 
+    assert {kind for kind, _space in FIRST_PICKERS.values()} <= set(FIRST_KINDS)  # every first round has its picker
     picks = {e.pick.__name__ for e in NEXT_STRATEGIES.values()} | {"next_batch", "_greedy", "needs_difficulty"}
     scores = {e.score.__name__ for e in ACQUISITIONS.values()} | {"acquisition", "reads_spread",
                                                                      "_regression_surrogate", "hit_scores"}
     checks = [("tmdlib/select/rounds.py", f, NEXT_STRATEGIES) for f in sorted(picks)]
     checks += [("tmdlib/select/rounds.py", f, DIFFICULTIES) for f in ("estimate_difficulty", "difficulty_name")]
+    checks += [("tmdlib/select/rounds.py", "first_picks", FIRST_KINDS)]
     checks += [("tmdlib/select/hits.py", f, ACQUISITIONS) for f in sorted(scores)]
     checks += [("tmdlib/select/methods.py", "_next_round", NEXT_STRATEGIES),
                ("tasks/select.py", "round_options", {**NEXT_STRATEGIES, **DIFFICULTIES, **ACQUISITIONS}),
