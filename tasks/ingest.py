@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 from prefect import task
 
 from tmdlib import datasets as tds
+from tmdlib.datasets.identity import duplicate_counts
 from tmdlib.datasets.sources import SourceReading, batch_kind, csv_columns, tu_name
 from tmdlib.datasets.task import TaskSpec, store_task, table_task
 
@@ -133,11 +134,7 @@ def count_duplicates(store: str) -> dict | None:
             keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
         else:
             keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
-    from collections import Counter
-
-    counts = Counter(keys)
-    copies = [c for c in counts.values() if c > 1]
-    return {"structures": len(copies), "graphs": int(sum(copies) - len(copies)), "compared": compared}
+    return {**duplicate_counts(keys), "compared": compared}
 
 
 def _streamed_summary(out: str, stats: dict) -> dict:

@@ -6,7 +6,8 @@ Every artifact made from a graph store (the TMD matrix's ``meta.json``, ``select
 
 * :func:`graph_hashes` -- sha256 of each graph's content (shapes and dtypes, feature rows, edge lists);
 * :func:`content_hash` -- sha256 over the lines ``"<graph id> <graph hash>\n"`` in store order;
-* :func:`store_content_hash` -- both, for a :class:`~tmdlib.graph.GraphDataset`.
+* :func:`store_content_hash` -- both, for a :class:`~tmdlib.graph.GraphDataset`;
+* :func:`duplicate_counts` -- the structures a molecule store holds more than once, by their keys.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from ..graph import GraphDataset
 
-__all__ = ["graph_hashes", "content_hash", "store_content_hash"]
+__all__ = ["graph_hashes", "content_hash", "store_content_hash", "duplicate_counts"]
 
 
 def graph_hashes(ds: GraphDataset) -> list[str]:
@@ -72,3 +73,18 @@ def content_hash(graph_ids: Iterable[int], graph_hashes: Iterable[str]) -> str:
 def store_content_hash(ds: GraphDataset, hashes: list[str] | None = None) -> str:
     """:func:`content_hash` of a dataset's graph ids and per-graph hashes (``hashes`` when already computed)."""
     return content_hash(ds.graph_ids, graph_hashes(ds) if hashes is None else hashes)
+
+
+def duplicate_counts(keys: Iterable) -> dict[str, int]:
+    """Structures stored more than once, given one key per graph (a canonical SMILES, or the SMILES as written).
+
+    Returns
+    -------
+    dict
+        ``structures``: the keys held by more than one graph; ``graphs``: the graphs beyond each such key's first
+        (``sum(count - 1)`` over them).
+    """
+    from collections import Counter
+
+    copies = [c for c in Counter(keys).values() if c > 1]
+    return {"structures": len(copies), "graphs": int(sum(copies) - len(copies))}
