@@ -75,10 +75,10 @@ def main() -> None:
                       block_size=args.block_size)
             return res
 
-        ingest_flow("parquet", str(t / "base.parquet"), args.dataset, str(store), append_dir=str(t / "append"))
+        ingest_flow(parquet=str(t / "base.parquet"), name=args.dataset, out=str(store), append_dir=str(t / "append"))
         base, base_wall, base_cpu = _timed(run, "base", "cache")
         write_graph_parquet(full.slice(n_base, n_new), t / "append" / "batch-001.parquet")
-        ingest_flow("parquet", str(t / "base.parquet"), args.dataset, str(store), append_dir=str(t / "append"))
+        ingest_flow(parquet=str(t / "base.parquet"), name=args.dataset, out=str(store), append_dir=str(t / "append"))
         inc, inc_wall, inc_cpu = _timed(run, "incremental", "cache")
         scratch, scr_wall, scr_cpu = _timed(run, "scratch", "fresh-cache")
         a, b = np.load(t / "incremental" / "matrix.npy"), np.load(t / "scratch" / "matrix.npy")

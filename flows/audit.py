@@ -12,42 +12,41 @@ import typer
 from prefect import flow
 
 from tasks.audit import gather_facts, link_report, prediction_report, read_plot, write_report
+from tasks.config import AuditPaths, AuditStageConfig
 from tmdlib.reporting.verdict import coreset_verdicts
 
 
 @flow(name="audit", log_prints=True)
-def audit_flow(dataset: str, graphs: str, tmd_meta: str, selection: str, nodes: str, requests: str, manifest: str,
-               labels_meta: str, train_info: str, metrics: str, metrics_nodes: str, plot: str, out_dir: str,
-               params: str = "params.yaml", lock: str = "dvc.lock", log_mlflow: bool = True,
-               predictions: str | None = None, labels: str | None = None) -> dict:
-    """Write ``report.md``, ``report.html`` and the plots into ``out_dir`` and link them from the train run.
+def audit_flow(paths: AuditPaths, cfg: AuditStageConfig | None = None) -> dict:
+    """Write ``report.md``, ``report.html`` and the plots into ``paths.out_dir`` and link them from the train run.
 
-    In production (a pool without labels) with ``predictions`` (``predictions.parquet``, its ``.json`` beside it)
-    the report also shows the audit sample's parity plot against ``labels`` (default: the ``labels.csv`` that
-    ``train.json`` names), the distribution of the pool's predictions and its in-domain share.
+    ``paths`` (:class:`tasks.config.AuditPaths`) names the upstream outputs; ``cfg``
+    (:class:`tasks.config.AuditStageConfig`; None: the defaults) whether the report is linked from MLflow.  In
+    production (a pool without labels) with ``paths.predictions`` (``predictions.parquet``, its ``.json`` beside
+    it) the report also shows the audit sample's parity plot against ``paths.labels`` (default: the
+    ``labels.csv`` that ``train.json`` names), the distribution of the pool's predictions and its in-domain share.
 
     Returns
     -------
     dict
         ``{"files": {"markdown", "html", "plots"}, "facts": ..., "mlflow_tags": ... (when linked)}``.
     """
-    paths = {"graphs": graphs, "tmd_meta": tmd_meta, "selection": selection, "nodes": nodes, "requests": requests,
-             "manifest": manifest, "labels_meta": labels_meta, "train_info": train_info, "metrics": metrics,
-             "metrics_nodes": metrics_nodes, "plot": plot, "params": params}
-    facts = gather_facts(dataset, paths, lock, check_mlflow=log_mlflow)
-    bound_plot = read_plot(plot)
+    cfg = cfg if cfg is not None else AuditStageConfig()
+    dataset = paths.dataset
+    facts = gather_facts(dataset, paths.inputs, paths.lock, check_mlflow=cfg.log_mlflow)
+    bound_plot = read_plot(paths.plot)
     extra = []
-    if predictions and facts.get("mode") == "production":
+    if paths.predictions and facts.get("mode") == "production":
         from tasks.io import read_json
 
-        labels = labels or read_json(train_info, "train info").get("labels")
+        labels = paths.labels or read_json(paths.train_info, "train info").get("labels")
         given = facts.get("params") or {}
-        facts["predictions"], extra = prediction_report(predictions, labels, selection, facts.get("task"),
+        facts["predictions"], extra = prediction_report(paths.predictions, labels, paths.selection, facts.get("task"),
                                                         given.get("select.goal", "model"), given.get("select.target"))
-    files = write_report(out_dir, facts, bound_plot, extra)
+    files = write_report(paths.out_dir, facts, bound_plot, extra)
     result = {"files": files, "facts": facts}
     run_id = facts["provenance"].get("mlflow_run_id")
-    if log_mlflow and run_id:
+    if cfg.log_mlflow and run_id:
         result["mlflow_tags"] = link_report(run_id, files)
     print(f"{dataset}: {coreset_verdicts(facts.get('bound'))['lemma']['sentence']}")
     print(f"{dataset}: audit report -> {files['html']} (MLflow train run {run_id or 'not logged'})")
@@ -77,18 +76,10 @@ def audit_command(
                                 "train.json names)."),
 ) -> None:
     """Audit report of a run (Markdown + static HTML with plots), linked from its MLflow train run."""
-    from tmdlib import InputError
-    from tmdlib.datasets import check_dataset_name
-
-    check_dataset_name(dataset)
-    inputs = (graphs, tmd_meta, selection, nodes, requests, manifest, labels_meta, train_info, metrics, metrics_nodes,
-              plot, params)
-    missing = next((p for p in (*inputs, predictions, labels) if p is not None and not p.is_file()), None)
-    if missing is not None:  # before Prefect starts: a missing upstream output fails in a second
-        raise InputError(missing, "not found (run the pipeline up to the stage that writes it: dvc repro)")
-    res = audit_flow(dataset, *(str(p) for p in inputs[:-1]), str(out_dir), params=str(params), lock=str(lock),
-                     log_mlflow=mlflow, predictions=str(predictions) if predictions else None,
-                     labels=str(labels) if labels else None)
+    options = dict(locals())  # the command's options, as typer filled them
+    paths = AuditPaths.from_options(options)
+    paths.check()  # before Prefect starts: a missing upstream output fails in a second
+    res = audit_flow(paths, AuditStageConfig.from_options(options))
     files = res["files"]
     typer.echo(f"report -> {files['markdown']}, {files['html']} (plots {', '.join(files['plots'])})")
     if "mlflow_tags" in res:

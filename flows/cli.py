@@ -119,27 +119,16 @@ def ingest(
     invalid: str = typer.Option("skip", "--invalid", help="SMILES: a SMILES RDKit cannot parse: skip (default: left out, listed with its line and reason in <store>.invalid.csv beside the store) | refuse (stop, naming its line)."),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph), with its task type."""
-    from flows.ingest import ingest_flow, resolve_source, source_options
+    from dataclasses import asdict, replace
 
-    _choice("--features", features, ("onehot", "onehot+attributes"))
-    from tmdlib.datasets.task import TASK_TYPES
+    from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestPaths, IngestStageConfig
 
-    _choice("--task", task, ("auto", *TASK_TYPES))
-    from tmdlib.datasets.smiles import STANDIN_RULES
-
-    _choice("--standin", standin, ("none", *STANDIN_RULES))
-    _choice("--invalid", invalid, ("skip", "refuse"))
-    kind, path, ds_name, folder = resolve_source(
-        dataset, str(raw_root), *(str(p) if p else None for p in (tu_dir, smiles_csv, parquet)), name, source)
-    workers = _workers(workers, shown=kind == "smiles")  # only a SMILES source fans out
-    options = source_options(ds_name, str(params) if params else None, smiles_column=smiles_column,
-                             label_columns=label_column, split_column=split_column, keep_columns=keep_column,
-                             task=task, id_column=id_column)
-    summary = ingest_flow(kind, path, ds_name, str(out or DATA / "graphs" / f"{ds_name}.parquet"),
-                          raw_root=str(raw_root), checksum_folder=folder,
-                          node_attributes=features == "onehot+attributes",
-                          append_dir=str(append_dir) if append_dir else None,
-                          workers=workers, limit=limit or None, standin=standin, invalid=invalid, **options)
+    options = dict(locals())  # the command's options, as typer filled them
+    cfg, paths = IngestStageConfig.from_options(options), IngestPaths.from_options(options)
+    cfg = replace(cfg, workers=_workers(cfg.workers, shown=paths.resolved.kind == "smiles"))  # a SMILES source fans out
+    ds_name = paths.resolved.name
+    summary = ingest_flow(**asdict(paths), cfg=cfg)
     batches = f" ({len(summary['batches'])} appended batches)" if summary["batches"] else ""
     typer.echo(f"{ds_name}: {summary['graphs']} graphs{batches}, {summary['mean_nodes']:.2f} nodes and "
                f"{summary['mean_edges']:.2f} edges per graph -> {summary['path']}; task: {summary['task']}")

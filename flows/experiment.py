@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
@@ -25,87 +26,43 @@ from prefect import flow
 
 from tasks.cpus import usable_cores, workers_line
 from tasks.experiment import ResultStore, collect_cells, prepare_dataset, run_cell
+from tasks.experiment_config import ExperimentPaths, ExperimentStageConfig
 from tmdlib import InputError
-from tmdlib.experiment import ALL_GRAPH_METHODS, ARCHS, KINDS, NODE_METHODS, PROFILES, needed_matrices, plan_cells
+from tmdlib.experiment import needed_matrices, plan_cells
 
 #: The paper's transcribed numbers (``reports/paper_tables.py``), used when ``--out-dir`` has no copy.
 PAPER_CSV = Path(__file__).resolve().parents[1] / "reports" / "paper_results.csv"
 
 
-def resolve_profile(profile: str, datasets: str | None = None, trials: int | None = None,
-                    epochs: int | None = None, kinds: str | None = None, archs: str | None = None,
-                    methods: str | None = None) -> dict:
-    """The profile's grid with command-line overrides applied; checked (InputError on bad input).
-
-    ``methods`` replaces the profile's method lists: graph methods (:data:`~tmdlib.experiment.grid.
-    ALL_GRAPH_METHODS`, condensation baselines included) go to graph subsampling, node methods to node
-    subsampling (``tmd`` and ``random`` to both); a kind left with no method runs nothing.
-    """
-    from tmdlib.datasets import dataset_names
-
-    if profile not in PROFILES:
-        raise InputError(None, f"unknown profile {profile!r}: {', '.join(PROFILES)}")
-    p = {k: (list(v) if isinstance(v, list) else v) for k, v in PROFILES[profile].items()}
-
-    def _list(text: str, allowed, what: str) -> list[str]:
-        items = [s.strip() for s in text.split(",") if s.strip()]
-        bad = [s for s in items if s not in allowed]
-        if not items or bad:
-            raise InputError(None, f"--{what}: unknown {bad or text!r}; choose from {', '.join(allowed)}")
-        return list(dict.fromkeys(items))
-
-    if datasets:
-        p["datasets"] = _list(datasets, dataset_names(), "datasets")
-    if kinds:
-        p["kinds"] = _list(kinds, KINDS, "kinds")
-    if archs:
-        p["archs"] = _list(archs, ARCHS, "archs")
-    if methods:
-        chosen = _list(methods, tuple(dict.fromkeys(ALL_GRAPH_METHODS + NODE_METHODS)), "methods")
-        p["graph_methods"] = [m for m in chosen if m in ALL_GRAPH_METHODS]
-        p["node_methods"] = [m for m in chosen if m in NODE_METHODS]
-    if trials is not None:
-        if trials < 1:
-            raise InputError(None, f"--trials must be >= 1, got {trials}")
-        p["trials"] = int(trials)
-    if epochs is not None:
-        if epochs < 1:
-            raise InputError(None, f"--epochs must be >= 1, got {epochs}")
-        p["graph_epochs"] = p["node_epochs"] = int(epochs)
-    p["name"] = profile
-    return p
-
-
 @flow(name="experiment")
-def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir: str = "reports",
-                    raw_root: str = "data/raw", cache_dir: str | None = None, trials: int | None = None,
-                    epochs: int | None = None, kinds: str | None = None, archs: str | None = None,
-                    torch_threads: int = 1, device: str = "cpu", report: bool = True,
-                    prepare_threads: int | None = None, methods: str | None = None,
-                    report_only: bool = False) -> dict:
-    """Run (or resume) the grid of ``profile``; append rows as cells finish; then write the reports.
+def experiment_flow(out_dir: str = "reports", raw_root: str = "data/raw", cache_dir: str | None = None,
+                    cfg: ExperimentStageConfig | None = None) -> dict:
+    """Run (or resume) the grid of ``cfg.profile`` (:class:`tasks.experiment_config.ExperimentStageConfig`, checked
+    when built; None: the defaults); append rows as cells finish; then write the reports.
 
-    ``report_only``: train and compute nothing; write the reports from the results files as they are
+    ``cfg.report_only``: train and compute nothing; write the reports from the results files as they are
     (matrix times from ``results/<profile>/matrices.json``, updated from the cache's meta files where the
     cache has them).
     """
     from tasks.experiment import record_matrix_seconds, write_reports
 
-    grid = resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
-    cache = cache_dir or str(Path(out_dir) / "cache")
-    results_dir = Path(out_dir) / "results" / profile
+    cfg = cfg if cfg is not None else ExperimentStageConfig()
+    paths = ExperimentPaths(out_dir, raw_root, cache_dir)
+    grid, profile, cache = cfg.grid, cfg.profile, paths.cache
+    results_dir = paths.results(profile)
     summary = {"profile": profile, "datasets": {}}
     matrix_seconds = {}
-    if report_only:
+    if cfg.report_only:
         matrix_seconds = cached_matrix_seconds(cache)
-    for name in [] if report_only else grid["datasets"]:
+    for name in [] if cfg.report_only else grid["datasets"]:
         t0 = time.perf_counter()
-        prep = prepare_dataset(name, raw_root, cache, prepare_threads or usable_cores().count, needed_matrices(grid))
+        prep = prepare_dataset(name, raw_root, cache, cfg.prepare_threads or usable_cores().count,
+                               needed_matrices(grid))
         matrix_seconds[name] = {m: s for m, s in prep["compute_seconds"].items() if s is not None}
         store = ResultStore(str(results_dir), name)
         try:
             specs = plan_cells(grid, name, store.done, raw_root=raw_root, paths=prep["paths"],
-                               torch_threads=torch_threads, device=device)
+                               torch_threads=cfg.torch_threads, device=cfg.device)
             total = sum(len(s["fractions"]) for s in specs)
             print(f"{name}: {prep['graphs']} graphs, matrices {prep['seconds']} s; {len(store.rows)} rows done, "
                   f"{total} models to train in {len(specs)} cells")
@@ -116,7 +73,7 @@ def experiment_flow(profile: str = "quick", datasets: str | None = None, out_dir
                                      "seconds": round(time.perf_counter() - t0, 1)}
     # what each matrix took is a result too: kept beside the CSVs (the cache is not versioned)
     matrix_seconds = record_matrix_seconds(str(results_dir), matrix_seconds)
-    if report or report_only:
+    if cfg.report or cfg.report_only:
         paper_csv = Path(out_dir) / "paper_results.csv"
         summary["reports"] = write_reports(str(results_dir), str(Path(out_dir) / profile), profile,
                                            str(paper_csv if paper_csv.is_file() else PAPER_CSV), matrix_seconds)
@@ -164,6 +121,8 @@ def experiment_command(
 
     from flows._env import exit_with_parent
 
+    options = dict(locals())  # the command's options, as typer filled them
+
     if profile == "molecules":
         from flows.molecules import molecules_flow, resolve
 
@@ -186,22 +145,16 @@ def experiment_command(
             typer.echo(f"report -> {path}")
         return
     try:
-        resolve_profile(profile, datasets, trials, epochs, kinds, archs, methods)
-        if torch_threads < 1:
-            raise InputError(None, f"--torch-threads must be >= 1, got {torch_threads}")
+        cfg = ExperimentStageConfig.from_options(options)
         n, line = workers_line(workers, per_worker=torch_threads)
         if workers is None and profile == "quick":
             # quick: one in-process worker (starting worker processes costs more than its few small models)
             n, line = 1, f"workers: 1 (quick profile: in-process; --workers auto: {n})"
-        if device != "auto" and not (device == "cpu" or device.startswith("cuda")):
-            raise InputError(None, "--device must be auto, cpu or cuda[:N]")
-        if not raw_root.is_dir():
-            raise InputError(str(raw_root), "raw data folder not found")
+        paths = ExperimentPaths.from_options(options)
+        paths.check()
         typer.echo(line)
         runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
-        summary = experiment_flow.with_options(task_runner=runner)(
-            profile, datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, epochs,
-            kinds, archs, torch_threads, device, report, None, methods, report_only)
+        summary = experiment_flow.with_options(task_runner=runner)(**asdict(paths), cfg=cfg)
     except InputError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

@@ -4,9 +4,9 @@ The protocol itself (grid, one cell, result rows, report pages) is library code 
 and :mod:`tmdlib.reporting.paper`; these tasks read inputs, call it, and write outputs atomically.
 
 * :func:`prepare_dataset` -- once per dataset: the TMD, Feature and WL distance matrices of *all* graphs
-  (those the grid reads, :func:`tmdlib.experiment.grid.needed_matrices`), cached on disk under ``<cache_dir>/<dataset>/`` (``reports/cache/``, ignored by git).  Every trial slices
-  its training rows out of them (each of the three distances between two graphs does not depend on the
-  other graphs, so slicing equals recomputing on the training set).
+  (those the grid reads, :func:`tmdlib.experiment.grid.needed_matrices`; computed and named by
+  :mod:`tmdlib.experiment.matrices`), cached on disk under ``<cache_dir>/<dataset>/`` (``reports/cache/``,
+  ignored by git).
 * :func:`run_cell` -- one Prefect task = one (dataset, kind, arch, method, trial) and a list of fractions
   (:func:`tmdlib.experiment.protocol.run_cell`).  Workers load the dataset and the matrices once per process.
 * :class:`ResultStore` -- the results CSV, rewritten atomically after each finished cell; a rerun skips
@@ -15,7 +15,6 @@ and :mod:`tmdlib.reporting.paper`; these tasks read inputs, call it, and write o
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -26,6 +25,8 @@ from prefect import task
 from tmdlib import GraphDataset, InputError
 from tmdlib.datasets import to_dataset
 from tmdlib.experiment.grid import DEPTH, WEIGHTS
+from tmdlib.experiment.matrices import (MATRICES, check_matrix_seconds, compute_matrix, dataset_key, matrix_file,
+                                       merge_matrix_seconds, progress_line)
 from tmdlib.experiment.results import read_results, row_key, rows_to_csv
 
 from . import io
@@ -41,52 +42,11 @@ def load_dataset(name: str, raw_root: str) -> GraphDataset:
     return to_dataset(load_builtin(name, raw_root))
 
 
-def dataset_key(ds: GraphDataset) -> str:
-    """Content hash of the graphs and of the distance parameters (names the cache's meta file).
-
-    Every array enters with a header naming it, its dtype and its shape, then its bytes.
-    """
-    h = hashlib.sha256(f"{DEPTH}|{WEIGHTS}".encode())
-    for name in ("x", "node_ptr", "edge_ptr", "src", "dst"):
-        arr = np.ascontiguousarray(getattr(ds, name))
-        h.update(f"\n{name} {arr.dtype.str} {arr.shape}\n".encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()[:16]
-
-
-def code_fingerprint(matrix: str) -> str:
-    """What the values of a cached matrix depend on in code, besides the graphs and parameters.
-
-    ``"tmd"``: :func:`tmdlib.distance.engine_fingerprint` (the engine's source files, numpy and numba
-    versions); ``"feature"`` / ``"wl"``: the source of :mod:`tmdlib.select.baselines` and the numpy,
-    scipy and grakel versions.
-    """
-    if matrix == "tmd":
-        from tmdlib.distance.fingerprint import engine_fingerprint
-
-        return engine_fingerprint()
-    from importlib.metadata import PackageNotFoundError, version
-
-    from tmdlib.select import baselines
-
-    h = hashlib.sha256(Path(baselines.__file__).read_bytes())
-    for pkg in ("numpy", "scipy", "grakel"):
-        try:
-            h.update(f"\n{pkg} {version(pkg)}".encode())
-        except PackageNotFoundError:
-            h.update(f"\n{pkg} absent".encode())
-    return h.hexdigest()
-
-
 def matrix_paths(cache_dir: str, name: str, key: str) -> dict:
-    """Cache file of each distance matrix of dataset ``name``: named by ``key`` and :func:`code_fingerprint`.
-
-    After any change of the code that computes a matrix (or of the libraries it runs on) its file name
-    changes, so a stale matrix is never read; the other matrices stay cached.
-    """
+    """Cache file of each distance matrix of dataset ``name`` under ``<cache_dir>/<name>/``, named by ``key``
+    and the code that computes it (:func:`tmdlib.experiment.matrices.matrix_file`)."""
     base = Path(cache_dir) / name
-    return {m: str(base / f"{m}-{hashlib.sha256(f'{key}|{code_fingerprint(m)}'.encode()).hexdigest()[:16]}.npy")
-            for m in ("tmd", "feature", "wl")}
+    return {m: str(base / matrix_file(m, key)) for m in MATRICES}
 
 
 @task(name="prepare-dataset", persist_result=False)
@@ -98,15 +58,9 @@ def prepare_dataset(name: str, raw_root: str, cache_dir: str, threads: int = 2,
     matrices; ``seconds`` spent now per matrix (0 if cached); ``compute_seconds`` what computing each
     took when it was computed (kept in the cache's meta file; None if unknown, e.g. an older cache).
     """
-    from tmdlib import tmd_matrix
-    from tmdlib.select import baselines
-
     ds = load_dataset(name, raw_root)
     key = dataset_key(ds)
     paths = {m: p for m, p in matrix_paths(cache_dir, name, key).items() if m in matrices}
-    compute = {"tmd": lambda: tmd_matrix(ds, DEPTH, WEIGHTS, num_threads=threads),
-               "feature": lambda: baselines.feature_distance_matrix(ds),
-               "wl": lambda: baselines.wl_distance_matrix(ds, iterations=3)}
     meta_path = Path(cache_dir) / name / f"meta-{key}.json"
     try:
         old = json.loads(meta_path.read_text())
@@ -117,7 +71,7 @@ def prepare_dataset(name: str, raw_root: str, cache_dir: str, threads: int = 2,
     for m, path in paths.items():
         t0 = time.perf_counter()
         if not _readable_matrix(path, len(ds)):
-            io.write_npy(path, np.asarray(compute[m](), dtype=np.float64))
+            io.write_npy(path, compute_matrix(ds, m, threads))
             seconds[m] = known[m] = round(time.perf_counter() - t0, 2)
         else:
             seconds[m] = 0.0
@@ -199,9 +153,7 @@ def collect_cells(futures, store, name: str, total: int, t0: float) -> int:
             continue
         store.append(rows)
         done += len(rows)
-        el = time.perf_counter() - t0
-        print(f"{name}: {done}/{total} models ({el:.0f} s, ETA {el / max(done, 1) * (total - done):.0f} s)",
-              file=sys.stderr, flush=True)
+        print(progress_line(name, done, total, time.perf_counter() - t0), file=sys.stderr, flush=True)
     if failures:
         raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
     return done
@@ -274,10 +226,7 @@ def record_matrix_seconds(results_dir: str, seconds: dict) -> dict:
     (dataset, matrix).
     """
     recorded = recorded_matrix_seconds(results_dir)
-    merged = {d: dict(t) for d, t in recorded.items()}
-    for d, t in (seconds or {}).items():
-        merged.setdefault(d, {}).update({m: float(v) for m, v in t.items() if v is not None})
-    merged = {d: t for d, t in merged.items() if t}
+    merged = merge_matrix_seconds(recorded, seconds)
     if merged != recorded:
         io.write_text(Path(results_dir) / MATRIX_TIMES, json.dumps(merged, indent=1, sort_keys=True) + "\n")
     return merged
@@ -295,12 +244,7 @@ def recorded_matrix_seconds(results_dir: str) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise InputError(str(path), f"not readable JSON ({err})") from None
-    ok = isinstance(data, dict) and all(
-        isinstance(t, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in t.values())
-        for t in data.values())
-    if not ok:
-        raise InputError(str(path), "expected {dataset: {matrix: seconds}} with numeric seconds")
-    return {d: {m: float(v) for m, v in t.items()} for d, t in data.items()}
+    return check_matrix_seconds(data, str(path))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.compute as pc
 from prefect import task
 
-from tmdlib import InputError
 from tmdlib import datasets as tds
+from tmdlib.datasets.identity import duplicate_counts
+from tmdlib.datasets.sources import SourceReading, batch_kind, csv_columns, tu_name
 from tmdlib.datasets.task import TaskSpec, store_task, table_task
 
 from . import io
@@ -30,138 +32,37 @@ def _print_progress(name: str, total: int | None, unit: str = "molecules"):
     return report
 
 
-#: Per-dataset source settings in params.yaml (``ingest.sources.<NAME>``) and their types.
-SOURCE_KEYS = {"smiles_column": str, "label_columns": list, "split_column": str, "keep_columns": list, "task": str,
-               "id_column": str}
-#: Headers (compared as :func:`tmdlib.datasets.labsheet.header_key` writes them) taken as the user's compound id
-#: when no ``id_column`` is named.
-DEFAULT_ID_COLUMNS = ("compound id", "compound_id", "id", "registry number", "registry id", "molecule chembl id",
-                      "chembl id", "molregno", "idnumber", "catalog id", "catalog number", "compound", "name",
-                      "title")  # title: an SD record's title line, when no property names an id
-
-
-def source_settings(params_path: str | None, name: str) -> dict:
-    """The settings of one dataset's source in ``params.yaml`` (``ingest.sources.<NAME>``), checked.
-
-    ``label_columns`` / ``keep_columns`` may be a list or one name; ``split_column`` may be null (no split
-    column, none looked for).  Returns only the keys given.
-
-    Raises
-    ------
-    InputError
-        An unreadable file, an unknown key or a value of the wrong type (naming the file and the key).
-    """
-    import yaml
-
-    if not params_path:
-        return {}
-    path = Path(params_path)
-    try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise InputError(path, f"cannot read the parameters: {err}") from None
-    sources = (params.get("ingest") or {}).get("sources") or {}
-    if not isinstance(sources, dict):
-        raise InputError(path, "ingest.sources must map dataset names to their settings")
-    raw = sources.get(name) or {}
-    where = f"ingest.sources.{name}"
-    if not isinstance(raw, dict):
-        raise InputError(path, f"{where} must be a mapping of {', '.join(SOURCE_KEYS)}")
-    out = {}
-    for key, value in raw.items():
-        if key not in SOURCE_KEYS:
-            raise InputError(path, f"{where}: unknown key {key!r}; known: {', '.join(SOURCE_KEYS)}")
-        if value is None and key == "id_column":
-            out[key] = ""  # no id column, none looked for
-            continue
-        if value is None and key == "split_column":
-            out[key] = ""  # no split column, none looked for
-            continue
-        if SOURCE_KEYS[key] is list:
-            value = [value] if isinstance(value, str) else value
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise InputError(path, f"{where}.{key} must be a column name or a list of them; got {value!r}")
-        elif not isinstance(value, str) or not value:
-            raise InputError(path, f"{where}.{key} must be a non-empty string; got {value!r}")
-        out[key] = value
-    return out
-
-
-def id_column_of(path: str, id_column: str | None, taken=()) -> str | None:
-    """The compound-id column a SMILES CSV is read with: ``id_column`` ("" = none), else the first header that
-    names an id (:data:`DEFAULT_ID_COLUMNS`, any case) and is no other column's."""
-    from tmdlib.datasets.labsheet import header_key
-    from tmdlib.datasets.smiles import csv_header
-
-    if id_column is not None:
-        return id_column or None
-    header = csv_header(path)
-    taken = {header_key(t) for t in taken if t}
-    keys = {header_key(h): h for h in header}
-    for name in DEFAULT_ID_COLUMNS:
-        h = keys.get(header_key(name))
-        if h is not None and header_key(h) not in taken:
-            return h
-    return None
-
-
-def csv_columns(path: str, label_columns: list[str] | tuple | None, split_column: str | None,
-                keep_columns: list[str] | tuple | None = None, *, optional: bool = False
-                ) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
-    """The label, split and kept columns a CSV is read with.
-
-    ``label_columns`` None: the CSV's ``y`` or ``label`` column if it has one (else unlabelled);
-    ``split_column`` None: its ``split`` column if any ("" = none).  ``optional`` (an appended batch): a named
-    split or kept column the file lacks is left out (null in the store) instead of refused, and a batch with
-    none of the label columns is read unlabelled (one with only some of them is refused).
-    """
-    from tmdlib.datasets.smiles import column_index, csv_header, default_csv_columns
-
-    header = csv_header(path)
-    found_labels, found_split = default_csv_columns(path, header, labels=label_columns is None)
-    labels = tuple(found_labels if label_columns is None else label_columns)
-    split = found_split if split_column is None else (split_column or None)
-    keep = tuple(keep_columns or ())
-    if optional:
-        def present(name):
-            try:
-                column_index(header, name, Path(path))
-                return True
-            except InputError:
-                return False
-        split = split if split and present(split) else None
-        keep = tuple(c for c in keep if present(c))
-        if labels and not any(present(c) for c in labels):
-            labels = ()  # an unlabelled batch: its graphs join the pool, the ledger labels them later
-    return labels, split, keep
-
-
 @task(name="read-source", persist_result=False)
-def read_source(kind: str, path: str, name: str, node_attributes: bool = False,
-                smiles_column: str = "smiles", label_column=None, standin: str | None = None,
-                workers: int | str = "auto", limit: int | None = None, *, split_column: str | None = None,
-                keep_columns=(), task=None, skipped: list | None = None, id_column: str | None = None):
-    """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` CSV or graph-store ``parquet``) with its task.
+def read_source(kind: str, path: str, name: str, reading: SourceReading = SourceReading(),
+                workers: int | str = "auto", skipped: list | None = None):
+    """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` molecule file or graph-store ``parquet``) with its
+    task, as ``reading`` says (:class:`tmdlib.datasets.sources.SourceReading`: its columns, its task -- auto, a
+    type or an existing dataset's :class:`~tmdlib.datasets.task.TaskSpec` --, the TU node attributes).
 
-    ``label_column`` is one column or a list (SMILES); ``task`` is auto / a type / an existing dataset's
-    :class:`~tmdlib.datasets.task.TaskSpec`; ``workers``: processes converting a SMILES source, auto (the cores
-    this process may use, :func:`tasks.cpus.resolve_workers`) or a number; ``skipped`` (a list, SMILES only):
-    a SMILES rdkit cannot parse is left out and appended to it (``(line, smiles, reason)``) instead of stopping.
+    ``workers``: processes converting a SMILES source, auto (the cores this process may use,
+    :func:`tasks.cpus.resolve_workers`) or a number; ``skipped`` (a list, SMILES only): a SMILES rdkit cannot
+    parse is left out and appended to it (``(line, smiles, reason)``) instead of stopping.
     """
+    task = reading.task
     if kind == "tu":
-        return tds.read_tu(path, name=name, node_attributes=node_attributes,
+        return tds.read_tu(path, name=name, node_attributes=reading.node_attributes,
                            task=None if isinstance(task, TaskSpec) else task)
     if kind == "ogb":
         return tds.read_ogb(path, name=name, task=task)
     if kind == "smiles":
-        return tds.read_smiles_csv(path, smiles_column=smiles_column, label_column=label_column or None,
-                                   split_column=split_column or None, keep_columns=keep_columns or (), task=task,
-                                   standin=standin, workers=resolve_workers(workers), limit=limit,
-                                   progress=_print_progress(name, _smiles_total(name, limit)), name=name,
-                                   skipped=skipped, id_column=id_column)
+        return tds.read_smiles_csv(path, **_smiles_options(reading), workers=resolve_workers(workers),
+                                   progress=_print_progress(name, _smiles_total(name, reading.limit)), name=name,
+                                   skipped=skipped)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
+
+
+def _smiles_options(reading: SourceReading) -> dict:
+    """The SMILES readers' keyword arguments of ``reading`` (an empty choice as none)."""
+    return {"smiles_column": reading.smiles_column, "label_column": reading.label_columns or None,
+            "split_column": reading.split_column or None, "keep_columns": reading.keep_columns or (),
+            "task": reading.task, "standin": reading.standin, "limit": reading.limit, "id_column": reading.id_column}
 
 
 def _smiles_total(name: str, limit: int | None) -> int | None:
@@ -171,26 +72,17 @@ def _smiles_total(name: str, limit: int | None) -> int | None:
 
 
 @task(name="write-smiles-store", persist_result=False)
-def write_smiles_store(path: str, out: str, name: str, smiles_column: str = "smiles", label_column=None,
-                       standin: str | None = None, workers: int | str = "auto", limit: int | None = None, *,
-                       split_column: str | None = None, keep_columns=(), task=None,
-                       task_source: str | None = None, skip_invalid: bool = False,
-                       id_column: str | None = None) -> dict:
-    """Convert a SMILES CSV straight into the graph store ``out`` (atomically), one row group per chunk as the
-    molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not grow with the
-    pool); return the same summary as :func:`write_graph_store`."""
+def write_smiles_store(path: str, out: str, name: str, reading: SourceReading, workers: int | str = "auto",
+                       task_source: str | None = None, skip_invalid: bool = False) -> dict:
+    """Convert a molecule file straight into the graph store ``out`` (atomically), as ``reading`` says, one row group
+    per chunk as the molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not
+    grow with the pool); return the same summary as :func:`write_graph_store`."""
     with io.atomic_path(out) as tmp:
-        stats = tds.write_smiles_parquet(path, tmp, smiles_column=smiles_column, label_column=label_column or None,
-                                         split_column=split_column or None, keep_columns=keep_columns or (),
-                                         task=task, task_source=task_source, standin=standin,
+        stats = tds.write_smiles_parquet(path, tmp, **_smiles_options(reading), task_source=task_source,
                                          workers=resolve_workers(workers),
-                                         limit=limit, progress=_print_progress(name, _smiles_total(name, limit)),
-                                         name=name, skip_invalid=skip_invalid, id_column=id_column)
+                                         progress=_print_progress(name, _smiles_total(name, reading.limit)),
+                                         name=name, skip_invalid=skip_invalid)
     return {**_streamed_summary(out, stats), "invalid": stats["invalid"]}
-
-
-#: What ``ingest.invalid`` may say of a SMILES rdkit cannot parse.
-INVALID_RULES = ("skip", "refuse")
 
 
 def invalid_report_path(out: str | Path) -> Path:
@@ -242,11 +134,7 @@ def count_duplicates(store: str) -> dict | None:
             keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
         else:
             keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
-    from collections import Counter
-
-    counts = Counter(keys)
-    copies = [c for c in counts.values() if c > 1]
-    return {"structures": len(copies), "graphs": int(sum(copies) - len(copies)), "compared": compared}
+    return {**duplicate_counts(keys), "compared": compared}
 
 
 def _streamed_summary(out: str, stats: dict) -> dict:
@@ -272,27 +160,6 @@ def copy_parquet_store(path: str, out: str, name: str, task=None) -> dict:
     return _streamed_summary(out, stats)
 
 
-def batch_kind(path: str | Path) -> str:
-    """Source kind of an appended batch: a TU folder, a molecule file (``.csv``, ``.tsv``, ``.smi``, ``.sdf``, ...:
-    :data:`tmdlib.datasets.molfiles.FORMATS`) or a graph-store ``.parquet``."""
-    from tmdlib.datasets.molfiles import source_kind
-
-    p = Path(path)
-    try:
-        return source_kind(p)
-    except InputError as err:
-        raise InputError(p, "a batch is a TU folder, a molecule file (.csv, .tsv, .smi, .sdf, ..., .gz allowed) or "
-                            f"a graph-store .parquet file: {err.problem}") from None
-
-
-def tu_name(folder: Path) -> str:
-    """The ``NAME`` of a TU folder, from its one ``NAME_A.txt`` (or ``.txt.gz``) file."""
-    names = sorted({f.name.rsplit("_A.txt", 1)[0] for f in folder.glob("*_A.txt*")})
-    if len(names) != 1:
-        raise InputError(folder, f"a TU folder holds exactly one NAME_A.txt file; found {len(names)}")
-    return names[0]
-
-
 def batch_sources(append_dir: str | None) -> list[tuple[str, str, str]]:
     """``(name, kind, path)`` of every batch under ``append_dir``, sorted by name (dotfiles and README skipped)."""
     if not append_dir or not Path(append_dir).is_dir():
@@ -313,13 +180,12 @@ def read_batch(path: str, node_attributes: bool = False, smiles_column: str = "s
     """
     p = Path(path)
     kind = batch_kind(p)
-    options = {}
+    reading = SourceReading(smiles_column=smiles_column, node_attributes=node_attributes)
     if kind == "smiles":  # TU batches: their classes are mapped to the dataset's when appended
         named = [label_column] if isinstance(label_column, str) else label_column
         labels, split, keep = csv_columns(str(p), named, split_column, keep_columns, optional=True)
-        options = {"label_column": list(labels), "split_column": split, "keep_columns": keep, "task": task}
-    table = read_source.fn(kind, str(p), tu_name(p) if kind == "tu" else p.stem, node_attributes, smiles_column,
-                           **options)
+        reading = replace(reading, label_columns=list(labels), split_column=split, keep_columns=keep, task=task)
+    table = read_source.fn(kind, str(p), tu_name(p) if kind == "tu" else p.stem, reading)
     tds.validate_graph_table(table, p)
     return table
 

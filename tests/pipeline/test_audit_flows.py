@@ -81,9 +81,10 @@ def _audit_args(p: dict) -> list:
 def audited(mutag_run):
     """The audit flow run on :func:`mutag_run`; yields ``(result, paths)``."""
     from flows.audit import audit_flow
+    from tasks.config import AuditPaths
 
     p, _ = mutag_run
-    return audit_flow("MUTAG", *_audit_args(p), params=p["params"], lock=p["lock"]), p
+    return audit_flow(AuditPaths("MUTAG", *_audit_args(p), params=p["params"], lock=p["lock"])), p
 
 
 def test_audit_flow_reports_the_run_and_links_it_from_mlflow(audited):
@@ -131,12 +132,13 @@ def test_audit_flow_reports_the_run_and_links_it_from_mlflow(audited):
 def test_bad_input_writes_no_report(mutag_run, tmp_path):
     """A corrupt input is one InputError naming the file, and nothing is written."""
     from flows.audit import audit_flow
+    from tasks.config import AuditPaths
 
     p, env = mutag_run
     bad = {**p, "manifest": str(tmp_path / "manifest.json"), "out_dir": str(tmp_path / "audit")}
     Path(bad["manifest"]).write_text("{not json")
     with pytest.raises(InputError, match="manifest.json: not valid JSON"):
-        audit_flow("MUTAG", *_audit_args(bad), params=p["params"], lock=p["lock"])
+        audit_flow(AuditPaths("MUTAG", *_audit_args(bad), params=p["params"], lock=p["lock"]))
     assert not Path(bad["out_dir"]).exists()
 
 

@@ -460,13 +460,14 @@ def test_experiment_flow_sigkilled_resumes_without_retraining(tmp_path):
     from flows.experiment import experiment_flow
 
     from prefect.task_runners import ThreadPoolTaskRunner
+    from tasks.experiment_config import ExperimentStageConfig
 
     cache = tmp_path / "cache"  # distance matrices: shared, so the runs below go straight to training
     ref = tmp_path / "ref"
     # one cell at a time, as `tmdsub experiment --workers 1` (cells in concurrent threads share torch's
     # global RNG while they initialise their models, which makes losses depend on the interleaving)
     experiment_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=1))(
-        out_dir=str(ref), cache_dir=str(cache), **EXP_KW)
+        out_dir=str(ref), cache_dir=str(cache), cfg=ExperimentStageConfig(**EXP_KW))
     ref_rows = _rows_by_key(ref / "results" / "quick" / "MUTAG.csv")
     total = len(ref_rows)
     assert total >= 6
@@ -479,8 +480,9 @@ def test_experiment_flow_sigkilled_resumes_without_retraining(tmp_path):
 import flows
 from prefect.task_runners import ThreadPoolTaskRunner
 from flows.experiment import experiment_flow
+from tasks.experiment_config import ExperimentStageConfig
 experiment_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=1))(
-    out_dir={str(out)!r}, cache_dir={str(cache)!r}, **{EXP_KW!r})
+    out_dir={str(out)!r}, cache_dir={str(cache)!r}, cfg=ExperimentStageConfig(**{EXP_KW!r}))
 """
     kept: dict = {}
     for k in range(2):

@@ -28,6 +28,7 @@ def grown(tmp_path_factory, mutag_table):
     """One run on 150 MUTAG graphs (select, requests, stand-in labels, commit to the ledger), then a
     batch of 12 more graphs appended and every stage run again.  Returns the facts of both runs."""
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_commit_flow, labels_import_flow
     from flows.select import select_flow
     from flows.tmd import make_task_runner, tmd_matrix_flow
@@ -41,7 +42,7 @@ def grown(tmp_path_factory, mutag_table):
 
     def run(tag: str) -> dict:
         out = ws / tag
-        ingest_flow("tu", str(base), "M", str(store), append_dir=str(append_dir))
+        ingest_flow(tu_dir=str(base), name="M", out=str(store), append_dir=str(append_dir))
         t = tmd(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
         sel = select_flow(str(store), str(out / "selection.json"), fraction=0.1, matrix=str(out / "matrix.npy"),
                           labelled=str(ledger))
@@ -137,6 +138,7 @@ def test_a_rerun_with_every_medoid_labelled_requests_and_imports_nothing(grown):
 
 def test_bad_batch_is_one_clear_error_and_no_store(tmp_path, mutag_table):
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from tmdlib import InputError
 
     base = write_tu_folder(mutag_table.slice(0, 20), tmp_path / "raw" / "M", "M")
@@ -145,18 +147,18 @@ def test_bad_batch_is_one_clear_error_and_no_store(tmp_path, mutag_table):
     (batch / "M_node_labels.txt").write_text("\n".join(["99"] + text[1:]) + "\n")
     out = tmp_path / "M.parquet"
     with pytest.raises(InputError) as err:
-        ingest_flow("tu", str(base), "M", str(out), append_dir=str(tmp_path / "append" / "M"))
+        ingest_flow(tu_dir=str(base), name="M", out=str(out), append_dir=str(tmp_path / "append" / "M"))
     assert "b1" in str(err.value) and "node label 99" in str(err.value)
     assert not out.exists()
     (tmp_path / "append" / "M" / "b1").rename(tmp_path / "b1")
     (tmp_path / "append" / "M" / "odd.bin").write_text("x")  # (.txt is a molecule file type now: a header-less one)
     with pytest.raises(InputError, match="odd.bin.*a batch is a TU folder, a molecule file .* or a graph-store"):
-        ingest_flow("tu", str(base), "M", str(out), append_dir=str(tmp_path / "append" / "M"))
+        ingest_flow(tu_dir=str(base), name="M", out=str(out), append_dir=str(tmp_path / "append" / "M"))
     assert not out.exists()
     (tmp_path / "append" / "M" / "odd.bin").rename(tmp_path / "odd.txt")
     (tmp_path / "append" / "M" / "odd.txt").write_text("x")  # a text file that is not a pool: one clear error too
     with pytest.raises(InputError, match="odd.txt.*no SMILES column"):
-        ingest_flow("tu", str(base), "M", str(out), append_dir=str(tmp_path / "append" / "M"))
+        ingest_flow(tu_dir=str(base), name="M", out=str(out), append_dir=str(tmp_path / "append" / "M"))
     assert not out.exists()
 
 
@@ -165,6 +167,7 @@ def test_smiles_batch_appends_to_a_molecule_dataset(tmp_path):
     import gzip
 
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from tmdlib.datasets import read_graph_parquet, read_smiles_csv
 
     rows = gzip.open(RAW / "ogbg_molbace/mapping/mol.csv.gz", "rt").read().splitlines()[1:26]
@@ -174,8 +177,8 @@ def test_smiles_batch_appends_to_a_molecule_dataset(tmp_path):
     (tmp_path / "append" / "b1.csv").write_text("\n".join(lines[:1] + lines[21:]) + "\n")
     (tmp_path / "all.csv").write_text("\n".join(lines) + "\n")
     out = tmp_path / "mols.parquet"
-    summary = ingest_flow("smiles", str(tmp_path / "base.csv"), "mols", str(out), label_column="y",
-                          append_dir=str(tmp_path / "append"))
+    summary = ingest_flow(smiles_csv=str(tmp_path / "base.csv"), name="mols", out=str(out),
+                          append_dir=str(tmp_path / "append"), cfg=IngestStageConfig(label_column="y"))
     assert summary["graphs"] == 25 and summary["batches"] == ["b1.csv"]
     got = read_graph_parquet(out)
     want = read_smiles_csv(tmp_path / "all.csv", label_column="y")

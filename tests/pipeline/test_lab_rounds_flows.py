@@ -30,6 +30,7 @@ HIDDEN = {i: float(r["y"]) for i, r in enumerate(ROWS)}
 def pool(tmp_path):
     """An unlabelled pool (smiles only), its selection and label requests."""
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
 
@@ -38,7 +39,8 @@ def pool(tmp_path):
         w.writerow(["smiles"])
         w.writerows([r["smiles"]] for r in ROWS)
     store = str(tmp_path / "POOL.parquet")
-    summary = ingest_flow("smiles", str(tmp_path / "pool.csv"), "POOL", store, workers=1)
+    summary = ingest_flow(smiles_csv=str(tmp_path / "pool.csv"), name="POOL", out=store,
+                          cfg=IngestStageConfig(workers=1))
     select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.3)
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     req = pq.read_table(tmp_path / "labels" / "label_requests.parquet").to_pylist()

@@ -21,6 +21,7 @@ ROWS = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newli
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
 
@@ -30,7 +31,7 @@ def pool(tmp_path_factory):
         w.writerow(["smiles"])
         w.writerows([r["smiles"]] for r in ROWS)
     store = str(tmp / "POOL.parquet")
-    ingest_flow("smiles", str(tmp / "pool.csv"), "POOL", store, workers=1)
+    ingest_flow(smiles_csv=str(tmp / "pool.csv"), name="POOL", out=store, cfg=IngestStageConfig(workers=1))
     select_flow(store, str(tmp / "sel.json"), method="random", fraction=0.3)
     label_requests_flow(store, str(tmp / "sel.json"), str(tmp / "labels"))
     return {"tmp": tmp, "store": store, "requests": str(tmp / "labels" / "label_requests.parquet")}
@@ -108,6 +109,7 @@ def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
     """A pool with the user's own ids (a `Compound ID` column, found by its name) stores them; the requests carry
     them; the lab answers by them, with a `Comment` column; the predictions' reader finds them."""
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
     from tasks.predict import compound_ids
@@ -117,7 +119,7 @@ def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
         w.writerow(["Compound ID", "smiles"])
         w.writerows([f"REG-{1000 + i}", r["smiles"]] for i, r in enumerate(ROWS[:30]))
     store = str(tmp_path / "POOL.parquet")
-    ingest_flow("smiles", str(tmp_path / "pool.csv"), "POOL", store, workers=1)
+    ingest_flow(smiles_csv=str(tmp_path / "pool.csv"), name="POOL", out=store, cfg=IngestStageConfig(workers=1))
     assert compound_ids(store)[:2] == ["REG-1000", "REG-1001"]
     select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.3)
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))

@@ -36,6 +36,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     train → evaluate → predict; returns what each step gave."""
     from flows.evaluate import evaluate_flow
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.predict import predict_flow
     from flows.select import select_flow
@@ -46,7 +47,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     with open(tmp / "pool.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["smiles"]] + [[s] for s in smiles])
     store = str(tmp / "POOL.parquet")
-    ingest_flow("smiles", str(tmp / "pool.csv"), "POOL", store, workers=1)
+    ingest_flow(smiles_csv=str(tmp / "pool.csv"), name="POOL", out=store, cfg=IngestStageConfig(workers=1))
     tmd_matrix_flow(store, str(tmp / "tmd" / "matrix.npy"), str(tmp / "tmd" / "meta.json"), str(tmp / "cache"))
     sel_path = str(tmp / "sel.json")
     select_flow(store, sel_path, fraction=0.15, matrix=str(tmp / "tmd" / "matrix.npy"), cache_dir=str(tmp / "cache"))
@@ -138,16 +139,19 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     assert pq.read_table(tmp_path / "pred1" / "predictions.parquet").to_pylist() == w["table"]
     # the audit report leads with the estimate and says what cannot be measured
     from flows.audit import audit_flow
+    from tasks.config import AuditPaths, AuditStageConfig
     from flows.select import nodes_flow
     from helpers import ROOT
 
     t = tmp_path
     nodes_flow(w["store"], str(t / "none.parquet"))
-    audit_flow("POOL", w["store"], str(t / "tmd" / "meta.json"), str(t / "sel.json"), str(t / "none.parquet"),
-               str(t / "labels" / "label_requests.parquet"), str(t / "labels" / "manifest.json"),
-               str(t / "labels" / "labels.json"), str(t / "train.json"), str(t / "m.json"), str(t / "m.json"),
-               str(t / "p.png"), str(t / "audit"), params=str(ROOT / "params.yaml"), lock=str(t / "none.lock"),
-               log_mlflow=False, predictions=str(t / "pred" / "predictions.parquet"))
+    audit_flow(AuditPaths("POOL", w["store"], str(t / "tmd" / "meta.json"), str(t / "sel.json"),
+                          str(t / "none.parquet"), str(t / "labels" / "label_requests.parquet"),
+                          str(t / "labels" / "manifest.json"), str(t / "labels" / "labels.json"),
+                          str(t / "train.json"), str(t / "m.json"), str(t / "m.json"), str(t / "p.png"),
+                          str(t / "audit"), params=str(ROOT / "params.yaml"), lock=str(t / "none.lock"),
+                          predictions=str(t / "pred" / "predictions.parquet")),
+               AuditStageConfig(log_mlflow=False))
     report = (t / "audit" / "report.md").read_text()
     assert report.index("Pool estimate") < report.index("Predictions: the audit sample") < report.index("Verdict")
     assert "not measurable" in report
@@ -272,6 +276,7 @@ def test_node_stages_are_off_on_a_production_molecule_pool(tmp_path, monkeypatch
     nodes.parquet without rows that says why, train_nodes trains nothing, evaluate_nodes measures nothing and starts
     no MLflow run, and the audit report and `tmdsub summary` say it once, with no number."""
     from flows.audit import audit_flow
+    from tasks.config import AuditPaths, AuditStageConfig
     from flows.evaluate import evaluate_flow
     from flows.select import nodes_flow
     from flows.summary import metrics_lines
@@ -302,11 +307,12 @@ def test_node_stages_are_off_on_a_production_molecule_pool(tmp_path, monkeypatch
     assert "bound" not in saved and "test" not in saved and "mlflow" not in m
     assert (t / "bound_vs_gap_nodes.png").read_bytes().startswith(b"\x89PNG")
     assert not (t / "mlflow.db").exists()  # neither stage opened the tracking store
-    audit_flow("POOL", w["store"], str(t / "tmd" / "meta.json"), str(t / "sel.json"), str(t / "nodes.parquet"),
-               str(t / "labels" / "label_requests.parquet"), str(t / "labels" / "manifest.json"),
-               str(t / "labels" / "labels.json"), str(t / "train.json"), str(t / "m.json"),
-               str(t / "metrics_nodes.json"), str(t / "p.png"), str(t / "audit"), params=str(ROOT / "params.yaml"),
-               lock=str(t / "none.lock"), log_mlflow=False)
+    audit_flow(AuditPaths("POOL", w["store"], str(t / "tmd" / "meta.json"), str(t / "sel.json"),
+                          str(t / "nodes.parquet"), str(t / "labels" / "label_requests.parquet"),
+                          str(t / "labels" / "manifest.json"), str(t / "labels" / "labels.json"),
+                          str(t / "train.json"), str(t / "m.json"), str(t / "metrics_nodes.json"), str(t / "p.png"),
+                          str(t / "audit"), params=str(ROOT / "params.yaml"), lock=str(t / "none.lock")),
+               AuditStageConfig(log_mlflow=False))
     report = (t / "audit" / "report.md").read_text()
     assert report.count(line) == 1 and "mean ε_i" not in report and "nodes (all graphs)" not in report
     assert "Pool estimate" in report  # the main model's report is whole

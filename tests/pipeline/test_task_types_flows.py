@@ -65,8 +65,10 @@ def _label_file(path: Path, store: str, requests: str, columns: list[str], sourc
 @pytest.mark.parametrize("kind", ["regression", "multiclass", "multitask"])
 def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     from flows.audit import audit_flow
+    from tasks.config import AuditPaths
     from flows.evaluate import evaluate_flow
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
     from flows.tmd import tmd_matrix_flow
@@ -80,8 +82,8 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
         "graphs": "DS.parquet", "matrix": "tmd/matrix.npy", "meta": "tmd/meta.json", "selection": "selection.json",
         "labels": "labels", "model": "model.pt", "train": "train.json", "metrics": "metrics.json",
         "plot": "bound.png", "audit": "audit"}.items()}
-    summary = ingest_flow("smiles", str(source), "DS", d["graphs"], label_column=columns,
-                          split_column="split", keep_columns=["cliff_mol"] if kind == "regression" else None)
+    summary = ingest_flow(smiles_csv=str(source), name="DS", out=d["graphs"], cfg=IngestStageConfig(
+        label_column=columns, split_column="split", keep_column=["cliff_mol"] if kind == "regression" else None))
     task = read_task(d["graphs"])
     assert task.type == kind and summary["graphs"] == N
     if kind == "multiclass":
@@ -122,10 +124,10 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
 
     nodes_flow(d["graphs"], str(nodes), fraction=0.5)
     (tmp_path / "metrics_nodes.json").write_text(json.dumps({"nodes": None}))
-    res = audit_flow("DS", files["graphs"], files["tmd_meta"], files["selection"], str(nodes), files["requests"],
-                     files["manifest"], files["labels_meta"], files["train_info"], files["metrics"],
-                     str(tmp_path / "metrics_nodes.json"), files["plot"], d["audit"], params=str(ROOT / "params.yaml"),
-                     lock=str(tmp_path / "dvc.lock"))
+    res = audit_flow(AuditPaths("DS", files["graphs"], files["tmd_meta"], files["selection"], str(nodes),
+                                files["requests"], files["manifest"], files["labels_meta"], files["train_info"],
+                                files["metrics"], str(tmp_path / "metrics_nodes.json"), files["plot"], d["audit"],
+                                params=str(ROOT / "params.yaml"), lock=str(tmp_path / "dvc.lock")))
     report = Path(res["files"]["markdown"]).read_text()
     assert f"| task | {kind} |" in report and headline in report
 
@@ -138,12 +140,14 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
 def test_labels_are_checked_where_they_enter(kind, bad, message, tmp_path):
     """A label that does not fit the dataset's task is refused at import, with its line, and nothing is written."""
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
 
     source, columns = _dataset(tmp_path, kind)
     store = str(tmp_path / "DS.parquet")
-    ingest_flow("smiles", str(source), "DS", store, label_column=columns, split_column="split")
+    ingest_flow(smiles_csv=str(source), name="DS", out=store,
+                cfg=IngestStageConfig(label_column=columns, split_column="split"))
     select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.25)
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     requests = str(tmp_path / "labels" / "label_requests.parquet")
@@ -162,6 +166,7 @@ def test_labels_are_checked_where_they_enter(kind, bad, message, tmp_path):
 def test_binary_float_label_refused_at_import(tmp_path):
     """The issue's case: a float label for a binary task is refused by `labels import`, not first by `train`."""
     from flows.ingest import ingest_flow
+    from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
 
@@ -170,7 +175,7 @@ def test_binary_float_label_refused_at_import(tmp_path):
         r["label"] = str(int(float(r["y"]) > -1))
     src = _write_csv(tmp_path / "b.csv", rows, ["smiles", "label"])
     store = str(tmp_path / "B.parquet")
-    ingest_flow("smiles", str(src), "B", store, label_column=["label"])
+    ingest_flow(smiles_csv=str(src), name="B", out=store, cfg=IngestStageConfig(label_column=["label"]))
     select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.25)
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     requests = str(tmp_path / "labels" / "label_requests.parquet")

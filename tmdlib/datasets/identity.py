@@ -8,6 +8,7 @@ Every artifact made from a graph store (the TMD matrix's ``meta.json``, ``select
 * :func:`content_hash` -- sha256 over the lines ``"<graph id> <graph hash>\n"`` in store order;
 * :func:`store_content_hash` -- both, for a :class:`~tmdlib.graph.GraphDataset`;
 * :func:`check_same_store` -- an artifact's recorded hash (:data:`STORE_HASH_KEY`) against the store's.
+* :func:`duplicate_counts` -- the structures a molecule store holds more than once, by their keys.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ import numpy as np
 from ..errors import InputError
 from ..graph import GraphDataset
 
-__all__ = ["STORE_HASH_KEY", "graph_hashes", "content_hash", "store_content_hash", "check_same_store"]
+__all__ = ["STORE_HASH_KEY", "graph_hashes", "content_hash", "store_content_hash", "check_same_store",
+           "duplicate_counts"]
+
 
 #: The field under which an artifact (the TMD matrix's meta, a selection, a label manifest, ...) records the
 #: :func:`store_content_hash` of the graph store it was made from.
@@ -111,3 +114,16 @@ def check_same_store(path: str, recorded: dict, graphs: str, store_hash, what: s
                                f"{str(want)[:16]}..., {graphs} has {have[:16]}... (make it again from this store, or pass "
                                f"the store it was made from with --graphs)")
 
+def duplicate_counts(keys: Iterable) -> dict[str, int]:
+    """Structures stored more than once, given one key per graph (a canonical SMILES, or the SMILES as written).
+
+    Returns
+    -------
+    dict
+        ``structures``: the keys held by more than one graph; ``graphs``: the graphs beyond each such key's first
+        (``sum(count - 1)`` over them).
+    """
+    from collections import Counter
+
+    copies = [c for c in Counter(keys).values() if c > 1]
+    return {"structures": len(copies), "graphs": int(sum(copies) - len(copies))}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..errors import InputError
 from ..select.nodes import NODE_METHODS
 from ..select.registry import method_names
 
@@ -117,3 +118,66 @@ def plan_cells(profile: dict, dataset: str, done: Callable[[tuple], bool], **fie
                         specs.append({"dataset": dataset, "kind": kind, "method": method, "arch": arch,
                                       "trial": trial, "epochs": epochs, "fractions": todo, **fields})
     return specs
+
+
+def resolve_profile(profile: str, datasets: str | None = None, trials: int | None = None,
+                    epochs: int | None = None, kinds: str | None = None, archs: str | None = None,
+                    methods: str | None = None) -> dict:
+    """The profile's grid with command-line overrides applied, checked.
+
+    ``methods`` replaces the profile's method lists: graph methods (:data:`~tmdlib.experiment.grid.
+    ALL_GRAPH_METHODS`, condensation baselines included) go to graph subsampling, node methods to node
+    subsampling (``tmd`` and ``random`` to both); a kind left with no method runs nothing.
+
+    Parameters
+    ----------
+    profile : str
+        A key of :data:`PROFILES`.
+    datasets, kinds, archs, methods : str or None
+        Comma lists replacing the profile's (``--datasets`` ...).
+    trials, epochs : int or None
+        Trials per cell, training epochs of graph and node runs (>= 1).
+
+    Returns
+    -------
+    dict
+        The profile's entries (lists copied), overridden, with ``name``.
+
+    Raises
+    ------
+    InputError
+        An unknown profile or name, an empty list, or a count below 1 (naming the option).
+    """
+    from ..datasets import dataset_names
+
+    if profile not in PROFILES:
+        raise InputError(None, f"unknown profile {profile!r}: {', '.join(PROFILES)}")
+    p = {k: (list(v) if isinstance(v, list) else v) for k, v in PROFILES[profile].items()}
+
+    def _list(text: str, allowed, what: str) -> list[str]:
+        items = [s.strip() for s in text.split(",") if s.strip()]
+        bad = [s for s in items if s not in allowed]
+        if not items or bad:
+            raise InputError(None, f"--{what}: unknown {bad or text!r}; choose from {', '.join(allowed)}")
+        return list(dict.fromkeys(items))
+
+    if datasets:
+        p["datasets"] = _list(datasets, dataset_names(), "datasets")
+    if kinds:
+        p["kinds"] = _list(kinds, KINDS, "kinds")
+    if archs:
+        p["archs"] = _list(archs, ARCHS, "archs")
+    if methods:
+        chosen = _list(methods, tuple(dict.fromkeys(ALL_GRAPH_METHODS + NODE_METHODS)), "methods")
+        p["graph_methods"] = [m for m in chosen if m in ALL_GRAPH_METHODS]
+        p["node_methods"] = [m for m in chosen if m in NODE_METHODS]
+    if trials is not None:
+        if trials < 1:
+            raise InputError(None, f"--trials must be >= 1, got {trials}")
+        p["trials"] = int(trials)
+    if epochs is not None:
+        if epochs < 1:
+            raise InputError(None, f"--epochs must be >= 1, got {epochs}")
+        p["graph_epochs"] = p["node_epochs"] = int(epochs)
+    p["name"] = profile
+    return p

@@ -15,7 +15,7 @@ from tmdlib.datasets.molfiles import (POOL_SUFFIXES, molecule_file, sd_records, 
                                       source_kind, split_smiles_line)
 from tmdlib.errors import InputError
 
-from tasks.ingest import csv_columns, id_column_of
+from tmdlib.datasets.sources import csv_columns, id_column_of
 
 SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "OC(=O)c1ccccc1"]
 

@@ -84,7 +84,8 @@ def test_graph_hash_has_a_shape_header():
 
 def test_experiment_cache_names_follow_data_shapes_and_code(tmp_path, monkeypatch):
     import tmdlib.distance.fingerprint as fp
-    from tasks.experiment import dataset_key, matrix_paths
+    from tasks.experiment import matrix_paths
+    from tmdlib.experiment.matrices import dataset_key
     from tmdlib import GraphDataset
 
     a, b = _collision_pair()

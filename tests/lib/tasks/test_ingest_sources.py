@@ -19,21 +19,26 @@ def _params(tmp_path: Path, sources: dict) -> str:
     return str(path)
 
 
-def test_source_options_precedence(tmp_path):
-    from flows.ingest import source_options
+def _reading(name: str, params: str | None, **options):
+    """How ``tmdsub ingest --params PARAMS [options]`` reads dataset ``name``."""
+    from tasks.ingest_config import IngestStageConfig
 
+    return IngestStageConfig(params=params, **options).reading(name)
+
+
+def test_source_options_precedence(tmp_path):
     params = _params(tmp_path, {"KI": {"label_columns": "pKi", "split_column": None, "smiles_column": "SMILES",
                                        "keep_columns": ["cliff"], "task": "regression", "id_column": "Registry"}})
-    got = source_options("KI", params, task="auto")
-    assert got == {"smiles_column": "SMILES", "label_column": ["pKi"], "split_column": "", "keep_columns": ["cliff"],
-                   "task": "regression", "id_column": "Registry"}
+    got = _reading("KI", params, task="auto")
+    assert (got.smiles_column, got.label_columns, got.split_column, got.keep_columns, got.task, got.id_column) == (
+        "SMILES", ["pKi"], "", ["cliff"], "regression", "Registry")
     # the command line wins for columns; a dataset's own task wins over --task (base.task, every dataset's default)
-    got = source_options("KI", params, label_columns=["a,b", "c"], split_column="set", task="binary")
-    assert (got["label_column"], got["split_column"], got["task"]) == (["a", "b", "c"], "set", "regression")
-    assert source_options("OTHER", params, task="multitask") == {
-        "smiles_column": "smiles", "label_column": None, "split_column": None, "keep_columns": None,
-        "task": "multitask", "id_column": None}
-    assert source_options("OTHER", None)["task"] == "auto"
+    got = _reading("KI", params, label_column=["a,b", "c"], split_column="set", task="binary")
+    assert (got.label_columns, got.split_column, got.task) == (["a", "b", "c"], "set", "regression")
+    got = _reading("OTHER", params, task="multitask")
+    assert (got.smiles_column, got.label_columns, got.split_column, got.keep_columns, got.task, got.id_column) == (
+        "smiles", None, None, None, "multitask", None)
+    assert _reading("OTHER", None).task == "auto"
 
 
 @pytest.mark.parametrize("sources,problem", [
@@ -44,16 +49,14 @@ def test_source_options_precedence(tmp_path):
     ({"KI": {"task": "ranking"}}, "ingest.sources.KI.task must be auto or one of"),
 ])
 def test_bad_source_settings_name_the_file_and_key(tmp_path, sources, problem):
-    from flows.ingest import source_options
-
     params = _params(tmp_path, sources)
-    with pytest.raises(InputError) as err:
-        source_options("KI", params)
+    with pytest.raises(InputError) as err:  # when the config is built, before any file is read
+        _reading("KI", params)
     assert str(err.value).startswith(params) and problem in str(err.value)
 
 
 def test_default_csv_columns(tmp_path):
-    from tasks.ingest import csv_columns
+    from tmdlib.datasets.sources import csv_columns
 
     path = tmp_path / "m.csv"
     path.write_text("SMILES,Label,Split,cliff\nCCO,1,train,0\n")

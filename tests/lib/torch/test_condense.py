@@ -298,7 +298,7 @@ def test_run_cell_with_condensation_methods(mutag):
 
 
 def test_grid_methods_option_and_needed_matrices():
-    from flows.experiment import resolve_profile
+    from tmdlib.experiment.grid import resolve_profile
     from tmdlib import InputError
     from tmdlib.experiment import needed_matrices
 

@@ -1,0 +1,110 @@
+"""The experiment's typed config (issue 69, item 2): :class:`ExperimentPaths` (the reports folder, the raw data, the
+matrix cache) and :class:`ExperimentStageConfig` (the grid and how it runs), built once from ``tmdsub experiment``'s
+options and checked there.
+
+Apart from :mod:`tasks.config`: its check reads :mod:`tmdlib.experiment`'s grid, which no DVC stage runs (a stage
+runs every module its flow imports, ``tests/lib/house/test_lineage.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import cached_property
+from pathlib import Path
+
+from tmdlib import InputError
+
+#: The profile that runs the molecules benchmark (:mod:`flows.molecules`) instead of the paper's grid.
+MOLECULES = "molecules"
+
+
+def _known(cls, options: dict) -> dict:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in options.items() if k in names}
+
+
+@dataclass(frozen=True)
+class ExperimentPaths:
+    """The experiment's folders: ``out_dir`` (``results/``, ``<profile>/``), ``raw_root`` (the shipped raw
+    datasets) and the distance-matrix cache ``cache_dir`` (None: ``<out_dir>/cache``)."""
+
+    out_dir: str = "reports"
+    raw_root: str = "data/raw"
+    cache_dir: str | None = None
+
+    @property
+    def cache(self) -> str:
+        """The matrix cache: ``cache_dir``, else ``<out_dir>/cache``."""
+        return self.cache_dir or str(Path(self.out_dir) / "cache")
+
+    def results(self, profile: str) -> Path:
+        """The results files' folder of ``profile``: ``<out_dir>/results/<profile>``."""
+        return Path(self.out_dir) / "results" / profile
+
+    def check(self) -> None:
+        if not Path(self.raw_root).is_dir():
+            raise InputError(str(self.raw_root), "raw data folder not found")
+
+    @classmethod
+    def from_options(cls, options: dict) -> ExperimentPaths:
+        """The paths of ``tmdsub experiment``'s options (as text; an absent cache as None)."""
+        return cls(**{k: (str(v) if v not in (None, "") else None) for k, v in _known(cls, options).items()})
+
+
+@dataclass(frozen=True)
+class ExperimentStageConfig:
+    """The experiment's options, checked on construction: the ``profile`` (``quick``, ``full``, or ``molecules``:
+    the molecules benchmark, which checks its own options) with its overrides (``datasets``, ``trials``,
+    ``epochs``, ``kinds``, ``archs``, ``methods``: :func:`tmdlib.experiment.grid.resolve_profile`), the molecules
+    benchmark's (``models``, ``gin_datasets``, ``fractions``), how it runs (``workers``, ``torch_threads``,
+    ``device``, ``prepare_threads``: numba threads computing a TMD matrix, None: the cores this process may use),
+    and the reports (``report``; ``report_only``: train nothing, regenerate them from the results files)."""
+
+    profile: str = "quick"
+    datasets: str | None = None
+    trials: int | None = None
+    epochs: int | None = None
+    kinds: str | None = None
+    archs: str | None = None
+    methods: str | None = None
+    workers: str | None = None
+    torch_threads: int = 1
+    device: str = "cpu"
+    report: bool = True
+    report_only: bool = False
+    models: str | None = None
+    gin_datasets: int | None = None
+    fractions: str | None = None
+    prepare_threads: int | None = None
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        """The grid (not the molecules benchmark's: its flow checks them), the torch threads, the device."""
+        if self.profile != MOLECULES:  # the molecules benchmark resolves its own options
+            _ = self.grid
+        if self.torch_threads < 1:
+            raise InputError(None, f"--torch-threads must be >= 1, got {self.torch_threads}")
+        if self.profile != MOLECULES and self.device != "auto" and not (self.device == "cpu"
+                                                                         or self.device.startswith("cuda")):
+            raise InputError(None, "--device must be auto, cpu or cuda[:N]")
+
+    @cached_property
+    def grid(self) -> dict:
+        """The profile's grid with the overrides applied (:func:`tmdlib.experiment.grid.resolve_profile`)."""
+        from tmdlib.experiment.grid import resolve_profile
+
+        return resolve_profile(self.profile, self.datasets, self.trials, self.epochs, self.kinds, self.archs,
+                               self.methods)
+
+    @classmethod
+    def from_options(cls, options: dict) -> ExperimentStageConfig:
+        """The config of ``tmdsub experiment``'s options; the paths among them are left to
+        :class:`ExperimentPaths`."""
+        return cls(**_known(cls, options))
+
+    @classmethod
+    def from_params(cls, params: dict) -> ExperimentStageConfig:
+        """The config ``params.yaml`` states (its ``experiment:`` group, none today: the command's defaults)."""
+        return cls.from_options(params.get("experiment") or {})
+
