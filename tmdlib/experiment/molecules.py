@@ -80,6 +80,51 @@ def dataset_sizes() -> dict:
     return dict(sorted(ace.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def molecules_profile(datasets: str | None = None, trials: int | None = None, methods: str | None = None,
+                      models: str | None = None, fractions: str | None = None, gin_datasets: int | None = None) -> dict:
+    """:data:`PROFILE` with the command line's overrides, checked: ``datasets`` / ``methods`` / ``models`` comma
+    lists (a method or model must be registered; duplicates dropped, order kept; no datasets: every built-in set,
+    largest first), ``fractions`` a comma list in (0, 1] (sorted, distinct), ``trials`` >= 1; ``gin_sets`` the
+    first ``gin_datasets`` sets.
+
+    Raises
+    ------
+    tmdlib.errors.InputError
+        Naming the option at fault.
+    """
+    from ..errors import InputError
+    from ..models import model_names
+    from ..select import method_names
+
+    def _list(text, allowed, what):
+        items = [s.strip() for s in text.split(",") if s.strip()]
+        bad = [s for s in items if allowed is not None and s not in allowed]
+        if not items or bad:
+            raise InputError(None, f"--{what}: unknown {bad or text!r}; choose from {', '.join(allowed)}")
+        return list(dict.fromkeys(items))
+
+    p = {k: (list(v) if isinstance(v, list) else v) for k, v in PROFILE.items()}
+    sizes = dataset_sizes()
+    p["datasets"] = _list(datasets, None, "datasets") if datasets else list(sizes)
+    p["gin_sets"] = p["datasets"][:int(p["gin_datasets"] if gin_datasets is None else gin_datasets)]
+    if methods:
+        p["methods"] = _list(methods, method_names(), "methods")
+    if models:
+        p["models"] = _list(models, model_names(), "models")
+    if fractions:
+        try:
+            p["fractions"] = sorted({float(f) for f in fractions.split(",") if f.strip()})
+        except ValueError:
+            raise InputError(None, f"--fractions: {fractions!r} is not a comma list of numbers") from None
+        if not p["fractions"] or not all(0 < f <= 1 for f in p["fractions"]):
+            raise InputError(None, f"--fractions must lie in (0, 1], got {fractions!r}")
+    if trials is not None:
+        if trials < 1:
+            raise InputError(None, f"--trials must be >= 1, got {trials}")
+        p["trials"] = int(trials)
+    return p
+
+
 def row_key(row: dict) -> tuple:
     """Normalised :data:`KEY` tuple of a row."""
     w = row["weighted"]

@@ -30,13 +30,9 @@ STILL_OVER = {
     "flows/experiment.py:experiment_flow": 15,
     "flows/ingest.py:_ingest": 18,
     "flows/ingest.py:ingest_flow": 18,
-    "flows/molecules.py:molecules_flow": 14,
-    "flows/select.py:select_flow": 24,
     "tasks/ingest.py:read_source": 14,
     "tasks/ingest.py:write_smiles_store": 14,
     "tasks/labels.py:resolve_import": 12,
-    "tasks/select.py:learn_options": 12,
-    "tasks/select.py:round_options": 12,
 }
 
 
@@ -92,22 +88,29 @@ def _stages():
     from flows.evaluate import evaluate_command, evaluate_flow
     from flows.train import train_command, train_flow
     from tasks.config import EvaluatePaths, EvaluateStageConfig, TrainPaths, TrainStageConfig
+    from flows.cli import select as select_command
+    from flows.select import select_flow
+    from tasks.config import SelectPaths, SelectStageConfig
 
     return {"train": (train_command, train_flow, TrainStageConfig, TrainPaths),
-            "evaluate": (evaluate_command, evaluate_flow, EvaluateStageConfig, EvaluatePaths)}
+            "evaluate": (evaluate_command, evaluate_flow, EvaluateStageConfig, EvaluatePaths),
+            "select": (select_command, select_flow, SelectStageConfig, SelectPaths)}
 
 
 #: Config fields that are no command-line option (a direct call of the flow sets them).
-FLOW_ONLY = {"evaluate": {"confidence"}}
+FLOW_ONLY = {"evaluate": {"confidence"}, "select": {"threads"}}
+#: Command-line options that are no config field: the dataset's name (it defaults the paths) and the task runner the
+#: command starts the flow on (``--runner``, ``--workers``, ``--dask-address``: params.yaml's ``tmd:`` group).
+CLI_ONLY = {"select": {"dataset", "runner", "workers", "dask_address"}}
 
 
 def test_each_config_covers_its_command_line():
-    """Every option of ``tmdsub train`` / ``tmdsub evaluate`` is a field of the stage's config or of its paths, and
-    every field of them is an option (but :data:`FLOW_ONLY`)."""
+    """Every option of ``tmdsub train`` / ``evaluate`` / ``select`` is a field of the stage's config or of its paths
+    (but :data:`CLI_ONLY`), and every field of them is an option (but :data:`FLOW_ONLY`)."""
     from tasks.config import RENAMED
 
     for stage, (command, _flow, config, paths) in _stages().items():
-        options = {RENAMED.get(p, p) for p in inspect.signature(command).parameters}
+        options = {RENAMED.get(p, p) for p in inspect.signature(command).parameters} - CLI_ONLY.get(stage, set())
         cfg = {f.name for f in dataclasses.fields(config)}
         where = {f.name for f in dataclasses.fields(paths)}
         assert not cfg & where, f"{stage}: fields both option and path: {cfg & where}"
@@ -117,31 +120,40 @@ def test_each_config_covers_its_command_line():
 
 
 def test_the_flow_takes_the_config_and_its_paths():
-    for stage, (_command, flow, config, paths) in _stages().items():
+    from flows.molecules import molecules_flow
+    from tasks.config import MoleculesPaths, MoleculesStageConfig
+
+    for stage, (_command, flow, config, paths) in {**_stages(), "molecules": (
+            None, molecules_flow, MoleculesStageConfig, MoleculesPaths)}.items():
         params = list(inspect.signature(flow.fn).parameters)
         assert params == [f.name for f in dataclasses.fields(paths)] + ["cfg"], stage
         assert config.__name__ in str(inspect.signature(flow.fn).parameters["cfg"].annotation), stage
 
 
 def test_params_yaml_groups_are_config_fields_and_valid():
-    """params.yaml's ``train:`` and ``evaluate:`` keys name fields of the stage's config, and the configs it states
-    are built and checked (the defaults of dvc.yaml's commands where the file says nothing)."""
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    """params.yaml's ``train:``, ``evaluate:`` and ``select:`` keys name fields of the stage's config, and the configs
+    it states are built and checked (the defaults of dvc.yaml's commands where the file says nothing)."""
+    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-    for group, config in (("train", TrainStageConfig), ("evaluate", EvaluateStageConfig)):
+    for group, config in (("train", TrainStageConfig), ("evaluate", EvaluateStageConfig),
+                          ("select", SelectStageConfig)):
         names = {f.name for f in dataclasses.fields(config)}
         assert set(params[group]) <= names, f"params.yaml {group}: keys no config field holds: {set(params[group]) - names}"
     train = TrainStageConfig.from_params(params)
     assert (train.seed, train.weights, train.epochs) == (params["base"]["seed"], params["base"]["weights"],
                                                          params["train"]["epochs"])
     assert EvaluateStageConfig.from_params(params).sweep_epochs == params["evaluate"]["sweep_epochs"]
+    select = SelectStageConfig.from_params(params)
+    assert (select.seed, select.depth, select.method, select.restarts) == (
+        params["base"]["seed"], params["base"]["depth"], params["select"]["method"], params["select"]["restarts"])
+    assert select.count is None and select.fraction == params["select"]["fraction"]  # count 0: the fraction
 
 
 def test_a_bad_option_is_refused_when_the_config_is_built():
     import pytest
 
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
     from tmdlib import InputError
 
     for config, bad, match in ((TrainStageConfig, {"weighting": "x"}, "--weighting"),
@@ -151,18 +163,28 @@ def test_a_bad_option_is_refused_when_the_config_is_built():
                                (TrainStageConfig, {"lr": "fast"}, "--lr"),
                                (EvaluateStageConfig, {"fractions": "0.1,2"}, "--fractions"),
                                (EvaluateStageConfig, {"sweep_epochs": -1}, "--sweep-epochs"),
-                               (EvaluateStageConfig, {"sample": -3}, "--sample")):
+                               (EvaluateStageConfig, {"sample": -3}, "--sample"),
+                               (SelectStageConfig, {"fraction": None}, "--fraction or --count"),
+                               (SelectStageConfig, {"method": "nope"}, "--method"),
+                               (SelectStageConfig, {"next_strategy": "nope"}, "--next"),
+                               (SelectStageConfig, {"goal": "nope"}, "--goal"),
+                               (SelectStageConfig, {"engine": "nope"}, "--engine"),
+                               (SelectStageConfig, {"weights": "1,2,3,4,5,6"}, "--depth/--weights"),
+                               (SelectStageConfig, {"part_size": "1"}, "--part-size"),
+                               (SelectStageConfig, {"max_pairs": "lots"}, "--max-pairs")):
         with pytest.raises(InputError, match=match):
             config.from_options(bad)
 
 
 def test_dvc_yaml_commands_set_config_fields():
-    """Each ``--option`` dvc.yaml's train / evaluate commands pass is a field of the stage's config or paths."""
+    """Each ``--option`` dvc.yaml's train / evaluate / select commands pass is a field of the stage's config or paths
+    (or a command-line option of :data:`CLI_ONLY`; ``--next`` is ``next``: :data:`tasks.config.RENAMED`)."""
     import re
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for stage, (_command, _flow, config, paths) in _stages().items():
-        names = {f.name for f in dataclasses.fields(config)} | {f.name for f in dataclasses.fields(paths)}
-        for name in (stage, f"{stage}_nodes"):
+        names = ({f.name for f in dataclasses.fields(config)} | {f.name for f in dataclasses.fields(paths)}
+                 | CLI_ONLY.get(stage, set()))
+        for name in (n for n in (stage, f"{stage}_nodes") if n in stages):
             flags = {f[2:].replace("-", "_") for f in re.findall(r"--[a-z][a-z-]*", stages[name]["do"]["cmd"])}
             assert flags <= names, f"dvc.yaml {name}: options no config field holds: {flags - names}"
