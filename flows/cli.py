@@ -198,28 +198,6 @@ def tmd_matrix(
                f"blocks, {meta['pairs_computed']} pairs computed) -> {out_dir / 'matrix.npy'}")
 
 
-def _max_pairs(text: str) -> int | str:
-    """``--max-pairs``: ``auto`` or a whole number >= 0 (0: no budget)."""
-    from tmdlib.errors import InputError
-
-    text = str(text).strip().lower()
-    if text == "auto" or text.isdigit():
-        return text if text == "auto" else int(text)
-    raise InputError(None, f"--max-pairs must be auto, 0 (no budget) or a whole number of pairs; got {text!r}")
-
-
-def _part_size(text: str) -> int | str:
-    """``--part-size``: ``auto`` or a whole number >= 2."""
-    from tmdlib.errors import InputError
-
-    text = str(text).strip().lower()
-    if text == "auto":
-        return text
-    if text.isdigit() and int(text) >= 2:
-        return int(text)
-    raise InputError(None, f"--part-size must be auto or a whole number of graphs (at least 2); got {text!r}")
-
-
 @app.command()
 def select(
     dataset: str = typer.Argument(..., help="Dataset name."),
@@ -251,25 +229,13 @@ def select(
     audit: str = typer.Option("auto", "--audit", help="Unlabelled pools: the audit sample (the test set, never trained on): auto (5 %% of the pool, 50-200), a count, a fraction, or 0."),
 ) -> None:
     """Pick the graphs worth labelling (a TMD coreset, a baseline or a chemists' picker), with the exact certificate."""
-    from tmdlib.errors import InputError
+    options = dict(locals())  # the command's options, as typer filled them
     from flows.select import select_flow
     from flows.tmd import make_task_runner
+    from tasks.config import SelectPaths, SelectStageConfig
 
-    store, w = _store(dataset, graphs), _weights(depth, weights)
-    count = count or None  # 0: no count, the fraction is the budget
-    if count is not None:
-        fraction = None
-    if fraction is None and count is None:
-        raise InputError(None, "give --fraction or --count")
-    _choice("--method", method, ("auto",) + _select_methods())
-    from tmdlib.select.rounds import NEXT_STRATEGIES
-    _choice("--next", next_strategy, ("auto", *NEXT_STRATEGIES))
-    from tmdlib.select.hits import GOALS
-    _choice("--goal", goal, GOALS)
-    from tmdlib.select.hits import parse_target
-    target_spec = parse_target(target)  # checked against the pool's targets where the flow reads the ledger
-    _choice("--engine", engine, ("exact", "scalable", "auto"))
-    _choice("--backend", backend, ("fasterpam", "sklearn-extra", "sklearn-extra-alternate"))
+    store = _store(dataset, graphs)
+    cfg = SelectStageConfig.from_options(options)  # every option checked: budget, names, weights, target
     if dask_address:
         runner = "dask"
     _choice("--runner", runner, ("local", "threads", "dask"))
@@ -282,13 +248,10 @@ def select(
     mat = matrix or DATA / "tmd" / dataset / "matrix.npy"
     use_matrix = matrix is not None or (engine != "scalable" and mat.exists())
     target = out or DATA / "selection" / dataset / "selection.json"
+    paths = SelectPaths(str(store), str(target), str(mat) if use_matrix else None, str(labelled or _ledger(dataset)),
+                        str(cache_dir))
     flow = select_flow.with_options(task_runner=make_task_runner(runner, workers, dask_address))
-    sel = flow(str(store), str(target), method=method, fraction=fraction, count=count, seed=seed,
-               test_fraction=test_fraction, matrix=str(mat) if use_matrix else None, restarts=restarts,
-               backend=backend, labelled=str(labelled or _ledger(dataset)), engine=engine, depth=depth, weights=w,
-               cache_dir=str(cache_dir), part_size=_part_size(part_size), max_pairs=_max_pairs(max_pairs),
-               trust_matrix=trust_matrix, audit=audit, next_strategy=next_strategy, control=control,
-               goal=goal, target=target_spec)
+    sel = flow(**vars(paths), cfg=cfg)
     reused = f" ({sel['reused_labels']} already labelled)" if sel["reused_labels"] else ""
     typer.echo(f"{dataset}: {sel['k']} of {sel['n_train']} training graphs selected by {sel['method']} "
                f"({sel['engine']} engine){reused}; certificate: epsilon = {sel['epsilon']:.6g} (sum of "

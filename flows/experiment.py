@@ -133,9 +133,14 @@ def experiment_command(
             n, line = workers_line(workers, per_worker=torch_threads)
             typer.echo(line)
             runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
+            from tasks.config import MoleculesPaths, MoleculesStageConfig
+
+            options = {"datasets": datasets, "trials": trials, "methods": methods, "models": models,
+                       "fractions": fractions, "gin_datasets": gin_datasets, "device": device,
+                       "torch_threads": torch_threads, "report": report, "report_only": report_only}
             summary = molecules_flow.with_options(task_runner=runner)(
-                datasets, str(out_dir), str(raw_root), str(cache_dir) if cache_dir else None, trials, methods, models,
-                fractions, gin_datasets, device, torch_threads, None, report, report_only)
+                **vars(MoleculesPaths.from_options({"out_dir": out_dir, "raw_root": raw_root, "cache_dir": cache_dir})),
+                cfg=MoleculesStageConfig.from_options(options))
         except InputError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2)

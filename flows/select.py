@@ -10,12 +10,13 @@ from prefect.utilities.annotations import quote
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.labels import read_ledger
-from tasks.select import (learn_options, nodes_off_table, resolve_plan, select_task, subsample_nodes_task,
-                          write_json, write_parquet)
+from tasks.config import SelectStageConfig
+from tasks.select import learn_options, nodes_off_table, select_task, subsample_nodes_task, write_json, write_parquet
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.plan import check_engine
 from tmdlib.select.audit import audit_members, audit_size
 from tmdlib.select.nodes.policy import NODE_OFF, node_method, off_line
+from tmdlib.select.round_policy import method_plan
 from tmdlib.select.rounds import check_control
 
 
@@ -24,23 +25,20 @@ PER_GRAPH_KEYS = ("assignment", "distance", "train_ids", "test_ids")
 
 
 @flow(name="select")
-def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | None = 0.1, count: int | None = None,
-                seed: int = 0, test_fraction: float = 0.2, matrix: str | None = None, restarts: int = 5,
-                backend: str = "fasterpam", labelled: str | None = None, engine: str = "auto", depth: int = 4,
-                weights="pascal", cache_dir: str | None = None, part_size: int | str = "auto",
-                max_pairs: float | str | None = "auto", threads: int | None = None, trust_matrix: bool = False,
-                audit="auto", next_strategy: str = "auto", control: float = 0.0, goal: str = "model",
-                target=None) -> dict:
+def select_flow(graphs: str, out: str, matrix: str | None = None, labelled: str | None = None,
+                cache_dir: str | None = None, cfg: SelectStageConfig | None = None) -> dict:
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
-    :func:`tmdlib.select_graphs` on the training graphs; writes ``selection.json`` (the selection, its certificate,
-    the split, the store's content hash) and returns it without :data:`PER_GRAPH_KEYS`, with the labels reused.
+    :func:`tmdlib.select_graphs` on the training graphs; writes ``selection.json`` (``out``: the selection, its
+    certificate, the split, the store's content hash) and returns it without :data:`PER_GRAPH_KEYS`, with the labels
+    reused.  ``cfg`` (:class:`tasks.config.SelectStageConfig`, checked when built; None: the defaults) holds the
+    options.
 
-    A matrix that is not the one its ``meta.json`` describes (digest), or was made for another store, depth or
-    weights, is refused, as is one without ``meta.json`` unless ``trust_matrix``; graphs already in the label
+    A ``matrix`` that is not the one its ``meta.json`` describes (digest), or was made for another store, depth or
+    weights, is refused, as is one without ``meta.json`` unless ``cfg.trust_matrix``; graphs already in the label
     ledger ``labelled`` are reused first (only their ids are read).  The scalable engine's
     parts run on this flow's task runner, finished parts and exact pairs cached under ``cache_dir``.
 
-    A pool without labels (production) has no 80/20 split: its test set is the audit sample (``audit`` members,
+    A pool without labels (production) has no 80/20 split: its test set is the audit sample (``cfg.audit`` members,
     :func:`tmdlib.select.audit.audit_members`, the same every round); the selection runs on the rest of the pool.
 
     ``method="auto"`` is the measured default of the mode (:func:`tmdlib.select.rounds.default_method`): the pool
@@ -52,6 +50,8 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
     label, ``positive`` of a binary pool: :func:`tasks.select.learn_options`); the audit sample is never a candidate;
     ``target``: ``select.target`` (:func:`tmdlib.select.hits.parse_target`).
     """
+    c = cfg if cfg is not None else SelectStageConfig()
+    seed, depth, weights, audit = c.seed, c.depth, c.weights, c.audit
     source = open_store(graphs)
     store = source.stored()  # ids and sizes; the graphs are read a chunk at a time
     production = not source.labelled
@@ -61,39 +61,39 @@ def select_flow(graphs: str, out: str, method: str = "tmd", fraction: float | No
         print(f"unlabelled pool (production): {len(test):,} graphs drawn as the audit sample (labels.audit = "
               f"{audit}), never trained on; the selection runs on the other {len(train):,}", flush=True)
     else:
-        train, test = source.split(source.segments(len(store)), test_fraction, seed)
+        train, test = source.split(source.segments(len(store)), c.test_fraction, seed)
     hashes = part_hashes(store, status_line)  # one pass over the store, every graph checked (ASCII hex, S64)
     store_hash = content_hash(store.graph_ids, (h.decode() for h in hashes))
     matrix = matrix_path(matrix)  # None when the tmd stage chose the scalable engine (meta.json only)
-    check_engine(engine, bool(matrix))
+    check_engine(c.engine, bool(matrix))
     if matrix:
-        check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=trust_matrix)
+        check_matrix_meta(matrix, graphs, store_hash, depth, weights, trust=c.trust_matrix)
     mat = load_matrix(matrix, len(store))[np.ix_(train, train)] if matrix else None
     ledger = read_ledger(labelled, store.graph_ids, source.task)
     have = ledger.column("graph_id").to_numpy()
     pool = store.subset(train)
     # the library decides method (auto), budget, engine, part size and pair budget once; say what, before the search
-    method, plan = resolve_plan(pool, method, production, k=count, fraction=fraction, engine=engine,
-                                has_matrix=bool(matrix), part_size=part_size, max_pairs=max_pairs)
-    check_control(method, control)
+    method, plan = method_plan(pool, c.method, production, k=c.count, fraction=c.fraction, engine=c.engine,
+                               has_matrix=bool(matrix), part_size=c.part_size, max_pairs=c.max_pairs)
+    check_control(method, c.control)
     for line in plan.lines:
         print(line, flush=True)
     if not plan.scalable:  # the scalable engine reads the pool part by part; everything else holds it
         pool = pool.load()
     scratch = str(Path(cache_dir) / "scratch") if cache_dir else None
     # the training pool's hashes key the caches: read when the parts are looked up, on disk until then
-    mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, threads,
+    mapper = part_mapper(cache_dir, pool, depth, weights, seed, plan.part_size, c.threads,
                          hashes=on_disk(hashes, scratch, train) if cache_dir else None)
     del hashes
-    learn = learn_options(method, graphs, train, store.graph_ids[train], ledger, next_strategy, seed,
-                          plan.engine == "exact", control, goal, source.task, target)
+    learn = learn_options(c, method, graphs, train, store.graph_ids[train], ledger, plan.engine == "exact",
+                          source.task)
     sel = select_task(pool, method, plan=plan, seed=seed, depth=depth, **learn,
                       weights=weights, matrix=mat, smiles=source.smiles_for(train, method),
-                      labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=threads,
-                      restarts=restarts, backend=backend, scratch_dir=scratch, progress=status_line)
+                      labelled=np.isin(pool.graph_ids, have), map_parts=mapper, num_threads=c.threads,
+                      restarts=c.restarts, backend=c.backend, scratch_dir=scratch, progress=status_line)
     del mapper, pool  # the parts' caches and the pool's reader: done with
     doc = sel.to_json(arrays=True)  # the per-graph lists stay arrays: write_json streams them (~1 GB less at 10⁷)
-    doc.update({STORE_HASH_KEY: store_hash, "fraction": fraction, "count": count, "test_fraction": test_fraction,
+    doc.update({STORE_HASH_KEY: store_hash, "fraction": c.fraction, "count": c.count, "test_fraction": c.test_fraction,
                 "train_ids": store.graph_ids[train], "test_ids": store.graph_ids[test]})
     if production:  # benchmark selections keep their bytes
         doc.update({"mode": "production", "test_fraction": None, "audit": str(audit),

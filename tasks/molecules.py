@@ -25,14 +25,13 @@ from . import io
 
 def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
     """A molecule regression set: a built-in MoleculeACE set (``ACE-*``), or a user's store
-    ``<graphs_dir>/<name>.parquet`` made from a CSV with SMILES and a regression label (its ``split`` column if it has
-    one, else a seeded 80/20 split; its ``cliff_mol`` column if it has one).
+    ``<graphs_dir>/<name>.parquet`` made from a CSV with SMILES and a regression label, read and made the benchmark's
+    pool and test split (:func:`tmdlib.experiment.molecules.molecule_set`).
 
     Returns ``{"ds", "smiles", "y", "train", "test", "cliff"}`` (``cliff`` aligned with ``test``).
     """
-    from tmdlib.datasets import DATASETS, load_builtin, read_graph_parquet, to_dataset
-    from tmdlib.datasets.task import table_task
-    from tmdlib.select.split import split_with_column
+    from tmdlib.datasets import DATASETS, load_builtin, read_graph_parquet
+    from tmdlib.experiment.molecules import molecule_set
 
     if name in DATASETS:
         table, where = load_builtin(name, raw_root), f"built-in set {name}"
@@ -41,21 +40,7 @@ def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
         if not path.is_file():
             raise InputError(str(path), f"{name!r} is neither a built-in set nor an ingested store")
         table, where = read_graph_parquet(path), str(path)
-    task = table_task(table)
-    # task type: the molecules benchmark measures RMSE (and activity-cliff RMSE) on one regression target
-    if not task.is_regression or task.num_targets != 1:
-        raise InputError(where, f"the molecules benchmark needs one regression target; this set is {task.describe()}")
-    if "smiles" not in table.column_names:
-        raise InputError(where, "the molecules benchmark needs SMILES (the chemists' pickers and the forest read them)")
-    ds = to_dataset(table)
-    split = table.column("split").to_pylist() if "split" in table.column_names else [None] * len(ds)
-    train, test = split_with_column(split, [len(ds)], 0.2, 0)
-    y = np.asarray(ds.y, dtype=np.float64).reshape(len(ds))
-    train, test = train[~np.isnan(y[train])], test[~np.isnan(y[test])]
-    cliff_col = table.column("cliff_mol").to_numpy(zero_copy_only=False) if "cliff_mol" in table.column_names \
-        else np.zeros(len(ds))
-    return {"ds": ds, "smiles": table.column("smiles").to_pylist(), "y": y, "train": train, "test": test,
-            "cliff": np.nan_to_num(np.asarray(cliff_col, dtype=np.float64))[test] == 1}
+    return molecule_set(table, where)
 
 
 def _paths(cache_dir: str, name: str) -> dict:

@@ -6,6 +6,7 @@ import pyarrow as pa
 from prefect import task
 
 from tmdlib import GraphDataset
+from tmdlib.select.round_policy import RoundAsk, label_columns, reads_labels, round_ask, steer_round
 
 from . import io
 
@@ -18,109 +19,42 @@ def select_task(pool: GraphDataset, method: str, **kwargs):
     return select_graphs(pool, method, **kwargs)
 
 
-def resolve_plan(pool, method: str, production: bool, **plan_options):
-    """``(method, plan)``: ``auto`` resolved (:func:`tmdlib.select.rounds.default_method`) once the engine is known —
-    a pool the scalable engine takes keeps the paper's coreset — and the plan of the method that runs
-    (:func:`tmdlib.select.plan.plan_selection` with ``plan_options``)."""
-    from tmdlib.select.plan import plan_selection
-    from tmdlib.select.rounds import default_method
-
-    plan = plan_selection(pool, "tmd" if method == "auto" else method, **plan_options)
-    chosen = default_method(method, production, plan.engine == "scalable")
-    return chosen, (plan if chosen == plan.method else plan_selection(pool, chosen, **plan_options))
-
-
-def learn_options(method: str, graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str,
-                  seed: int, exact: bool, control: float = 0.0, goal: str = "model", task=None,
-                  target=None) -> dict:
-    """The options a label-reading method gets (none for a label-free one): ``control`` and :func:`round_options`.
-    ``goal`` (``select.goal``) and ``target`` (``select.target``: a multi-target pool's one target or a stated
-    desirability) are checked against the pool's ``task`` or, for a pool stored without labels, the ledger's label
-    columns (:func:`tmdlib.select.hits.check_goal`, :func:`tmdlib.select.hits.check_target`); a goal needs
-    ``tmd-rounds``; ``model`` is the rounds as before."""
-    from tmdlib.errors import InputError
-    from tmdlib.select import get_method
-    from tmdlib.select.hits import check_goal, check_target
-
-    if task is not None and getattr(task, "decided", True):
-        goal = check_goal(goal, classification=bool(task.is_classification), targets=int(task.num_targets),
-                          target=target)
-        target = check_target(target, task.targets)
-    elif ledger.num_rows:  # a pool stored without labels: the ledger's columns and answers say
-        cols = [c for c in ledger.column_names if c != "graph_id"]
-        y = ledger.column(cols[0]).to_numpy(zero_copy_only=False) if len(cols) == 1 else np.zeros(0)
-        goal = check_goal(goal, classification=bool(len(cols) == 1 and np.isin(y, (0.0, 1.0)).all()),
-                          targets=len(cols), target=target)
-        target = check_target(target, cols) if len(cols) > 1 else None
-    else:
-        goal = check_goal(goal, classification=False) if goal != "positive" else goal
-        target = None  # nothing measured yet: round one is label-free
-    if goal not in (None, "", "model") and method != "tmd-rounds":
-        raise InputError(None, f"select.goal: {goal} needs select.method tmd-rounds (auto in production), "
-                               f"not {method!r}")
-    if get_method(method).label_free:
+def learn_options(cfg, method: str, graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, exact: bool,
+                  task=None) -> dict:
+    """The options a label-reading method gets (none for a label-free one): ``cfg.control``
+    (:class:`tasks.config.SelectStageConfig`) and :func:`round_options`.  ``cfg.goal`` and ``cfg.target`` are checked
+    against the pool's ``task`` or, for a pool stored without labels, the ledger's label columns
+    (:func:`tmdlib.select.round_policy.round_ask`); a goal needs ``tmd-rounds``; ``model`` is the rounds as before."""
+    cols = [c for c in ledger.column_names if c != "graph_id"] if ledger.num_rows else []
+    answers = ledger.column(cols[0]).to_numpy(zero_copy_only=False) if len(cols) == 1 else None
+    ask = round_ask(method, cfg.goal, cfg.target, cfg.next, task=task, columns=cols, answers=answers, seed=cfg.seed,
+                    exact=exact)
+    if ask is None:
         return {}
-    classes = task is not None and task.is_classification and getattr(task, "source", "") != "unlabelled"
-    return {"control": control, **round_options(graphs, train, train_ids, ledger, next_strategy, "auto", seed, exact,
-                                                goal=goal, classes=classes, target=target)}
+    return {"control": cfg.control, **round_options(graphs, train, train_ids, ledger, ask)}
 
 
 @task(name="round-options", persist_result=False)
-def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, next_strategy: str = "auto",
-                  difficulty: str = "auto", seed: int = 0, exact: bool = True, goal: str = "model",
-                  acquisition: str = "auto", classes: bool = False, target=None) -> dict:
-    """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store):
-    its later-round ``strategy`` and a ``difficulty`` per member (``difficulty``: a name of
-    :data:`tmdlib.select.rounds.DIFFICULTIES` or ``auto``, :func:`tmdlib.select.rounds.estimate_difficulty`; on ECFP4
-    counts, from the ledger's labels of the pool members already labelled: the audit sample is not in the pool).
-
-    A pool without SMILES, a multi-target ledger, fewer than 2 labelled members or a pool on the scalable engine
-    (``exact`` False) gives no difficulty (the method then grows the coreset, saying so in the selection's info).
-
-    ``goal`` ``maximize`` / ``minimize`` / ``positive`` (``select.goal``): the later round hunts hits instead
-    (:mod:`tmdlib.select.hits`): an acquisition score per member (``acquisition``, default
-    :data:`tmdlib.select.hits.DEFAULT_ACQUISITION`) over a surrogate trained on the same labels (the registered
-    ``svm``'s predictions with a forest's spread; the forest's probability for ``positive``;
-    :func:`tmdlib.select.hits.hit_scores`).  On a multi-target ledger ``target`` (checked by :func:`learn_options`)
-    names the target the goal is about, or states a desirability ``{target: weight}``.
-    The ``first`` round's picker (and so the space every round picks in) is the measured default for the goal and
-    the labels' kind (:func:`tmdlib.select.rounds.default_first`; :data:`tmdlib.select.hits.HIT_FIRST` under a
-    hit-hunting goal): ``classes`` (a task known to be classes before any answer), or 0/1 answers."""
-    from tmdlib.select.hits import HIT_FIRST, hunting
-    from tmdlib.select.rounds import DEFAULT_NEXT, default_first, difficulty_name, estimate_difficulty
-
+def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, ask: RoundAsk) -> dict:
+    """Options of a label-reading method (``tmd-rounds``) for the training pool ``train`` (positions in the store,
+    ``train_ids`` their graph ids): the ledger's labels of the pool members already labelled (the audit sample is
+    not in the pool) and the pool's SMILES, read when the round steers by them
+    (:func:`tmdlib.select.round_policy.reads_labels`), passed to :func:`tmdlib.select.round_policy.steer_round`
+    (the strategy, the first round's picker, a difficulty or hit score per member)."""
     from .graphs import store_smiles
 
-    strategy = DEFAULT_NEXT if next_strategy in (None, "", "auto") else str(next_strategy)
-    cols = ["label"] if "label" in ledger.column_names else (
-        [c for c in ledger.column_names if c != "graph_id"] if hunting(goal) and target is not None else [])
+    cols = label_columns(ledger.column_names, ask.goal, ask.target)
     ids = ledger.column("graph_id").to_numpy()
-    where = np.isin(train_ids, ids)
-    first = HIT_FIRST if hunting(goal) else default_first(classes)
-    base = {"strategy": strategy, "first": first, **({"goal": goal} if goal not in (None, "", "model") else {})}
-    if not cols or where.sum() < 2 or not exact:  # (the scalable engine: no matrix, the coreset grows)
-        return base
+    lab = np.flatnonzero(np.isin(train_ids, ids))
+    if not reads_labels(ask, cols, len(lab)):  # (the scalable engine: no matrix, the coreset grows)
+        return steer_round(ask)
     smiles = store_smiles(graphs, train)
     if smiles is None:
-        return base
-    from tmdlib.chem.fingerprints import ecfp4_counts
-
+        return steer_round(ask)
     row_of = {int(g): r for r, g in enumerate(ids.tolist())}
-    X = ecfp4_counts(smiles)
-    lab = np.flatnonzero(where)
     rows = [row_of[int(g)] for g in train_ids[lab]]
     Y = np.column_stack([ledger.column(c).to_numpy(zero_copy_only=False).astype(np.float64)[rows] for c in cols])
-    y = Y[:, 0]
-    how = difficulty_name(difficulty)
-    classes = classes or bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 answers: a binary task (the forest's spread)
-    if goal not in (None, "", "model"):
-        from tmdlib.select.hits import hit_scores
-
-        return {"strategy": strategy, "goal": goal, "first": first, **({"target": target} if target else {}),
-                **hit_scores(X[lab], Y if len(cols) > 1 else y, X, goal, acquisition, seed=seed, names=cols,
-                             target=target)}
-    u = estimate_difficulty(how, X[lab], y, X, classes=classes, seed=seed)
-    return {"strategy": strategy, "first": default_first(classes), "difficulty": u, "difficulty_from": how}
+    return steer_round(ask, smiles, lab, Y, cols)
 
 
 @task(name="subsample-nodes", persist_result=False)

@@ -30,6 +30,7 @@ def mutag_run(tmp_path_factory):
     from flows.evaluate import evaluate_flow
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import nodes_flow, select_flow
+    from tasks.config import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
     from tmdlib.datasets import read_tu, write_graph_parquet
@@ -50,7 +51,7 @@ def mutag_run(tmp_path_factory):
         for k, v in env.items():
             mp.setenv(k, v)
         tmd_matrix_flow(p["graphs"], p["matrix"], p["tmd_meta"], str(d / "cache"))
-        select_flow(p["graphs"], p["selection"], fraction=0.2, matrix=p["matrix"], restarts=1)
+        select_flow(p["graphs"], p["selection"], matrix=p["matrix"], cfg=SelectStageConfig(fraction=0.2, restarts=1))
         nodes_flow(p["graphs"], p["nodes"], fraction=0.5)
         label_requests_flow(p["graphs"], p["selection"], p["labels_dir"])
         labels_import_flow(p["graphs"], p["requests"], "benchmark-standin", p["labels_dir"])

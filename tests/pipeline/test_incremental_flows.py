@@ -31,6 +31,7 @@ def grown(tmp_path_factory, mutag_table):
     from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_commit_flow, labels_import_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
     ws = tmp_path_factory.mktemp("grow")
@@ -44,8 +45,8 @@ def grown(tmp_path_factory, mutag_table):
         out = ws / tag
         ingest_flow(tu_dir=str(base), name="M", out=str(store), append_dir=str(append_dir))
         t = tmd(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
-        sel = select_flow(str(store), str(out / "selection.json"), fraction=0.1, matrix=str(out / "matrix.npy"),
-                          labelled=str(ledger))
+        sel = select_flow(str(store), str(out / "selection.json"), matrix=str(out / "matrix.npy"),
+                          labelled=str(ledger), cfg=SelectStageConfig(fraction=0.1))
         sel = {**json.loads((out / "selection.json").read_text()), **sel}  # the split's lists are in the file
         man = label_requests_flow(str(store), str(out / "selection.json"), str(out), str(ledger))
         labels_import_flow(str(store), str(out / "label_requests.parquet"), "benchmark-standin", str(out), str(ledger))
@@ -119,12 +120,13 @@ def test_a_rerun_with_every_medoid_labelled_requests_and_imports_nothing(grown):
     writes the ledger's labels of the medoids, and committing them leaves the ledger as it was."""
     from flows.labels import label_requests_flow, labels_commit_flow, labels_import_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     ws, store, ledger = grown["ws"], grown["store"], grown["ledger"]
     out = ws / "run3"
     before = ledger.read_text()
-    sel = select_flow(str(store), str(out / "selection.json"), fraction=0.1, matrix=str(ws / "run2" / "matrix.npy"),
-                      labelled=str(ledger))
+    sel = select_flow(str(store), str(out / "selection.json"), matrix=str(ws / "run2" / "matrix.npy"),
+                      labelled=str(ledger), cfg=SelectStageConfig(fraction=0.1))
     man = label_requests_flow(str(store), str(out / "selection.json"), str(out), str(ledger))
     assert sel["reused_labels"] == sel["k"] and man["reused"] == sel["k"]
     res = labels_import_flow(str(store), str(out / "label_requests.parquet"), "benchmark-standin", str(out),

@@ -33,6 +33,7 @@ def pool(tmp_path):
     from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     with open(tmp_path / "pool.csv", "w", newline="") as fh:
         w = csv.writer(fh)
@@ -41,7 +42,7 @@ def pool(tmp_path):
     store = str(tmp_path / "POOL.parquet")
     summary = ingest_flow(smiles_csv=str(tmp_path / "pool.csv"), name="POOL", out=store,
                           cfg=IngestStageConfig(workers=1))
-    select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.3)
+    select_flow(store, str(tmp_path / "sel.json"), cfg=SelectStageConfig(method="random", fraction=0.3))
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     req = pq.read_table(tmp_path / "labels" / "label_requests.parquet").to_pylist()
     return {"tmp": tmp_path, "store": store, "summary": summary, "req": req,

@@ -24,6 +24,7 @@ def pool(tmp_path_factory):
     from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     tmp = tmp_path_factory.mktemp("sheets")
     with open(tmp / "pool.csv", "w", newline="") as fh:
@@ -32,7 +33,7 @@ def pool(tmp_path_factory):
         w.writerows([r["smiles"]] for r in ROWS)
     store = str(tmp / "POOL.parquet")
     ingest_flow(smiles_csv=str(tmp / "pool.csv"), name="POOL", out=store, cfg=IngestStageConfig(workers=1))
-    select_flow(store, str(tmp / "sel.json"), method="random", fraction=0.3)
+    select_flow(store, str(tmp / "sel.json"), cfg=SelectStageConfig(method="random", fraction=0.3))
     label_requests_flow(store, str(tmp / "sel.json"), str(tmp / "labels"))
     return {"tmp": tmp, "store": store, "requests": str(tmp / "labels" / "label_requests.parquet")}
 
@@ -112,6 +113,7 @@ def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
     from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
     from tasks.predict import compound_ids
 
     with open(tmp_path / "pool.csv", "w", newline="") as fh:
@@ -121,7 +123,7 @@ def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
     store = str(tmp_path / "POOL.parquet")
     ingest_flow(smiles_csv=str(tmp_path / "pool.csv"), name="POOL", out=store, cfg=IngestStageConfig(workers=1))
     assert compound_ids(store)[:2] == ["REG-1000", "REG-1001"]
-    select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.3)
+    select_flow(store, str(tmp_path / "sel.json"), cfg=SelectStageConfig(method="random", fraction=0.3))
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     req = pq.read_table(tmp_path / "labels" / "label_requests.parquet").to_pylist()
     assert all(r["compound_id"] == f"REG-{1000 + r['graph_id']}" for r in req)

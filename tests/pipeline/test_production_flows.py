@@ -40,6 +40,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.predict import predict_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
     from tasks.config import EvaluateStageConfig, TrainStageConfig
@@ -50,7 +51,8 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     ingest_flow(smiles_csv=str(tmp / "pool.csv"), name="POOL", out=store, cfg=IngestStageConfig(workers=1))
     tmd_matrix_flow(store, str(tmp / "tmd" / "matrix.npy"), str(tmp / "tmd" / "meta.json"), str(tmp / "cache"))
     sel_path = str(tmp / "sel.json")
-    select_flow(store, sel_path, fraction=0.15, matrix=str(tmp / "tmd" / "matrix.npy"), cache_dir=str(tmp / "cache"))
+    select_flow(store, sel_path, matrix=str(tmp / "tmd" / "matrix.npy"), cache_dir=str(tmp / "cache"),
+                cfg=SelectStageConfig(fraction=0.15))
     label_requests_flow(store, sel_path, str(tmp / "labels"), labelled=str(tmp / "ledger.csv"))
     req = pq.read_table(tmp / "labels" / "label_requests.parquet").to_pylist()
     of = dict(zip(smiles, hidden))
@@ -75,6 +77,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
 def test_regression_pool_without_labels(tmp_path, monkeypatch):
     from flows.labels import label_requests_flow, labels_commit_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
     from tasks.graphs import read_task
 
     smiles, hidden = _regression_rows()
@@ -166,8 +169,9 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     assert "requested graphs without an answer yet" in report
         # round 2: the ledger holds round 1; a larger budget asks only for new molecules, never the audit again
     labels_commit_flow(w["store"], str(tmp_path / "labels" / "labels.csv"), str(tmp_path / "ledger.csv"))
-    select_flow(w["store"], str(tmp_path / "sel.json"), fraction=0.3, matrix=str(tmp_path / "tmd" / "matrix.npy"),
-                labelled=str(tmp_path / "ledger.csv"), cache_dir=str(tmp_path / "cache"))
+    select_flow(w["store"], str(tmp_path / "sel.json"), matrix=str(tmp_path / "tmd" / "matrix.npy"),
+                labelled=str(tmp_path / "ledger.csv"), cache_dir=str(tmp_path / "cache"),
+                cfg=SelectStageConfig(fraction=0.3))
     label_requests_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "labels2"),
                         labelled=str(tmp_path / "ledger.csv"))
     again = pq.read_table(tmp_path / "labels2" / "label_requests.parquet").to_pylist()

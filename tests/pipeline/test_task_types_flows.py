@@ -71,6 +71,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
     from tasks.graphs import read_task
@@ -89,7 +90,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     if kind == "multiclass":
         assert task.classes == (0.0, 5.0, 10.0)
     tmd_matrix_flow(d["graphs"], d["matrix"], d["meta"], str(tmp_path / "cache"))
-    sel = select_flow(d["graphs"], d["selection"], fraction=0.25, matrix=d["matrix"], restarts=1)
+    sel = select_flow(d["graphs"], d["selection"], matrix=d["matrix"], cfg=SelectStageConfig(fraction=0.25, restarts=1))
     split = [r["split"] for r in _rows()]
     written = json.loads(Path(d["selection"]).read_text())
     assert written["test_ids"] == [i for i, s in enumerate(split) if s == "test"]  # the dataset's own split
@@ -143,12 +144,13 @@ def test_labels_are_checked_where_they_enter(kind, bad, message, tmp_path):
     from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     source, columns = _dataset(tmp_path, kind)
     store = str(tmp_path / "DS.parquet")
     ingest_flow(smiles_csv=str(source), name="DS", out=store,
                 cfg=IngestStageConfig(label_column=columns, split_column="split"))
-    select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.25)
+    select_flow(store, str(tmp_path / "sel.json"), cfg=SelectStageConfig(method="random", fraction=0.25))
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     requests = str(tmp_path / "labels" / "label_requests.parquet")
     answer = _label_file(tmp_path / "answer.csv", store, requests, columns, source)
@@ -169,6 +171,7 @@ def test_binary_float_label_refused_at_import(tmp_path):
     from tasks.ingest_config import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     rows = _rows()
     for r in rows:
@@ -176,7 +179,7 @@ def test_binary_float_label_refused_at_import(tmp_path):
     src = _write_csv(tmp_path / "b.csv", rows, ["smiles", "label"])
     store = str(tmp_path / "B.parquet")
     ingest_flow(smiles_csv=str(src), name="B", out=store, cfg=IngestStageConfig(label_column=["label"]))
-    select_flow(store, str(tmp_path / "sel.json"), method="random", fraction=0.25)
+    select_flow(store, str(tmp_path / "sel.json"), cfg=SelectStageConfig(method="random", fraction=0.25))
     label_requests_flow(store, str(tmp_path / "sel.json"), str(tmp_path / "labels"))
     requests = str(tmp_path / "labels" / "label_requests.parquet")
     import pyarrow.parquet as pq

@@ -80,6 +80,97 @@ def dataset_sizes() -> dict:
     return dict(sorted(ace.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def molecule_set(table, where: str = "the set") -> dict:
+    """A molecule regression set's graph-store ``table`` made the benchmark's pool and test set: its ``split`` column
+    if it has one, else a seeded 80/20 split (:func:`tmdlib.select.split.split_with_column`, seed 0); members
+    without a label left out of both; the test members involved in an activity cliff (a ``cliff_mol`` column equal
+    to 1; none without the column).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        A graph store's rows (:func:`tmdlib.datasets.read_graph_parquet`, :func:`tmdlib.datasets.load_builtin`).
+    where : str
+        What the table is, for the errors.
+
+    Returns
+    -------
+    dict
+        ``ds`` (the :class:`~tmdlib.GraphDataset`, n graphs), ``smiles`` (list of n str), ``y`` (float64, shape
+        (n,)), ``train`` / ``test`` (int positions), ``cliff`` (bool, aligned with ``test``).
+
+    Raises
+    ------
+    tmdlib.errors.InputError
+        Not one regression target, or no SMILES.
+    """
+    from ..datasets import to_dataset
+    from ..datasets.task import table_task
+    from ..errors import InputError
+    from ..select.split import split_with_column
+
+    task = table_task(table)
+    # task type: the molecules benchmark measures RMSE (and activity-cliff RMSE) on one regression target
+    if not task.is_regression or task.num_targets != 1:
+        raise InputError(where, f"the molecules benchmark needs one regression target; this set is {task.describe()}")
+    if "smiles" not in table.column_names:
+        raise InputError(where, "the molecules benchmark needs SMILES (the chemists' pickers and the forest read them)")
+    ds = to_dataset(table)
+    split = table.column("split").to_pylist() if "split" in table.column_names else [None] * len(ds)
+    train, test = split_with_column(split, [len(ds)], 0.2, 0)
+    y = np.asarray(ds.y, dtype=np.float64).reshape(len(ds))
+    train, test = train[~np.isnan(y[train])], test[~np.isnan(y[test])]
+    cliff_col = table.column("cliff_mol").to_numpy(zero_copy_only=False) if "cliff_mol" in table.column_names \
+        else np.zeros(len(ds))
+    return {"ds": ds, "smiles": table.column("smiles").to_pylist(), "y": y, "train": train, "test": test,
+            "cliff": np.nan_to_num(np.asarray(cliff_col, dtype=np.float64))[test] == 1}
+
+
+def molecules_profile(datasets: str | None = None, trials: int | None = None, methods: str | None = None,
+                      models: str | None = None, fractions: str | None = None, gin_datasets: int | None = None) -> dict:
+    """:data:`PROFILE` with the command line's overrides, checked: ``datasets`` / ``methods`` / ``models`` comma
+    lists (a method or model must be registered; duplicates dropped, order kept; no datasets: every built-in set,
+    largest first), ``fractions`` a comma list in (0, 1] (sorted, distinct), ``trials`` >= 1; ``gin_sets`` the
+    first ``gin_datasets`` sets.
+
+    Raises
+    ------
+    tmdlib.errors.InputError
+        Naming the option at fault.
+    """
+    from ..errors import InputError
+    from ..models import model_names
+    from ..select import method_names
+
+    def _list(text, allowed, what):
+        items = [s.strip() for s in text.split(",") if s.strip()]
+        bad = [s for s in items if allowed is not None and s not in allowed]
+        if not items or bad:
+            raise InputError(None, f"--{what}: unknown {bad or text!r}; choose from {', '.join(allowed)}")
+        return list(dict.fromkeys(items))
+
+    p = {k: (list(v) if isinstance(v, list) else v) for k, v in PROFILE.items()}
+    sizes = dataset_sizes()
+    p["datasets"] = _list(datasets, None, "datasets") if datasets else list(sizes)
+    p["gin_sets"] = p["datasets"][:int(p["gin_datasets"] if gin_datasets is None else gin_datasets)]
+    if methods:
+        p["methods"] = _list(methods, method_names(), "methods")
+    if models:
+        p["models"] = _list(models, model_names(), "models")
+    if fractions:
+        try:
+            p["fractions"] = sorted({float(f) for f in fractions.split(",") if f.strip()})
+        except ValueError:
+            raise InputError(None, f"--fractions: {fractions!r} is not a comma list of numbers") from None
+        if not p["fractions"] or not all(0 < f <= 1 for f in p["fractions"]):
+            raise InputError(None, f"--fractions must lie in (0, 1], got {fractions!r}")
+    if trials is not None:
+        if trials < 1:
+            raise InputError(None, f"--trials must be >= 1, got {trials}")
+        p["trials"] = int(trials)
+    return p
+
+
 def row_key(row: dict) -> tuple:
     """Normalised :data:`KEY` tuple of a row."""
     w = row["weighted"]

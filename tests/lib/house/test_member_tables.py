@@ -76,6 +76,7 @@ def test_the_rounds_dispatch_through_their_tables():
     checks += [("tmdlib/select/hits.py", f, ACQUISITIONS) for f in sorted(scores)]
     checks += [("tmdlib/select/methods.py", "_next_round", NEXT_STRATEGIES),
                ("tasks/select.py", "round_options", {**NEXT_STRATEGIES, **DIFFICULTIES, **ACQUISITIONS}),
+               ("tmdlib/select/round_policy.py", "steer_round", {**NEXT_STRATEGIES, **DIFFICULTIES, **ACQUISITIONS}),
                ("tmdlib/experiment/pool.py", "difficulty", DIFFICULTIES),
                ("tmdlib/experiment/hits.py", "hit_picks", ACQUISITIONS)]
     bad = {f"{path}:{fn}": hit for path, fn, table in checks if (hit := _compared(_source(path), fn, table))}

@@ -102,7 +102,7 @@ KEPT_TYPE_BRANCHES: dict[str, tuple[int, str]] = {
     "tmdlib/experiment/protocol.py": (2, "the paper's protocol: its own metric per binary set; node subsampling and "
                                          "the condensation baselines on binary tasks only"),
     "tmdlib/torch/measure.py": (1, "the bound benchmark needs every training label unless the type masks missing ones"),
-    "tasks/molecules.py": (1, "the molecules benchmark measures RMSE on one regression target"),
+    "tmdlib/experiment/molecules.py": (1, "the molecules benchmark measures RMSE on one regression target"),
     "tmdlib/datasets/labels.py": (1, "replicate measurements: a vote among classes, a mean of values (label intake, "
                                      "being rewritten: issue 69 item 5)"),
     "tmdlib/datasets/smiles.py": (1, "the store's label-rule text names the class-index encoding (being rewritten)"),

@@ -26,10 +26,6 @@ MAX_PARAMETERS = 10
 #: Functions still over :data:`MAX_PARAMETERS` (the stages without a typed config yet), with their count today:
 #: each may only lose parameters, and leaves the list when it is within the limit.
 STILL_OVER = {
-    "flows/molecules.py:molecules_flow": 14,
-    "flows/select.py:select_flow": 24,
-    "tasks/select.py:learn_options": 12,
-    "tasks/select.py:round_options": 12,
 }
 
 
@@ -87,9 +83,11 @@ def _stages():
     from flows.evaluate import evaluate_command, evaluate_flow
     from flows.experiment import experiment_command, experiment_flow
     from flows.ingest import ingest_flow
+    from flows.cli import select as select_command
+    from flows.select import select_flow
     from flows.train import train_command, train_flow
-    from tasks.config import (AuditPaths, AuditStageConfig, EvaluatePaths, EvaluateStageConfig, TrainPaths,
-                              TrainStageConfig)
+    from tasks.config import (AuditPaths, AuditStageConfig, EvaluatePaths, EvaluateStageConfig, SelectPaths,
+                              SelectStageConfig, TrainPaths, TrainStageConfig)
     from tasks.experiment_config import ExperimentPaths, ExperimentStageConfig
     from tasks.ingest_config import IngestPaths, IngestStageConfig
 
@@ -97,23 +95,28 @@ def _stages():
             "evaluate": (evaluate_command, evaluate_flow, EvaluateStageConfig, EvaluatePaths),
             "ingest": (ingest_command, ingest_flow, IngestStageConfig, IngestPaths),
             "audit": (audit_command, audit_flow, AuditStageConfig, AuditPaths),
-            "experiment": (experiment_command, experiment_flow, ExperimentStageConfig, ExperimentPaths)}
+            "experiment": (experiment_command, experiment_flow, ExperimentStageConfig, ExperimentPaths),
+            "select": (select_command, select_flow, SelectStageConfig, SelectPaths)}
 
 
 #: Config fields that are no command-line option (a direct call of the flow sets them; ingest's ``sources`` is
 #: params.yaml's ``ingest.sources``, read from ``--params``).
-FLOW_ONLY = {"evaluate": {"confidence"}, "ingest": {"sources"}, "experiment": {"prepare_threads"}}
+FLOW_ONLY = {"evaluate": {"confidence"}, "ingest": {"sources"}, "experiment": {"prepare_threads"},
+             "select": {"threads"}}
 #: Stages whose flow takes its paths as one argument, ``paths`` (more files than a flow's parameters may be).
 PATHS_ARGUMENT = {"audit"}
+#: Command-line options that are no config field: the dataset's name (it defaults the paths) and the task runner the
+#: command starts the flow on (``--runner``, ``--workers``, ``--dask-address``: params.yaml's ``tmd:`` group).
+CLI_ONLY = {"select": {"dataset", "runner", "workers", "dask_address"}}
 
 
 def test_each_config_covers_its_command_line():
-    """Every option of ``tmdsub train`` / ``tmdsub evaluate`` is a field of the stage's config or of its paths, and
-    every field of them is an option (but :data:`FLOW_ONLY`)."""
+    """Every option of each stage's command is a field of the stage's config or of its paths (but :data:`CLI_ONLY`),
+    and every field of them is an option (but :data:`FLOW_ONLY`)."""
     from tasks.config import RENAMED
 
     for stage, (command, _flow, config, paths) in _stages().items():
-        options = {RENAMED.get(p, p) for p in inspect.signature(command).parameters}
+        options = {RENAMED.get(p, p) for p in inspect.signature(command).parameters} - CLI_ONLY.get(stage, set())
         cfg = {f.name for f in dataclasses.fields(config)}
         where = {f.name for f in dataclasses.fields(paths)}
         assert not cfg & where, f"{stage}: fields both option and path: {cfg & where}"
@@ -123,7 +126,11 @@ def test_each_config_covers_its_command_line():
 
 
 def test_the_flow_takes_the_config_and_its_paths():
-    for stage, (_command, flow, config, paths) in _stages().items():
+    from flows.molecules import molecules_flow
+    from tasks.config import MoleculesPaths, MoleculesStageConfig
+
+    for stage, (_command, flow, config, paths) in {**_stages(), "molecules": (
+            None, molecules_flow, MoleculesStageConfig, MoleculesPaths)}.items():
         params = list(inspect.signature(flow.fn).parameters)
         if stage in PATHS_ARGUMENT:
             assert params == ["paths", "cfg"], stage
@@ -134,10 +141,10 @@ def test_the_flow_takes_the_config_and_its_paths():
 
 
 def test_params_yaml_groups_are_config_fields_and_valid():
-    """params.yaml's stage groups (``train:``, ``evaluate:``, ``ingest:``; ``audit:`` and ``experiment:`` when
-    there are) name fields of the stage's config, and the configs it states are built and checked (the defaults of
+    """params.yaml's stage groups (``train:``, ``evaluate:``, ``ingest:``, ``select:``; ``audit:`` and
+    ``experiment:`` when there are) name fields of the stage's config, and the configs it states are built and checked (the defaults of
     dvc.yaml's commands where the file says nothing)."""
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
     from tasks.ingest_config import IngestStageConfig
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
@@ -146,7 +153,7 @@ def test_params_yaml_groups_are_config_fields_and_valid():
         keys = set(params.get(group) or {})
         assert keys <= names, f"params.yaml {group}: keys no config field holds: {keys - names}"
         assert isinstance(config.from_params(params), config), group
-    assert {"train", "evaluate", "ingest"} <= set(params)
+    assert {"train", "evaluate", "ingest", "select"} <= set(params)
     ingest = IngestStageConfig.from_params(params)
     assert (ingest.features, ingest.invalid, ingest.task) == (params["ingest"]["features"],
                                                               params["ingest"]["invalid"], params["base"]["task"])
@@ -154,12 +161,16 @@ def test_params_yaml_groups_are_config_fields_and_valid():
     assert (train.seed, train.weights, train.epochs) == (params["base"]["seed"], params["base"]["weights"],
                                                          params["train"]["epochs"])
     assert EvaluateStageConfig.from_params(params).sweep_epochs == params["evaluate"]["sweep_epochs"]
+    select = SelectStageConfig.from_params(params)
+    assert (select.seed, select.depth, select.method, select.restarts) == (
+        params["base"]["seed"], params["base"]["depth"], params["select"]["method"], params["select"]["restarts"])
+    assert select.count is None and select.fraction == params["select"]["fraction"]  # count 0: the fraction
 
 
 def test_a_bad_option_is_refused_when_the_config_is_built():
     import pytest
 
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
     from tasks.experiment_config import ExperimentStageConfig
     from tasks.ingest_config import IngestStageConfig
     from tmdlib import InputError
@@ -181,7 +192,15 @@ def test_a_bad_option_is_refused_when_the_config_is_built():
                                (ExperimentStageConfig, {"trials": 0}, "--trials"),
                                (ExperimentStageConfig, {"methods": "tmd,nope"}, "--methods"),
                                (ExperimentStageConfig, {"torch_threads": 0}, "--torch-threads"),
-                               (ExperimentStageConfig, {"device": "tpu"}, "--device")):
+                               (ExperimentStageConfig, {"device": "tpu"}, "--device"),
+                               (SelectStageConfig, {"fraction": None}, "--fraction or --count"),
+                               (SelectStageConfig, {"method": "nope"}, "--method"),
+                               (SelectStageConfig, {"next_strategy": "nope"}, "--next"),
+                               (SelectStageConfig, {"goal": "nope"}, "--goal"),
+                               (SelectStageConfig, {"engine": "nope"}, "--engine"),
+                               (SelectStageConfig, {"weights": "1,2,3,4,5,6"}, "--depth/--weights"),
+                               (SelectStageConfig, {"part_size": "1"}, "--part-size"),
+                               (SelectStageConfig, {"max_pairs": "lots"}, "--max-pairs")):
         with pytest.raises(InputError, match=match):
             config.from_options(bad)
 
@@ -195,7 +214,8 @@ def test_dvc_yaml_commands_set_config_fields():
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for stage, (_command, _flow, config, paths) in _stages().items():
-        names = {f.name for f in dataclasses.fields(config)} | {f.name for f in dataclasses.fields(paths)}
+        names = ({f.name for f in dataclasses.fields(config)} | {f.name for f in dataclasses.fields(paths)}
+                 | CLI_ONLY.get(stage, set()))
         for name in (stage, f"{stage}_nodes"):
             if name not in stages:
                 assert name != stage or stage == "experiment", f"dvc.yaml has no stage {stage}"

@@ -27,6 +27,7 @@ def two_stores(tmp_path_factory) -> dict:
     """Store A (MUTAG 0..23), store B (MUTAG 24..47 under A's graph ids: same ids, same size, other graphs),
     A's TMD matrix + meta.json (depth 4, pascal) and A's selection."""
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from tmdlib.datasets import read_tu
 
@@ -40,8 +41,8 @@ def two_stores(tmp_path_factory) -> dict:
     tmd = d / "tmd"
     meta = tmd_matrix_flow(str(d / "A.parquet"), str(tmd / "matrix.npy"), str(tmd / "meta.json"), str(d / "cache"),
                            block_size=8)
-    select_flow(str(d / "A.parquet"), str(d / "selection.json"), fraction=0.25, matrix=str(tmd / "matrix.npy"),
-                restarts=1)
+    select_flow(str(d / "A.parquet"), str(d / "selection.json"), matrix=str(tmd / "matrix.npy"),
+                cfg=SelectStageConfig(fraction=0.25, restarts=1))
     return {"dir": d, "A": str(d / "A.parquet"), "B": str(d / "B.parquet"), "matrix": str(tmd / "matrix.npy"),
             "meta": tmd / "meta.json", "selection": str(d / "selection.json"), "result": meta}
 
@@ -95,10 +96,11 @@ def _matrix_copy(two_stores, tmp_path, edit=None) -> str:
 
 def test_select_refuses_a_matrix_of_another_store(two_stores, tmp_path):
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     with pytest.raises(InputError) as info:
-        select_flow(two_stores["B"], str(tmp_path / "sel.json"), fraction=0.25, matrix=two_stores["matrix"],
-                    restarts=1)
+        select_flow(two_stores["B"], str(tmp_path / "sel.json"), matrix=two_stores["matrix"],
+                    cfg=SelectStageConfig(fraction=0.25, restarts=1))
     msg = str(info.value)
     assert info.value.path == two_stores["matrix"], msg
     assert "graph store content sha256" in msg and "B.parquet" in msg and "tmdsub tmd-matrix" in msg, msg
@@ -109,10 +111,11 @@ def test_select_refuses_a_matrix_of_another_store(two_stores, tmp_path):
                                              ({"weights": "1.0"}, "weights [")])
 def test_select_refuses_a_matrix_of_another_depth_or_weights(two_stores, tmp_path, kwargs, problem):
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     with pytest.raises(InputError, match="TMD matrix does not match") as info:
-        select_flow(two_stores["A"], str(tmp_path / "sel.json"), fraction=0.25, matrix=two_stores["matrix"],
-                    restarts=1, **kwargs)
+        select_flow(two_stores["A"], str(tmp_path / "sel.json"), matrix=two_stores["matrix"],
+                    cfg=SelectStageConfig(fraction=0.25, restarts=1, **kwargs))
     assert problem in str(info.value)
 
 
@@ -120,15 +123,19 @@ def test_select_accepts_an_old_meta_without_the_hash_and_a_bare_matrix_only_when
     """meta.json written before the field (existing dvc.lock outputs): no store check; no meta.json at all: refused,
     unless the user vouches for the matrix (--trust-matrix)."""
     from flows.select import select_flow
+    from tasks.config import SelectStageConfig
 
     old = _matrix_copy(two_stores, tmp_path, lambda m: m.pop("store_content_sha256"))
-    sel = select_flow(two_stores["B"], str(tmp_path / "sel.json"), fraction=0.25, matrix=old, restarts=1)
+    sel = select_flow(two_stores["B"], str(tmp_path / "sel.json"), matrix=old,
+                      cfg=SelectStageConfig(fraction=0.25, restarts=1))
     assert sel["k"] == json.loads(Path(two_stores["selection"]).read_text())["k"]
     Path(old).with_name("meta.json").unlink()
     with pytest.raises(InputError, match="no meta.json beside this TMD matrix.*--trust-matrix") as err:
-        select_flow(two_stores["B"], str(tmp_path / "sel2.json"), fraction=0.25, matrix=old, restarts=1)
+        select_flow(two_stores["B"], str(tmp_path / "sel2.json"), matrix=old,
+                    cfg=SelectStageConfig(fraction=0.25, restarts=1))
     assert err.value.path == old and not (tmp_path / "sel2.json").exists()
-    select_flow(two_stores["B"], str(tmp_path / "sel2.json"), fraction=0.25, matrix=old, restarts=1, trust_matrix=True)
+    select_flow(two_stores["B"], str(tmp_path / "sel2.json"), matrix=old,
+                cfg=SelectStageConfig(fraction=0.25, restarts=1, trust_matrix=True))
 
 
 def test_select_refuses_a_matrix_that_is_not_the_one_its_meta_describes(two_stores, tmp_path):
@@ -137,11 +144,14 @@ def test_select_refuses_a_matrix_that_is_not_the_one_its_meta_describes(two_stor
 
     from flows.select import select_flow
 
+    from tasks.config import SelectStageConfig
+
     path = _matrix_copy(two_stores, tmp_path, lambda m: None)
     D = np.load(path)
     np.save(path, np.ascontiguousarray(D[::-1, ::-1]))
     with pytest.raises(InputError, match="matrix sha256 .* is not the .* its meta.json records") as err:
-        select_flow(two_stores["A"], str(tmp_path / "sel.json"), fraction=0.25, matrix=path, restarts=1)
+        select_flow(two_stores["A"], str(tmp_path / "sel.json"), matrix=path,
+                    cfg=SelectStageConfig(fraction=0.25, restarts=1))
     assert err.value.path == path and not (tmp_path / "sel.json").exists()
 
 

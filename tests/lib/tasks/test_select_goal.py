@@ -4,6 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from tasks.config import SelectStageConfig
 from tasks.select import learn_options
 from tmdlib.datasets.task import TaskSpec
 from tmdlib.errors import InputError
@@ -12,7 +13,7 @@ EMPTY = pa.table({"graph_id": pa.array([], pa.int64()), "label": pa.array([], pa
 
 
 def _opts(goal, task, ledger=EMPTY, method="tmd-rounds"):
-    return learn_options(method, "none.parquet", np.arange(3), np.arange(3), ledger, "auto", 0, True, 0.0, goal,
+    return learn_options(SelectStageConfig(goal=goal), method, "none.parquet", np.arange(3), np.arange(3), ledger, True,
                          task)
 
 

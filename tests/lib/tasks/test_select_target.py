@@ -15,6 +15,7 @@ from scipy.stats import spearmanr
 
 from helpers import RAW
 
+from tasks.config import SelectStageConfig
 from tasks.select import learn_options
 from tmdlib.datasets.task import TaskSpec
 from tmdlib.errors import InputError
@@ -58,7 +59,7 @@ def test_a_multi_target_pool_hunts_the_named_target_or_the_desirability(tmp_path
     task = TaskSpec("regression", targets=("pKi", "logp"))
 
     def scores(target, goal="maximize", t=task):
-        o = learn_options("tmd-rounds", store, train, ids, ledger, "auto", 0, True, 0.0, goal, t, target)
+        o = learn_options(SelectStageConfig(goal=goal, target=target), "tmd-rounds", store, train, ids, ledger, True, t)
         assert o["goal"] == goal and o["target"] == target and o["scores"].shape == (N,)
         return o["scores"][rest]
 
@@ -76,7 +77,8 @@ def test_a_multi_target_pool_hunts_the_named_target_or_the_desirability(tmp_path
     assert d[top].mean() > d[rest].mean() + 0.5 * d[rest].std()
 
     with pytest.raises(InputError, match="'pIC50' is not a target of this pool; its targets are pKi, logp"):
-        learn_options("tmd-rounds", store, train, ids, ledger, "auto", 0, True, 0.0, "maximize", task, "pIC50")
+        learn_options(SelectStageConfig(goal="maximize", target="pIC50"), "tmd-rounds", store, train, ids, ledger, True,
+                      task)
 
 
 @needs_raw
@@ -98,7 +100,7 @@ def test_positive_on_ogbg_molbace_follows_the_positive_class_and_never_picks_the
     train = np.setdiff1d(np.arange(sub.size), audit)
     lab = train[::4]
     ledger = pa.table({"graph_id": pa.array(ids[lab], pa.int64()), "label": pa.array(y[lab])})
-    o = learn_options("tmd-rounds", store, train, ids[train], ledger, "auto", 0, True, 0.0, "positive",
+    o = learn_options(SelectStageConfig(goal="positive"), "tmd-rounds", store, train, ids[train], ledger, True,
                       TaskSpec("binary"))
     assert o["goal"] == "positive" and o["acquisition"] == "greedy" and "target" not in o
     X = ecfp4_counts([smiles[i] for i in train])  # the surrogate's features, as round_options
