@@ -111,7 +111,7 @@ def read_params(path: str) -> dict:
     """Flat ``{"group.key": value}`` of ``params.yaml``, credentials in URL-like values redacted."""
     import yaml
 
-    from .tracking import redact_uri
+    from tmdlib.reporting.provenance import redact_uri
 
     if not Path(path).is_file():
         raise InputError(path, "params file not found")
@@ -147,7 +147,9 @@ def mlflow_run(info: dict, train_info: str, check: bool = True) -> dict:
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
-    from .tracking import redact_uri, tracking_uri
+    from tmdlib.reporting.provenance import redact_uri
+
+    from .tracking import tracking_uri
 
     logged = info.get("mlflow") or {}
     run_id = logged.get("run_id")

@@ -818,7 +818,7 @@ def test_model_loader_refuses_pickled_objects(tmp_path):
     ("databricks://profile?password=p;api_key=k", "databricks://profile?password=***;api_key=***"),
 ])
 def test_tracking_uri_redaction(uri, shown):
-    from tasks.tracking import redact_uri
+    from tmdlib.reporting.provenance import redact_uri
 
     assert redact_uri(uri) == shown
 
