@@ -183,49 +183,26 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
     :data:`DOCUMENTS` to files; ``lock`` is ``dvc.lock`` (may be missing); ``check_mlflow``: the train run
     named by ``train.json`` must exist in the tracking store.
     """
-    from .tracking import dvc_lock_hashes, git_info, lock_entries
+    from tmdlib.reporting.audit_facts import report_facts
+
     from .io import read_selection
+    from .tracking import dvc_lock_hashes, git_info, lock_entries
 
     docs = read_documents(paths)
     sel = read_selection(paths["selection"])
-    ds, data = store_facts(paths["graphs"])
-    meta = docs["tmd_meta"]
-    data.update({"matrix_sha256": meta.get("matrix_sha256"), "depth": meta.get("depth"),
-                 "weights": meta.get("weights")})
-    nodes_all, nodes_sel = node_counts(paths["nodes"], ds, sel["medoids"])
+    ds, store = store_facts(paths["graphs"])
+    nodes = node_counts(paths["nodes"], ds, sel["medoids"])
     rows = count_rows(paths["requests"])
     molecules = molecule_facts(paths["graphs"], sel, paths["requests"], paths["selection"])
     run = mlflow_run(docs["train_info"], paths["train_info"], check_mlflow)
-    graphs = audit.graph_facts(sel, len(ds))
     files = [paths[k] for k in ("graphs", "selection", "nodes", "requests", "plot", *DOCUMENTS)]
-    md5 = {k.removeprefix("dvc.md5."): v for k, v in dvc_lock_hashes(files, lock).items()}
-    return {
-        "dataset": dataset, "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        "provenance": {**git_info(), **run},
-        "data": data, "graphs": graphs, "nodes": nodes_all, "nodes_selected": nodes_sel,
-        "bound": {"certified": docs["metrics"].get("certified"), **(docs["metrics"].get("bound") or {})},
-        "test": docs["metrics"].get("test") or {},
-        "pool_estimate": docs["metrics"].get("pool_estimate"), "control": docs["metrics"].get("control"),
-        "constant_predictor": docs["metrics"].get("constant_predictor"), "mode": docs["metrics"].get("mode", "benchmark"),
-        "not_measurable": docs["metrics"].get("not_measurable"),
-        "coreset_loss_weighted": docs["metrics"].get("coreset_loss_weighted"),
-        "node_bound": docs["metrics_nodes"].get("nodes") or {},
-        "node_subsampling": (io.nodes_off(paths["nodes"]) or {}).get("line"),  # off: the one line that says so
-        "labels": audit.label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
-        "molecules": molecules,
-        "manifest": audit.scalars(docs["manifest"]),
-        "checks": same_store(docs, sel, data, paths) + audit.consistency_checks(
-            docs, data, io.sha256_file(paths["selection"]), rows),
-        "task": docs["metrics"].get("task"), "reference": docs["metrics"].get("reference"),
-        "task_head": docs["metrics"].get("task_head"),
-        "params": read_params(paths["params"]), "inputs": md5,
-        "lock": {k: v for k, v in lock_entries(dataset, lock).items() if not k.startswith("audit@")} or None,
-    }
-
-
-def counts_plot(facts: dict) -> bytes:
-    """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.reporting.audit.counts_png`)."""
-    return audit.counts_png(audit.counts_bars(facts), title=f"{facts['dataset']}: kept versus dropped")
+    read = {"generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+            "provenance": {**git_info(), **run}, "nodes": nodes, "requests": rows, "molecules": molecules,
+            "inputs": dvc_lock_hashes(files, lock),
+            "node_line": (io.nodes_off(paths["nodes"]) or {}).get("line"),  # off: the one line that says so
+            "store_checks": same_store(docs, sel, store, paths), "selection_sha256": io.sha256_file(paths["selection"]),
+            "params": read_params(paths["params"]), "lock": lock_entries(dataset, lock)}
+    return report_facts(dataset, docs, sel, store, read)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -319,6 +296,8 @@ def write_report(out_dir: str, facts: dict, bound_plot: bytes, extra: list | Non
     dict
         ``{"markdown", "html", "plots": [...]}`` paths.
     """
+    from tmdlib.reporting.audit_facts import counts_plot
+
     out = Path(out_dir)
     facts = {**facts, "files": {"markdown": str(out / REPORT_MD), "html": str(out / REPORT_HTML)}}
     images = [(COUNTS_PNG, "Graphs, nodes and labels kept versus dropped", counts_plot(facts)),
