@@ -180,38 +180,47 @@ def run_cell(spec: dict) -> list[dict]:
 class ResultStore:
     """``<dir>/<dataset>.csv`` per dataset; each :meth:`append` rewrites the file atomically.
 
-    A crash leaves the previous complete file; a rerun reads it and skips finished keys.  The store
-    holds an exclusive lock file (``.<dataset>.csv.lock``, ``fcntl.flock``) while open, so two runs
-    cannot write the same file.
+    A crash leaves the previous complete file; a rerun reads it and skips finished keys (a row already stored, or
+    twice in one :meth:`append`, is kept once: the first).  ``table``: the results table's ``(read, key, csv)``
+    functions (the experiment's, :mod:`tmdlib.experiment.results`, by default).  With ``lock`` the store holds an
+    exclusive lock file (``.<dataset>.csv.lock``, ``fcntl.flock``) while open, so two runs cannot write the same
+    file.
     """
 
-    def __init__(self, directory: str, dataset: str):
+    def __init__(self, directory: str, dataset: str, table: tuple = (read_results, row_key, rows_to_csv),
+                 lock: bool = True):
         import fcntl
 
         self.path = Path(directory) / f"{dataset}.csv"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.path.parent / f".{self.path.name}.lock", "w")  # noqa: SIM115 - held open
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._lock.close()
-            raise InputError(str(self.path), "another experiment run is writing this results file") from None
-        self.rows = read_results(str(self.path))
-        self.keys = {row_key(r) for r in self.rows}
+        self._read, self._key, self._csv = table
+        self._lock = None
+        if lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.path.parent / f".{self.path.name}.lock", "w")  # noqa: SIM115 - held open
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                self._lock.close()
+                raise InputError(str(self.path), "another experiment run is writing this results file") from None
+        self.rows = self._read(str(self.path))
+        self.keys = {self._key(r) for r in self.rows}
 
     def done(self, key: tuple) -> bool:
         return key in self.keys
 
     def append(self, rows: list[dict]) -> None:
-        new = [r for r in rows if row_key(r) not in self.keys]
-        if not new:
-            return
-        self.rows.extend(new)
-        self.keys.update(row_key(r) for r in new)
-        io.write_text(self.path, rows_to_csv(self.rows))
+        new = []
+        for r in rows:
+            if self._key(r) not in self.keys:
+                self.keys.add(self._key(r))
+                new.append(r)
+        if new:
+            self.rows.extend(new)
+            io.write_text(self.path, self._csv(self.rows))
 
     def close(self) -> None:
-        self._lock.close()
+        if self._lock is not None:
+            self._lock.close()
 
 
 MATRIX_TIMES = "matrices.json"
@@ -258,13 +267,7 @@ def write_reports(results_dir: str, report_dir: str, profile: str, paper_csv: st
     ``matrix_seconds``: ``{dataset: {matrix: seconds}}``, what computing each distance matrix (once per
     dataset) took, reported beside the per-selection costs.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from tmdlib.reporting.paper import dataset_report, read_paper, summary_markdown
-    from tmdlib.reporting.tables import plot_curves
+    from tmdlib.reporting.paper import dataset_plot, dataset_report, read_paper, summary_markdown
 
     paper = read_paper(paper_csv)
     files, summaries = [], []
@@ -278,14 +281,7 @@ def write_reports(results_dir: str, report_dir: str, profile: str, paper_csv: st
         md_path = Path(report_dir) / f"{name}.md"
         io.write_text(md_path, text)
         files.append(str(md_path))
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
-        for ax, (title, cells, methods, ptmd) in zip(axes[0], panels):
-            plot_curves(ax, cells, methods, ptmd, title=f"{name}: {title}", ylabel=f"test {rows[0]['metric']}")
-        fig.tight_layout()
-        png = Path(report_dir) / f"{name}.png"
-        with io.atomic_path(png) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-        plt.close(fig)
+        png = io.write_bytes(Path(report_dir) / f"{name}.png", dataset_plot(name, rows, panels))
         files.append(str(png))
     if summaries:
         sp = Path(report_dir) / "summary.md"

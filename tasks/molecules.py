@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from tmdlib import InputError
 
 from . import io
+from .experiment import ResultStore
 
 
 def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
@@ -140,36 +141,14 @@ def run_molecule_cell(spec: dict, raw_root: str, paths: dict, device: str = "cpu
                     load_picks(paths, [spec["method"]]), device, smiles=s["smiles"])
 
 
-class MoleculeResults:
-    """``<directory>/<set>.csv`` (columns :data:`tmdlib.experiment.molecules.COLUMNS`); each :meth:`append` rewrites
-    it atomically, so a crash leaves the previous complete file and a rerun skips the finished rows."""
+class MoleculeResults(ResultStore):
+    """``<directory>/<set>.csv`` (columns :data:`tmdlib.experiment.molecules.COLUMNS`), a :class:`ResultStore`
+    without a lock file: each :meth:`append` rewrites it atomically, a rerun skips the finished rows."""
 
     def __init__(self, directory: str, name: str):
-        from tmdlib.experiment.molecules import row_key
+        from tmdlib.experiment.molecules import read_rows, row_key, rows_csv
 
-        from tmdlib.experiment.molecules import read_rows
-
-        self.path = Path(directory) / f"{name}.csv"
-        self.rows = read_rows(str(self.path))
-        self.keys = {row_key(r) for r in self.rows}
-
-    def done(self, key: tuple) -> bool:
-        return key in self.keys
-
-    def append(self, rows: list[dict]) -> None:
-        from tmdlib.experiment.molecules import row_key
-
-        new, seen = [], set(self.keys)
-        for r in rows:  # a row already stored, or twice in ``rows`` (two merged runs), is kept once: the first
-            if row_key(r) not in seen:
-                seen.add(row_key(r))
-                new.append(r)
-        if new:
-            self.rows.extend(new)
-            self.keys.update(row_key(r) for r in new)
-            from tmdlib.experiment.molecules import rows_csv
-
-            io.write_text(self.path, rows_csv(self.rows))
+        super().__init__(directory, name, (read_rows, row_key, rows_csv), lock=False)
 
 
 @task(name="write-molecule-reports", persist_result=False)
@@ -198,19 +177,3 @@ def write_molecule_reports(results_dir: str, report_dir: str, seconds: dict) -> 
         io.write_text(Path(report_dir) / "summary.md", summary_page(per_set, seconds or {}))
         files.append(str(Path(report_dir) / "summary.md"))
     return {"files": files, "sets": len(per_set)}
-
-
-def record_seconds(results_dir: str, seconds: dict) -> dict:
-    """Merge ``{set: {matrix: seconds}}`` into ``<results_dir>/matrices.json`` (kept beside the results: the cache is
-    not versioned) and return the merge."""
-    path = Path(results_dir) / "matrices.json"
-    try:
-        old = json.loads(path.read_text())
-    except (OSError, ValueError):
-        old = {}
-    merged = {k: dict(v) for k, v in old.items()}
-    for k, v in (seconds or {}).items():
-        merged.setdefault(k, {}).update(v)
-    if merged != old:
-        io.write_text(path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
-    return merged

@@ -228,3 +228,37 @@ def summary_markdown(summaries: list[dict], profile: str) -> str:
                               f"{d}: " + ", ".join(f"{k} {v:.1f} s" for k, v in m.items()) for d, m in mats) + ".")
         md.append("")
     return "\n".join(md) + "\n"
+
+
+def dataset_plot(name: str, rows: list[dict], panels: list) -> bytes:
+    """PNG of a dataset's curves: one panel per entry of ``panels`` (:func:`dataset_report`'s third value).
+
+    Parameters
+    ----------
+    name : str
+        The dataset, in each panel's title.
+    rows : list of dict
+        Its result rows (the first one's ``metric`` labels the y axis).
+    panels : list of tuple
+        ``(title, cells, methods, paper_tmd)`` each, drawn by :func:`tmdlib.reporting.tables.plot_curves`.
+
+    Returns
+    -------
+    bytes
+        The figure as PNG (110 dpi, width 4.6 inches per panel).
+    """
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for ax, (title, cells, methods, ptmd) in zip(axes[0], panels):
+        tables.plot_curves(ax, cells, methods, ptmd, title=f"{name}: {title}", ylabel=f"test {rows[0]['metric']}")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110, format="png")
+    plt.close(fig)
+    return buf.getvalue()
