@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -28,9 +27,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
-from tmdlib.datasets.documents import (check_selection, node_subsets_for, positions,  # noqa: F401  (for the tasks)
-                                       read_json, read_text_csv)
-from tmdlib.datasets.documents import parse_int as _parse_int  # noqa: F401  (the ledger's)
+from tmdlib.datasets.documents import (check_selection, node_subsets, node_subsets_for,  # noqa: F401  (tasks)
+                                       positions, read_json, read_text_csv)
 from tmdlib.datasets.molfiles import sniff_delimiter  # noqa: F401  (the label intake's)
 from tmdlib.errors import InputError
 
@@ -352,23 +350,12 @@ def read_labels(csv_path: str, meta_path: str | None = None, task=None) -> tuple
     write (multi-class: the class values).  ``meta_path`` defaults to ``labels.json`` next to the CSV; missing →
     ``{"source": "unknown"}``.
     """
-    from tmdlib.datasets.labels import label_columns, validate_label_import
+    from tmdlib.datasets.labels import label_columns, labels_of_table
     from tmdlib.datasets.task import BINARY
 
     task = task or BINARY
     cols = ["y"] if task.num_targets == 1 else label_columns(task)
-    table = read_text_csv(csv_path, ("graph_id", *cols), what="labels file")
-    ids = [_parse_int(g) for g in table.column("graph_id").to_pylist()]
-    if any(g is None for g in ids):
-        row = [g is None for g in ids].index(True)
-        raise InputError(csv_path, f"graph_id {table.column('graph_id')[row].as_py()!r} is not an integer",
-                         line=row + 2)
-    checked = validate_label_import(table, [], [g for g in ids if -2 ** 63 <= g < 2 ** 63], csv_path, task=task,
-                                    label_column="y")
-    Y = np.column_stack([np.asarray(checked.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
-                         for c in checked.column_names[1:]])
-    gids = checked.column("graph_id").to_pylist()
-    labels = {int(g): (float(row[0]) if task.num_targets == 1 else row) for g, row in zip(gids, Y)}
+    labels = labels_of_table(read_text_csv(csv_path, ("graph_id", *cols), what="labels file"), task, csv_path)
     return labels, read_labels_meta(csv_path, meta_path)
 
 
@@ -394,15 +381,7 @@ def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
         table = pq.read_table(p, columns=["graph_id", "nodes", "epsilon"])
     except (pa.ArrowException, OSError, ValueError, KeyError) as err:
         raise InputError(path, f"not a readable nodes Parquet (graph_id, nodes, epsilon): {err}") from None
-    out = {}
-    gids = table.column("graph_id").to_pylist()
-    nodes = table.column("nodes").to_pylist()
-    eps = table.column("epsilon").to_pylist()
-    for row, (g, s, e) in enumerate(zip(gids, nodes, eps)):
-        if g is None or s is None or e is None or not math.isfinite(e) or e < -1e-9:
-            raise InputError(path, "null graph_id/nodes or a missing/negative epsilon", line=row + 1)
-        out[int(g)] = (np.asarray(s, dtype=np.int64), max(float(e), 0.0))
-    return out
+    return node_subsets(*(table.column(c).to_pylist() for c in ("graph_id", "nodes", "epsilon")), path)
 
 
 #: The schema-metadata key of ``nodes.parquet`` that records node subsampling as off, and why.
