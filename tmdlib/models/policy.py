@@ -17,7 +17,8 @@ from ..errors import InputError
 from .registry import auto_recipe, default_model, graph_default, resolve_model
 
 __all__ = ["parse_target", "budget_given", "certified_asked", "check_loss_option", "model_for", "train_model",
-           "recipe_for", "certified_setting", "selection_labels", "champion_decision", "champion_verdict", "decision_line", "registered_version", "tagged_value"]
+           "recipe_for", "certified_setting", "selection_labels", "champion_decision", "champion_verdict",
+           "decision_line", "registered_version", "tagged_value"]
 
 #: What a ``--lipschitz-budget`` that sets no budget reads as (lower case, stripped).
 NO_BUDGET = ("", "0", "0.0", "none", "null", "off")

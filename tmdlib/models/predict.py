@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Calibrated", "calibrate", "probabilities", "min_bin", "fit_power", "MIN_BIN", "MIN_POWER", "MAX_POWER",
-           "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns"]
+           "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns", "calibration_members"]
 
 #: The fewest labelled calibration members a Mondrian bin is calibrated on (at 90 %: its expected coverage
 #: :math:`\lceil 0.9(n+1)\rceil/(n+1)` is 0.902 and the spread of its realised coverage about 0.04).
@@ -368,3 +368,42 @@ def rows_columns(model, cal: Calibrated, domain, smiles: list, reasons: list) ->
             arr[i] = None if isinstance(val, float) and np.isnan(val) else (val.item() if hasattr(val, "item") else val)
         out[k] = arr
     return out
+
+
+def calibration_members(graph_ids: np.ndarray, sel: dict, task, labels: dict | None = None, y: np.ndarray | None = None,
+                        where: str | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """The held-out labelled members the intervals are calibrated on.
+
+    Parameters
+    ----------
+    graph_ids : ndarray of int64, shape (n,)
+        The graph store's ids, in store order.
+    sel : dict
+        ``selection.json`` (``audit_ids``, ``test_ids``).
+    task : TaskSpec
+        The dataset's task.
+    labels : dict, optional
+        Production: the lab's ``{graph_id: label}``; the labelled members of the audit sample are calibrated on.
+    y : ndarray, optional
+        Benchmark mode (no ``labels``): the store's labels, shape ``(n,)`` or ``(n, T)``; the test split is
+        calibrated on.
+    where : str, optional
+        The labels' file, in messages.
+
+    Returns
+    -------
+    tuple
+        ``(positions in the store, labels as stored, what)``: labels of shape ``(m,)`` for one target.
+    """
+    from ..datasets.documents import positions
+    from .policy import selection_labels
+
+    if labels is not None:
+        audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in labels]
+        cal = selection_labels(labels, audit, task, where) if audit else np.zeros(0)
+        return positions(np.asarray(audit, dtype=np.int64), graph_ids, where, "audit"), cal, \
+            f"{len(audit)} labelled audit graphs (production)"
+    test = positions(np.asarray(sel["test_ids"], dtype=np.int64), graph_ids, "selection.json", "test_ids")
+    y = y[test]
+    return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
+        f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
