@@ -45,8 +45,10 @@ def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
 
 
 def _paths(cache_dir: str, name: str) -> dict:
+    from tmdlib.experiment.molecules import SET_ARRAYS
+
     d = Path(cache_dir) / "molecules" / name
-    return {m: str(d / f"{m}.npy") for m in ("tmd", "feature", "wl", "counts")} | {"meta": str(d / "meta.json")}
+    return {m: str(d / f"{m}.npy") for m in SET_ARRAYS} | {"meta": str(d / "meta.json")}
 
 
 @task(name="prepare-molecules", persist_result=False, cache_policy=NO_CACHE)
@@ -55,25 +57,17 @@ def prepare(name: str, raw_root: str, cache_dir: str, threads: int = 2) -> dict:
 
     Returns ``{"paths", "pool", "test", "seconds"}`` (``seconds``: what computing each took when it was computed).
     """
-    from tmdlib import tmd_matrix
-    from tmdlib.chem.fingerprints import ecfp4_counts
-    from tmdlib.experiment.grid import DEPTH, WEIGHTS
-    from tmdlib.select import baselines
+    from tmdlib.experiment.molecules import set_arrays, set_key
 
     s = load_set(name, raw_root)
-    pool = s["ds"].take(s["train"])
     paths = _paths(cache_dir, name)
     try:
         meta = json.loads(Path(paths["meta"]).read_text())
     except (OSError, ValueError):
         meta = {}
-    key = f"{len(s['ds'])}:{len(s['train'])}:{int(s['train'].sum())}:{DEPTH}:{WEIGHTS}"
+    key = set_key(s)
     seconds = dict(meta.get("seconds") or {}) if meta.get("key") == key else {}
-    compute = {"tmd": lambda: tmd_matrix(pool, DEPTH, WEIGHTS, num_threads=threads),
-               "feature": lambda: baselines.feature_distance_matrix(pool),
-               "wl": lambda: baselines.wl_distance_matrix(pool, iterations=3),
-               "counts": lambda: ecfp4_counts(s["smiles"])}
-    for m, fn in compute.items():
+    for m, fn in set_arrays(s, threads).items():
         if m in seconds and Path(paths[m]).is_file():
             continue
         t0 = time.perf_counter()
@@ -102,15 +96,14 @@ def select_method(name: str, raw_root: str, paths: dict, method: str, fractions:
     """Every pick of one (set, method) (:func:`tmdlib.experiment.molecules.select_all`), cached in
     ``picks-<method>.json`` beside the matrices; picks already there for the same budgets and at least as many trials
     are kept.  Returns how many selections were made now."""
-    from tmdlib.experiment.molecules import select_all
+    from tmdlib.experiment.molecules import picks_cover, select_all
 
     path = picks_path(paths, method)
     grid = {"fractions": [float(f) for f in fractions], "trials": int(trials)}
     try:
-        old = json.loads(path.read_text())
-        if old["fractions"] == grid["fractions"] and int(old["trials"]) >= grid["trials"]:
-            return 0  # the cached picks include this grid's (trial t's picks do not depend on how many trials)
-    except (OSError, ValueError, KeyError):
+        if picks_cover(json.loads(path.read_text()), fractions, trials):
+            return 0  # the cached picks include this grid's
+    except (OSError, ValueError):
         pass
     s, mats, _ = _loaded(name, raw_root, json.dumps(paths, sort_keys=True))
     pool = s["ds"].take(s["train"])
@@ -121,11 +114,9 @@ def select_method(name: str, raw_root: str, paths: dict, method: str, fractions:
 
 def load_picks(paths: dict, methods) -> dict:
     """``{(method, fraction, trial): pick}`` of the cached picks."""
-    out = {}
-    for method in methods:
-        doc = json.loads(picks_path(paths, method).read_text())
-        out.update({(p["method"], round(float(p["fraction"]), 6), int(p["trial"])): p for p in doc["picks"]})
-    return out
+    from tmdlib.experiment.molecules import picks_index
+
+    return picks_index(json.loads(picks_path(paths, method).read_text()) for method in methods)
 
 
 @task(name="molecule-cell", persist_result=False, cache_policy=NO_CACHE)
@@ -154,16 +145,14 @@ class MoleculeResults(ResultStore):
 @task(name="write-molecule-reports", persist_result=False)
 def write_molecule_reports(results_dir: str, report_dir: str, seconds: dict) -> dict:
     """Per-set tables and plots and the summary (:mod:`tmdlib.reporting.molecules`) from the results CSVs."""
-    from tmdlib.experiment.molecules import read_rows
+    from tmdlib.experiment.molecules import is_results_header, read_rows
     from tmdlib.reporting.molecules import dataset_page, plot_dataset, summary_page
-
-    from tmdlib.experiment.molecules import KEY
 
     files, per_set = [], {}
     for csv_path in sorted(Path(results_dir).glob("*.csv")):
         with open(csv_path, encoding="utf-8") as fh:
             header = fh.readline().strip().split(",")
-        if not set(KEY) <= set(header):  # another table kept beside the results (full-data runs, tuning)
+        if not is_results_header(header):  # another table kept beside the results (full-data runs, tuning)
             continue
         rows = read_rows(str(csv_path))
         if not rows:
