@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.compute as pc
 from prefect import task
 
 from tmdlib import datasets as tds
-from tmdlib.datasets.identity import duplicate_counts
-from tmdlib.datasets.sources import SourceReading, batch_kind, csv_columns, tu_name
+from tmdlib.datasets.identity import structure_duplicates
+from tmdlib.datasets.sources import (SourceReading, batch_kind, batch_reading, expected_molecules,
+                                    invalid_csv_text, tu_name)
 from tmdlib.datasets.task import TaskSpec, store_task, table_task
 
 from . import io
@@ -50,25 +50,12 @@ def read_source(kind: str, path: str, name: str, reading: SourceReading = Source
     if kind == "ogb":
         return tds.read_ogb(path, name=name, task=task)
     if kind == "smiles":
-        return tds.read_smiles_csv(path, **_smiles_options(reading), workers=resolve_workers(workers),
-                                   progress=_print_progress(name, _smiles_total(name, reading.limit)), name=name,
+        return tds.read_smiles_csv(path, **reading.smiles_options(), workers=resolve_workers(workers),
+                                   progress=_print_progress(name, expected_molecules(name, reading.limit)), name=name,
                                    skipped=skipped)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
-
-
-def _smiles_options(reading: SourceReading) -> dict:
-    """The SMILES readers' keyword arguments of ``reading`` (an empty choice as none)."""
-    return {"smiles_column": reading.smiles_column, "label_column": reading.label_columns or None,
-            "split_column": reading.split_column or None, "keep_columns": reading.keep_columns or (),
-            "task": reading.task, "standin": reading.standin, "limit": reading.limit, "id_column": reading.id_column}
-
-
-def _smiles_total(name: str, limit: int | None) -> int | None:
-    """Molecules a SMILES source will give, when known (a built-in pool), for the progress lines' ETA."""
-    info = tds.DATASETS.get(name)
-    return min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit
 
 
 @task(name="write-smiles-store", persist_result=False)
@@ -78,9 +65,9 @@ def write_smiles_store(path: str, out: str, name: str, reading: SourceReading, w
     per chunk as the molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not
     grow with the pool); return the same summary as :func:`write_graph_store`."""
     with io.atomic_path(out) as tmp:
-        stats = tds.write_smiles_parquet(path, tmp, **_smiles_options(reading), task_source=task_source,
+        stats = tds.write_smiles_parquet(path, tmp, **reading.smiles_options(), task_source=task_source,
                                          workers=resolve_workers(workers),
-                                         progress=_print_progress(name, _smiles_total(name, reading.limit)),
+                                         progress=_print_progress(name, expected_molecules(name, reading.limit)),
                                          name=name, skip_invalid=skip_invalid)
     return {**_streamed_summary(out, stats), "invalid": stats["invalid"]}
 
@@ -95,25 +82,12 @@ def invalid_report_path(out: str | Path) -> Path:
 def write_invalid_report(out: str, invalid: list) -> str | None:
     """``line,smiles,reason`` of every SMILES left out, beside the store (atomically); an earlier report is
     removed when this ingest skipped none, so the report always describes the store beside it."""
-    import csv
-    import io as _io
-
     path = invalid_report_path(out)
     if not invalid:
         path.unlink(missing_ok=True)
         return None
-    buf = _io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["line", "smiles", "reason"])
-    w.writerows(sorted(invalid))
-    io.write_text(path, buf.getvalue())
+    io.write_text(path, invalid_csv_text(invalid))
     return str(path)
-
-
-#: A store without the canonical key column (older, or an OGB source) has its duplicate structures counted on
-#: RDKit's canonical SMILES up to this size (about 0.2 ms a molecule on one core, measured: 10 s at this size),
-#: larger ones on the SMILES as written.
-CANONICAL_DUPLICATES_LIMIT = 50_000
 
 
 def count_duplicates(store: str) -> dict | None:
@@ -125,16 +99,8 @@ def count_duplicates(store: str) -> dict | None:
         return None
     index = io.canonical_keys(store)
     if index is not None:  # the key index written at ingest: canonical at any size, no parsing
-        keys, compared = index.to_pylist(), "RDKit's canonical SMILES"
-    else:
-        smiles = pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist()
-        if len(smiles) <= CANONICAL_DUPLICATES_LIMIT:
-            from tmdlib.datasets.smiles import canonical_smiles
-
-            keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
-        else:
-            keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
-    return {**duplicate_counts(keys), "compared": compared}
+        return structure_duplicates(index=index.to_pylist())
+    return structure_duplicates(smiles=pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist())
 
 
 def _streamed_summary(out: str, stats: dict) -> dict:
@@ -180,11 +146,8 @@ def read_batch(path: str, node_attributes: bool = False, smiles_column: str = "s
     """
     p = Path(path)
     kind = batch_kind(p)
-    reading = SourceReading(smiles_column=smiles_column, node_attributes=node_attributes)
-    if kind == "smiles":  # TU batches: their classes are mapped to the dataset's when appended
-        named = [label_column] if isinstance(label_column, str) else label_column
-        labels, split, keep = csv_columns(str(p), named, split_column, keep_columns, optional=True)
-        reading = replace(reading, label_columns=list(labels), split_column=split, keep_columns=keep, task=task)
+    reading = batch_reading(p, kind, node_attributes, smiles_column, label_column, split_column=split_column,
+                            keep_columns=keep_columns, task=task)
     table = read_source.fn(kind, str(p), tu_name(p) if kind == "tu" else p.stem, reading)
     tds.validate_graph_table(table, p)
     return table
