@@ -26,8 +26,8 @@ from tmdlib import GraphDataset, InputError
 from tmdlib.datasets import to_dataset
 from tmdlib.experiment.grid import DEPTH, WEIGHTS
 from tmdlib.experiment.matrices import (MATRICES, check_matrix_seconds, compute_matrix, dataset_key, matrix_file,
-                                       merge_matrix_seconds, progress_line)
-from tmdlib.experiment.results import read_results, row_key, rows_to_csv
+                                       merge_matrix_seconds)
+from tmdlib.experiment.results import gather_rows, read_results, row_key, rows_to_csv
 
 from . import io
 
@@ -114,49 +114,14 @@ def _node_subsample(name: str, raw_root: str, paths_json: str, method: str, frac
 # One cell: (dataset, kind, arch, method, trial) x fractions
 # ----------------------------------------------------------------------------------------------
 def collect_cells(futures, store, name: str, total: int, t0: float) -> int:
-    """Each finished cell's rows appended to ``store`` as the cells complete (the experiment and the molecules
-    benchmark), a progress line with an ETA on stderr after each; a failed cell does not stop the others.
-
-    Parameters
-    ----------
-    futures : list of PrefectFuture
-        One per cell, each giving its rows (a list of dicts).
-    store
-        Where rows go (``store.append(rows)``: :class:`ResultStore`, :class:`tasks.molecules.MoleculeResults`).
-    name : str
-        The dataset, in the progress lines.
-    total : int
-        Rows (models) the cells will give, for the ETA.
-    t0 : float
-        ``time.perf_counter()`` when the dataset's work began.
-
-    Returns
-    -------
-    int
-        Rows appended.
-
-    Raises
-    ------
-    RuntimeError
-        After every cell finished, when some failed (how many, and the first error).
-    """
+    """Each finished cell's rows appended to ``store`` (:class:`ResultStore`) as the cells complete, a progress line
+    on stderr after each (:func:`tmdlib.experiment.results.gather_rows`; ``futures``: one per cell)."""
     import sys
 
     from prefect.futures import as_completed
 
-    done, failures = 0, []
-    for fut in as_completed(futures):
-        try:
-            rows = fut.result()
-        except Exception as err:  # noqa: BLE001 - keep the other cells' rows; report at the end
-            failures.append(str(err))
-            continue
-        store.append(rows)
-        done += len(rows)
-        print(progress_line(name, done, total, time.perf_counter() - t0), file=sys.stderr, flush=True)
-    if failures:
-        raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
-    return done
+    return gather_rows(as_completed(futures), store, name, total, t0,
+                       lambda line: print(line, file=sys.stderr, flush=True))
 
 
 @task(name="experiment-cell", persist_result=False)
