@@ -232,24 +232,8 @@ def write_reports(results_dir: str, report_dir: str, profile: str, paper_csv: st
     ``matrix_seconds``: ``{dataset: {matrix: seconds}}``, what computing each distance matrix (once per
     dataset) took, reported beside the per-selection costs.
     """
-    from tmdlib.reporting.paper import dataset_plot, dataset_report, read_paper, summary_markdown
+    from tmdlib.reporting.paper import experiment_pages, read_paper
 
-    paper = read_paper(paper_csv)
-    files, summaries = [], []
-    for csv_path in sorted(Path(results_dir).glob("*.csv")):
-        rows = read_results(str(csv_path))
-        if not rows:
-            continue
-        name = csv_path.stem
-        text, summ, panels = dataset_report(name, rows, paper, (matrix_seconds or {}).get(name))
-        summaries += summ
-        md_path = Path(report_dir) / f"{name}.md"
-        io.write_text(md_path, text)
-        files.append(str(md_path))
-        png = io.write_bytes(Path(report_dir) / f"{name}.png", dataset_plot(name, rows, panels))
-        files.append(str(png))
-    if summaries:
-        sp = Path(report_dir) / "summary.md"
-        io.write_text(sp, summary_markdown(summaries, profile))
-        files.append(str(sp))
-    return {"files": files, "summaries": summaries}
+    results = {p.stem: rows for p in sorted(Path(results_dir).glob("*.csv")) if (rows := read_results(str(p)))}
+    pages, summaries = experiment_pages(results, read_paper(paper_csv), matrix_seconds, profile)
+    return {"files": io.write_pages(report_dir, pages), "summaries": summaries}

@@ -32,7 +32,7 @@ from tmdlib.datasets.documents import (check_selection, node_subsets, node_subse
 from tmdlib.datasets.molfiles import sniff_delimiter  # noqa: F401  (the label intake's)
 from tmdlib.errors import InputError
 
-__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "write_npz",
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_pages", "write_json", "write_parquet", "write_npy", "write_npz",
            "sha256_file", "remove_stale_temps", "file_set", "settle_file_set",
            "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
            "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for", "tool_version", "stamped",
@@ -222,6 +222,13 @@ def write_bytes(dest, data: bytes) -> Path:
 def write_text(dest, text: str) -> Path:
     """Atomically write UTF-8 ``text`` to ``dest``."""
     return _write_with(dest, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def write_pages(folder, pages: dict) -> list[str]:
+    """Atomically write each ``{file name: text or bytes}`` of ``pages`` into ``folder``; returns the paths."""
+    folder = Path(folder)
+    return [str(write_bytes(folder / n, c) if isinstance(c, bytes) else write_text(folder / n, c))
+            for n, c in pages.items()]
 
 
 def write_json(dest, obj: Any) -> Path:

@@ -146,23 +146,13 @@ class MoleculeResults(ResultStore):
 def write_molecule_reports(results_dir: str, report_dir: str, seconds: dict) -> dict:
     """Per-set tables and plots and the summary (:mod:`tmdlib.reporting.molecules`) from the results CSVs."""
     from tmdlib.experiment.molecules import is_results_header, read_rows
-    from tmdlib.reporting.molecules import dataset_page, plot_dataset, summary_page
+    from tmdlib.reporting.molecules import molecule_pages
 
-    files, per_set = [], {}
+    per_set = {}
     for csv_path in sorted(Path(results_dir).glob("*.csv")):
         with open(csv_path, encoding="utf-8") as fh:
             header = fh.readline().strip().split(",")
-        if not is_results_header(header):  # another table kept beside the results (full-data runs, tuning)
-            continue
-        rows = read_rows(str(csv_path))
-        if not rows:
-            continue
-        name = csv_path.stem
-        per_set[name] = rows
-        io.write_text(Path(report_dir) / f"{name}.md", dataset_page(name, rows, (seconds or {}).get(name)))
-        io.write_bytes(Path(report_dir) / f"{name}.png", plot_dataset(name, rows))
-        files += [str(Path(report_dir) / f"{name}.md"), str(Path(report_dir) / f"{name}.png")]
-    if per_set:
-        io.write_text(Path(report_dir) / "summary.md", summary_page(per_set, seconds or {}))
-        files.append(str(Path(report_dir) / "summary.md"))
-    return {"files": files, "sets": len(per_set)}
+        rows = read_rows(str(csv_path)) if is_results_header(header) else []  # else: another table kept beside
+        if rows:
+            per_set[csv_path.stem] = rows
+    return {"files": io.write_pages(report_dir, molecule_pages(per_set, seconds)), "sets": len(per_set)}

@@ -262,3 +262,34 @@ def dataset_plot(name: str, rows: list[dict], panels: list) -> bytes:
     fig.savefig(buf, dpi=110, format="png")
     plt.close(fig)
     return buf.getvalue()
+
+
+def experiment_pages(results: dict, paper: dict, matrix_seconds: dict | None, profile: str) -> tuple[dict, list]:
+    """Every page of the experiment's report: per dataset its Markdown (:func:`dataset_report`) and plot
+    (:func:`dataset_plot`), and the summary (:func:`summary_markdown`) when there is any.
+
+    Parameters
+    ----------
+    results : dict
+        ``{dataset: rows}``, each with at least one row, in the order the pages are listed.
+    paper : dict
+        The paper's numbers (:func:`read_paper`).
+    matrix_seconds : dict or None
+        ``{dataset: {matrix: seconds}}``, what computing each distance matrix took.
+    profile : str
+        The grid's profile, in the summary.
+
+    Returns
+    -------
+    tuple
+        ``(pages, summaries)``: ``{file name: text or PNG bytes}`` (``<dataset>.md``, ``<dataset>.png``,
+        ``summary.md``) and the per-group summaries.
+    """
+    pages, summaries = {}, []
+    for name, rows in results.items():
+        text, summ, panels = dataset_report(name, rows, paper, (matrix_seconds or {}).get(name))
+        summaries += summ
+        pages[f"{name}.md"], pages[f"{name}.png"] = text, dataset_plot(name, rows, panels)
+    if summaries:
+        pages["summary.md"] = summary_markdown(summaries, profile)
+    return pages, summaries
