@@ -12,7 +12,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tmdlib import InputError
-from tmdlib.models.predict import prediction_columns, rows_columns, trained_ids
+from tmdlib.models.predict import pool_chunk, prediction_columns, rows_columns, trained_ids
 
 from . import io
 from .train import calibration_set  # noqa: F401 - shared with the registered model
@@ -95,17 +95,9 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
     work = _chunk_outputs(model, store, smiles, int(workers), model_file, domain if smiles is not None else None)
     for a, (outputs, dom) in zip(range(0, n, CHUNK), work):
         pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
-        chunk = [smiles[int(p)] for p in pos] if smiles is not None else None
-        cols = prediction_columns(cal, outputs, model.head.task, dom=dom)
-        gid = store.graph_ids[pos]
-        head = {"graph_id": pa.array(gid, pa.int64())}
-        if smiles is not None:
-            head["smiles"] = pa.array(chunk, pa.string())
-        if ids is not None:  # the user's own compound ids, as ingested
-            head["compound_id"] = pa.array([ids[int(p)] for p in pos], pa.string())
-        head.update({k: pa.array(v) for k, v in cols.items()})
-        head["labelled"] = pa.array(np.isin(gid, labelled))
-        parts.append(pa.table(head))
+        parts.append(pool_chunk(store.graph_ids[pos], prediction_columns(cal, outputs, model.head.task, dom=dom),
+                                labelled, None if smiles is None else [smiles[int(p)] for p in pos],
+                                None if ids is None else [ids[int(p)] for p in pos]))
         if progress:
             progress(min(n, a + CHUNK), n)
     return pa.concat_tables(parts)

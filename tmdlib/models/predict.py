@@ -51,7 +51,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Calibrated", "calibrate", "probabilities", "min_bin", "fit_power", "MIN_BIN", "MIN_POWER", "MAX_POWER",
-           "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns", "calibration_members"]
+           "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns", "calibration_members",
+           "pool_chunk"]
 
 #: The fewest labelled calibration members a Mondrian bin is calibrated on (at 90 %: its expected coverage
 #: :math:`\lceil 0.9(n+1)\rceil/(n+1)` is 0.902 and the spread of its realised coverage about 0.04).
@@ -407,3 +408,34 @@ def calibration_members(graph_ids: np.ndarray, sel: dict, task, labels: dict | N
     y = y[test]
     return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
         f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
+
+
+def pool_chunk(graph_ids: np.ndarray, cols: dict, labelled: np.ndarray, smiles=None, compound_ids=None):
+    """One chunk of the pool's predictions table.
+
+    Parameters
+    ----------
+    graph_ids : ndarray of int64, shape (m,)
+        The chunk's graph ids.
+    cols : dict
+        Its prediction columns (:func:`prediction_columns`).
+    labelled : ndarray of int64
+        The graph ids already labelled.
+    smiles, compound_ids : list of str, optional
+        The chunk's SMILES and the user's compound ids (as ingested), when the pool has them.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``graph_id``, ``smiles`` and ``compound_id`` when given, the prediction columns, ``labelled`` (bool).
+    """
+    import pyarrow as pa
+
+    head = {"graph_id": pa.array(graph_ids, pa.int64())}
+    if smiles is not None:
+        head["smiles"] = pa.array(smiles, pa.string())
+    if compound_ids is not None:
+        head["compound_id"] = pa.array(compound_ids, pa.string())
+    head.update({k: pa.array(v) for k, v in cols.items()})
+    head["labelled"] = pa.array(np.isin(graph_ids, labelled))
+    return pa.table(head)
