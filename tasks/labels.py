@@ -131,6 +131,8 @@ def read_answer_sheet(source: str, sheet=None) -> tuple:
 def _read_xlsx(source: str, sheet=None) -> tuple:
     import pandas as pd
 
+    from tmdlib.datasets.labsheet import frame_table
+
     if not Path(source).is_file():
         raise InputError(source, "label file not found")
     try:
@@ -140,12 +142,7 @@ def _read_xlsx(source: str, sheet=None) -> tuple:
         raise InputError(source, f"cannot read the spreadsheet: {err}") from None
     except Exception as err:  # noqa: BLE001 - openpyxl's errors on a damaged file
         raise InputError(source, f"not a readable spreadsheet: {type(err).__name__}: {err}") from None
-    # a column without a header and without a value (a formatted but empty column) is no column
-    frame = frame[[c for c in frame.columns if not str(c).startswith("Unnamed: ") or frame[c].str.strip().any()]]
-    names = [str(c) for c in frame.columns]
-    cols = {n: pa.array(["" if v is None else str(v) for v in frame[c].tolist()], pa.string())
-            for n, c in zip(names, frame.columns)}
-    return pa.table(cols), np.arange(2, len(frame) + 2)
+    return frame_table(frame)
 
 
 @task(name="read-answers", persist_result=False)
