@@ -111,7 +111,7 @@ def read_params(path: str) -> dict:
     """Flat ``{"group.key": value}`` of ``params.yaml``, credentials in URL-like values redacted."""
     import yaml
 
-    from tmdlib.reporting.provenance import redact_uri
+    from tmdlib.reporting.provenance import shown_params
 
     if not Path(path).is_file():
         raise InputError(path, "params file not found")
@@ -121,7 +121,7 @@ def read_params(path: str) -> dict:
         raise InputError(path, f"not valid YAML: {err}") from None
     if not isinstance(params, dict):
         raise InputError(path, "params file must be a mapping")
-    return {k: redact_uri(v) if isinstance(v, str) else v for k, v in audit.flat_items(params).items()}
+    return shown_params(audit.flat_items(params))
 
 
 def read_plot(path: str) -> bytes:

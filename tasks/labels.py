@@ -67,13 +67,9 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
 
     sdf = ""
     if smiles is not None:
-        from tmdlib.chem.sdf import requests_sdf
+        from tmdlib.chem.sdf import requests_table_sdf
 
-        col = lambda name: requests.column(name).to_pylist()  # noqa: E731
-        from tmdlib.datasets.smiles import ID_COLUMN
-
-        ids = col(ID_COLUMN) if ID_COLUMN in requests.column_names else None  # the user's compound ids, if any
-        sdf = requests_sdf(smiles, col("graph_id"), col("tau"), col("rank"), col("source_id"), compound_ids=ids)
+        sdf = requests_table_sdf(smiles, requests)
     out = Path(out_dir)
     with io.atomic_path(out / "label_requests.csv") as tmp:
         pacsv.write_csv(requests, tmp)

@@ -12,7 +12,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tmdlib import InputError
-from tmdlib.models.predict import pool_chunk, prediction_columns, rows_columns, trained_ids
+from tmdlib.models.predict import pool_chunk, prediction_columns, rows_columns, smiles_table, trained_ids
 
 from . import io
 from .train import calibration_set  # noqa: F401 - shared with the registered model
@@ -121,10 +121,7 @@ def predict_smiles(model, cal, path: str, domain=None) -> pa.Table:
     from tmdlib.datasets.smiles_input import read_prediction_smiles
 
     rows = read_prediction_smiles(path)
-    out = {"line": pa.array(rows.line, pa.int64()), "smiles": pa.array(rows.smiles, pa.string())}
-    out.update({k: pa.array(v) for k, v in rows_columns(model, cal, domain, rows.smiles, rows.reason).items()})
-    out["reason"] = pa.array(rows.reason, pa.string())
-    return pa.table(out)
+    return smiles_table(rows, rows_columns(model, cal, domain, rows.smiles, rows.reason))
 
 
 @task(name="write-predictions", persist_result=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from tmdlib.reporting.provenance import (flatten, labels_profile, params_hash, recorded_outs, redact_uri,
-                                         selection_profile, stage_md5s)
+                                         selection_profile, stage_md5s, store_profile)
 
 
 def set_run_tag(run_id: str, key: str, value) -> None:
@@ -168,8 +168,7 @@ def graph_store_dataset(path: str, store, name: str):
     from mlflow.types.schema import Array
 
     sha, pool = store.content_hash(), store.stored()  # ids, sizes and the feature table: one read
-    profile = {"graphs": len(pool), "nodes": int(pool.nodes_per_graph.sum()), "features": int(pool.num_features),
-               "content_sha256": sha}
+    profile = store_profile(sha, len(pool), pool.nodes_per_graph.sum(), pool.num_features)
     columns = [("graph_id", "long"), ("num_nodes", "long"), ("x", Array(Array("float"))),
                ("edge_src", Array("integer")), ("edge_dst", Array("integer")), ("y", "double")]
     return _dataset(path, name, sha, profile, columns)

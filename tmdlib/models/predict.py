@@ -52,7 +52,7 @@ import numpy as np
 
 __all__ = ["Calibrated", "calibrate", "probabilities", "min_bin", "fit_power", "MIN_BIN", "MIN_POWER", "MAX_POWER",
            "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns", "calibration_members",
-           "pool_chunk"]
+           "pool_chunk", "smiles_table"]
 
 #: The fewest labelled calibration members a Mondrian bin is calibrated on (at 90 %: its expected coverage
 #: :math:`\lceil 0.9(n+1)\rceil/(n+1)` is 0.902 and the spread of its realised coverage about 0.04).
@@ -439,3 +439,17 @@ def pool_chunk(graph_ids: np.ndarray, cols: dict, labelled: np.ndarray, smiles=N
     head.update({k: pa.array(v) for k, v in cols.items()})
     head["labelled"] = pa.array(np.isin(graph_ids, labelled))
     return pa.table(head)
+
+
+def smiles_table(rows, cols: dict):
+    """The predictions table of a user's SMILES file: ``line``, ``smiles``, the prediction columns ``cols``
+    (:func:`rows_columns`) and ``reason`` (why a row gives no molecule; null predictions there).
+
+    ``rows``: the file's rows (``line``, ``smiles``, ``reason``, :func:`tmdlib.datasets.smiles_input.read_prediction_smiles`).
+    """
+    import pyarrow as pa
+
+    out = {"line": pa.array(rows.line, pa.int64()), "smiles": pa.array(rows.smiles, pa.string())}
+    out.update({k: pa.array(v) for k, v in cols.items()})
+    out["reason"] = pa.array(rows.reason, pa.string())
+    return pa.table(out)

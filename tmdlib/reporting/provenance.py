@@ -15,7 +15,8 @@ import re
 import numpy as np
 
 __all__ = ["redact_uri", "params_hash", "flatten", "stage_md5s", "recorded_outs", "canonical_sha256",
-           "labels_profile", "selection_profile"]
+           "labels_profile", "selection_profile", "store_profile",
+           "shown_params"]
 
 
 def redact_uri(uri: str) -> str:
@@ -153,3 +154,13 @@ def selection_profile(sel: dict) -> tuple[str, dict]:
     return sha, {"method": sel.get("method"), "k": len(content["medoids"]), "train": len(content["train_ids"]),
                  "test": len(content["test_ids"]), "epsilon": sel.get("epsilon"),
                  "epsilon_mean": sel.get("epsilon_mean", sel.get("epsilon")), "content_sha256": sha}
+
+
+def store_profile(sha256: str, graphs: int, nodes: int, features: int) -> dict:
+    """The graph store's profile as a tracking server shows it: counts and the full content hash."""
+    return {"graphs": int(graphs), "nodes": int(nodes), "features": int(features), "content_sha256": sha256}
+
+
+def shown_params(flat: dict) -> dict:
+    """Flat parameters (``{"group.key": value}``) with credentials in URL-like values redacted (:func:`redact_uri`)."""
+    return {k: redact_uri(v) if isinstance(v, str) else v for k, v in flat.items()}

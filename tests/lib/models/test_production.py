@@ -153,3 +153,14 @@ def test_calibration_members_and_a_pool_chunk():
     assert t.column_names == ["graph_id", "smiles", "compound_id", "prediction", "labelled"]
     assert t.column("labelled").to_pylist() == [False, True]
     assert pool_chunk(ids[:1], {}, np.array([], dtype=np.int64)).column_names == ["graph_id", "labelled"]
+
+
+def test_the_table_of_a_users_smiles_file():
+    from types import SimpleNamespace
+
+    from tmdlib.models.predict import smiles_table
+
+    rows = SimpleNamespace(line=[2, 3], smiles=["CCO", None], reason=[None, "no molecule"])
+    t = smiles_table(rows, {"prediction": [0.5, None]})
+    assert t.column_names == ["line", "smiles", "prediction", "reason"]
+    assert t.column("reason").to_pylist() == [None, "no molecule"]

@@ -1,0 +1,24 @@
+"""What a run's provenance records, from values (tmdlib.reporting.provenance)."""
+from __future__ import annotations
+
+import numpy as np
+
+from tmdlib.reporting.provenance import (flatten, labels_profile, params_hash, recorded_outs, selection_profile,
+                                         shown_params, stage_md5s, store_profile)
+
+
+def test_provenance_values():
+    assert flatten({"a": {"b": 1, "c": "x", "d": float("nan")}, "e": True}) == {"a.b": 1.0, "e": 1.0}
+    assert len(params_hash({"x": 1})) == 16 and params_hash({"x": 1}) == params_hash({"x": 1})
+    stages = {"select@M": {"deps": [{"path": "g", "md5": "1"}], "outs": [{"path": "s", "md5": "2"}]},
+              "select@C": {"outs": [{"path": "c", "md5": "3"}]}}
+    assert stage_md5s(stages, "M") == {"select@M": {"deps": {"g": "1"}, "outs": {"s": "2"}}}
+    assert recorded_outs(stages) == {"s": "2", "c": "3"}
+    sha, prof = labels_profile({2: 1.0, 1: 0.0}, {"source": "lab"})
+    assert prof == {"labels": 2, "source": "lab", "content_sha256": sha, "positive": 1}
+    _, multi = labels_profile({1: np.array([1.0, np.nan])}, {})
+    assert "positive" not in multi and multi["source"] == "unknown"
+    sel = {"medoids": [1], "tau": [2.0], "train_ids": [1, 2], "test_ids": [3], "method": "tmd", "epsilon": 0.5}
+    assert selection_profile(sel)[1]["epsilon_mean"] == 0.5 and selection_profile(sel)[1]["k"] == 1
+    assert store_profile("h", 3, np.int64(9), 4) == {"graphs": 3, "nodes": 9, "features": 4, "content_sha256": "h"}
+    assert shown_params({"a.uri": "https://u:p@host/x", "b": 1}) == {"a.uri": "https://***@host/x", "b": 1}
