@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from prefect import task
 
 from tmdlib import InputError
@@ -151,40 +150,27 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
     naming every offending line, nothing written."""
     import pyarrow.parquet as pq
 
-    from tmdlib.datasets.labels import read_answers
+    from tmdlib.datasets.labels import answer_key, key_index, read_answers, source_index, wanted_keys
     from tmdlib.datasets.labsheet import normalize_answers
+    from tmdlib.datasets.smiles import ID_COLUMN, canonical_smiles
 
     sheet = sheet or {}
     table, lines, form = read_answer_sheet(source, sheet.get("sheet"))
     table, how = normalize_answers(table, targets, columns=sheet.get("columns"), transform=sheet.get("transform",
                                    "none"), units=sheet.get("units"), path=source, line_numbers=lines)
-    names = table.column_names
     request_sources = pool = canonical = index = None
-    key = next((k for k in ("graph_id", "source_id", "smiles") if k in names), None)
+    key = answer_key(table.column_names)
     stored = pq.read_schema(store_path).names
     if key == "source_id":  # the requests' source ids, and the user's compound ids of the whole pool
-        from tmdlib.datasets.labels import key_index
-        from tmdlib.datasets.smiles import ID_COLUMN
-
-        wanted = {str(k).strip() for k in table.column("source_id").to_pylist() if k is not None}
         req = pq.read_table(requests_path, columns=["graph_id", "source_id"])
-        request_sources = key_index(pc.utf8_trim_whitespace(req.column("source_id").cast(pa.string())),
-                                    req.column("graph_id"), wanted)
-        if ID_COLUMN in stored:  # the pool's ids filtered to the lab's (vectorised): no loop over the pool
-            t = pq.read_table(store_path, columns=["graph_id", ID_COLUMN])
-            for k, gids in key_index(t.column(ID_COLUMN), t.column("graph_id"), wanted).items():
-                hits = request_sources.setdefault(k, [])
-                hits.extend(g for g in gids if g not in hits)
+        ids = pq.read_table(store_path, columns=["graph_id", ID_COLUMN]) if ID_COLUMN in stored else None
+        request_sources = source_index(req, wanted_keys(table, "source_id"), ids, ID_COLUMN)
     elif key == "smiles" and "smiles" in stored:
-        from tmdlib.datasets.labels import key_index
-        from tmdlib.datasets.smiles import canonical_smiles
-
         canonical = functools.lru_cache(maxsize=None)(canonical_smiles)  # each lab SMILES parsed once
         keys = io.canonical_keys(store_path)
         if keys is not None:  # the key index written at ingest: only the lab's molecules are parsed
-            wanted = {canonical(str(s).strip()) for s in table.column("smiles").to_pylist() if s}
             gids = pq.read_table(store_path, columns=["graph_id"]).column("graph_id")
-            index = key_index(keys, gids, wanted - {None})
+            index = key_index(keys, gids, wanted_keys(table, "smiles", canonical))
         else:  # a store from before the key index (or an OGB source): every pool molecule canonicalised
             t = pq.read_table(store_path, columns=["graph_id", "smiles"])
             pool = (t.column("graph_id").to_pylist(), t.column("smiles").to_pylist())

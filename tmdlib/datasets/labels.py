@@ -20,7 +20,8 @@ from ..errors import InputError
 __all__ = ["label_request_table", "key_index", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA",
            "label_columns", "labels_schema", "KEY_COLUMNS", "QUALIFIERS", "CENSORED", "MISSING_NOTES",
            "REPLICATE_RULES", "CENSORED_RULES", "MEASUREMENT_SCHEMA", "parse_value", "read_answers", "apply_censored",
-           "aggregate_measurements", "labels_of_table"]
+           "aggregate_measurements", "labels_of_table",
+           "ANSWER_KEYS", "answer_key", "wanted_keys", "source_index"]
 
 #: Columns of :func:`label_request_table`.
 LABEL_REQUEST_SCHEMA = pa.schema([
@@ -744,3 +745,36 @@ def labels_of_table(table: pa.Table, task, path: str | os.PathLike | None = None
                          for c in checked.column_names[1:]])
     gids = checked.column("graph_id").to_pylist()
     return {int(g): (float(row[0]) if task.num_targets == 1 else row) for g, row in zip(gids, Y)}
+
+
+#: The columns a lab's answers may be keyed by, in the order one is chosen.
+ANSWER_KEYS = ("graph_id", "source_id", "smiles")
+
+
+def answer_key(names) -> str | None:
+    """The column a lab's answers are keyed by: the first of :data:`ANSWER_KEYS` among ``names`` (None: none)."""
+    return next((k for k in ANSWER_KEYS if k in names), None)
+
+
+def wanted_keys(table: pa.Table, column: str, canonical=None) -> set:
+    """The distinct keys of a lab's answers in ``column``, stripped (``canonical``: each made canonical, e.g. a
+    SMILES by :func:`tmdlib.datasets.smiles.canonical_smiles`; a key it cannot read left out)."""
+    if canonical is None:
+        return {str(k).strip() for k in table.column(column).to_pylist() if k is not None}
+    return {canonical(str(s).strip()) for s in table.column(column).to_pylist() if s} - {None}
+
+
+def source_index(requests: pa.Table, wanted: set, pool: pa.Table | None = None,
+                 id_column: str = "compound_id") -> dict[str, list[int]]:
+    """The graph ids each wanted source id names: among the requests' ``source_id`` (stripped), then among the
+    pool's compound ids (``pool``'s ``id_column``, when the pool has them), each graph id once per key
+    (:func:`key_index`)."""
+    import pyarrow.compute as pc
+
+    index = key_index(pc.utf8_trim_whitespace(requests.column("source_id").cast(pa.string())),
+                      requests.column("graph_id"), wanted)
+    if pool is not None:  # the pool's ids filtered to the lab's (vectorised): no loop over the pool
+        for k, gids in key_index(pool.column(id_column), pool.column("graph_id"), wanted).items():
+            hits = index.setdefault(k, [])
+            hits.extend(g for g in gids if g not in hits)
+    return index
