@@ -398,10 +398,10 @@ NODES_META_KEY = b"tmdsub.nodes"
 def nodes_off(path: str | None) -> dict | None:
     """``{"method": "off", "requested", "reason", "line"}`` when ``nodes.parquet`` records node subsampling as off
     (:func:`tasks.select.nodes_off_table`), else None (also for no path or a missing file: its reader says so)."""
-    import json
-
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from tmdlib.datasets.documents import nodes_off_record
 
     if not path or not Path(path).is_file():
         return None
@@ -409,7 +409,4 @@ def nodes_off(path: str | None) -> dict | None:
         raw = (pq.read_schema(path).metadata or {}).get(NODES_META_KEY)
     except (pa.ArrowException, OSError) as err:
         raise InputError(path, f"not a readable nodes Parquet: {err}") from None
-    doc = json.loads(raw) if raw else {}
-    if doc.get("method") != "off":
-        return None
-    return {"requested": None, "reason": "nodes.method: off", "line": "node subsampling: off", **doc}
+    return nodes_off_record(raw)

@@ -116,10 +116,10 @@ def domain_artifact(store, pos, info: dict, task) -> dict:
     """What the registered model needs to give the predictions file's columns: the trained molecules (its
     applicability domain) and the calibration members' SMILES and labels (:func:`calibration_set`: the labelled
     audit sample in production) — it calibrates at load time as the predict stage does."""
+    from tmdlib.models.records import domain_record
+
     cal, y, what = calibration_set(store, io.read_selection(info["selection"]), info, task)
-    return {"train_smiles": store.smiles(pos), "calibration_smiles": store.smiles(cal) if len(cal) else [],
-            "calibration_labels": np.asarray(y, dtype=np.float64).tolist(),  # NaN (missing) as JSON's NaN
-            "calibration": what, "confidence": PYFUNC_CONFIDENCE}
+    return domain_record(store.smiles(pos), store.smiles(cal) if len(cal) else [], y, what, PYFUNC_CONFIDENCE)
 
 
 def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, dataset: str, description: str,

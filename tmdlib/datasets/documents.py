@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 
 __all__ = ["read_text_csv", "read_json", "read_id_pairs", "check_selection", "positions", "node_subsets_for",
-           "node_subsets",
+           "node_subsets", "nodes_off_record",
            "parse_int"]
 
 
@@ -255,3 +255,18 @@ def node_subsets(gids: list, nodes: list, eps: list, path: str | os.PathLike | N
             raise InputError(path, "null graph_id/nodes or a missing/negative epsilon", line=row + 1)
         out[int(g)] = (np.asarray(s, dtype=np.int64), max(float(e), 0.0))
     return out
+
+
+def nodes_off_record(raw: bytes | str | None) -> dict | None:
+    """What ``nodes.parquet``'s schema metadata says of node subsampling (``raw``: the JSON it keeps, or None).
+
+    Returns
+    -------
+    dict or None
+        ``{"method": "off", "requested", "reason", "line"}`` when node subsampling was off (defaults: no requested
+        method, reason ``nodes.method: off``, line ``node subsampling: off``); None otherwise.
+    """
+    doc = json.loads(raw) if raw else {}
+    if doc.get("method") != "off":
+        return None
+    return {"requested": None, "reason": "nodes.method: off", "line": "node subsampling: off", **doc}

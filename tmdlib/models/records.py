@@ -8,7 +8,7 @@ import numpy as np
 
 __all__ = ["train_record", "train_info", "train_params", "train_summary", "collapse_warning", "partial_answers_line",
            "model_description", "model_state_of", "state_arrays", "model_tags", "smiles_model_description",
-           "skipped_record"]
+           "skipped_record", "domain_record"]
 
 
 def _no_constant(model) -> dict:
@@ -221,3 +221,12 @@ def skipped_record(off: dict, name: str) -> dict:
     was skipped, and why (``skipped``, ``reason``, ``line``)."""
     return {"skipped": True, "stage": f"train_nodes@{name}", "dataset": name, "node_subsampling": "off",
             "nodes_method": off.get("requested"), "reason": off["reason"], "line": off["line"]}
+
+
+def domain_record(train_smiles, cal_smiles, cal_labels, what: str, confidence: float) -> dict:
+    """What the registered molecule model is handed to give the predictions file's columns: the trained molecules
+    (its applicability domain), the calibration members' SMILES and labels (NaN, missing, as JSON's NaN), what they
+    are and the intervals' confidence; it calibrates at load time as the predict stage does."""
+    return {"train_smiles": train_smiles, "calibration_smiles": cal_smiles,
+            "calibration_labels": np.asarray(cal_labels, dtype=np.float64).tolist(), "calibration": what,
+            "confidence": confidence}
