@@ -19,11 +19,11 @@ from prefect import task
 
 from tmdlib import InputError
 from tmdlib.reporting import audit
+from tmdlib.reporting.audit_facts import REPORT_HTML, REPORT_MD
 
 from . import io
 from .io import read_json
 
-REPORT_MD, REPORT_HTML, COUNTS_PNG, BOUND_PNG = "report.md", "report.html", "counts.png", "bound_vs_gap.png"
 DOCUMENTS = {"tmd_meta": "TMD meta file", "manifest": "label manifest", "labels_meta": "labels metadata",
              "train_info": "train info", "metrics": "metrics file", "metrics_nodes": "node metrics file"}
 
@@ -228,17 +228,11 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     from .io import read_labels, read_selection
     from .predict import read_prediction_set
 
-    folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
-    meta = read_prediction_set(str(folder), stem)
+    meta = read_prediction_set(str(Path(predictions).parent), Path(predictions).name.removesuffix(".parquet"))
     spec = TaskSpec.from_dict(task_dict or meta.get("task") or {})
-    suffix = spec.column_suffix(0)
-    col = f"prediction{suffix}"
     try:
-        names = pq.read_schema(predictions).names
-        if col not in names:
-            raise InputError(predictions, f"no {col} column (columns {', '.join(names)})")
-        wanted = ["graph_id", col, "in_domain", *(f"{b}{suffix}" for b in ("lower", "upper"))]
-        table = pq.read_table(predictions, columns=[c for c in wanted if c in names])  # not the SMILES
+        table = pq.read_table(predictions, columns=rp.audit_columns(spec, pq.read_schema(predictions).names,
+                                                                    predictions))
     except (pa.ArrowException, OSError) as err:
         raise InputError(predictions, f"not a readable predictions Parquet: {err}") from None
     label_map, _ = read_labels(labels, None, spec)
@@ -274,8 +268,8 @@ def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None)
 
     if goal not in GOALS or not Path(labels).is_file():
         return []
-    folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
-    spec = TaskSpec.from_dict(read_prediction_set(str(folder), stem).get("task") or {})
+    meta = read_prediction_set(str(Path(predictions).parent), Path(predictions).name.removesuffix(".parquet"))
+    spec = TaskSpec.from_dict(meta.get("task") or {})
     if not ranks_hits(goal, spec):  # no values to rank
         return []
     return hit_lines(_hits(predictions, labels, spec, goal, hunt, n))
@@ -296,19 +290,12 @@ def write_report(out_dir: str, facts: dict, bound_plot: bytes, extra: list | Non
     dict
         ``{"markdown", "html", "plots": [...]}`` paths.
     """
-    from tmdlib.reporting.audit_facts import counts_plot
+    from tmdlib.reporting.audit_facts import report_pages
 
     out = Path(out_dir)
     facts = {**facts, "files": {"markdown": str(out / REPORT_MD), "html": str(out / REPORT_HTML)}}
-    images = [(COUNTS_PNG, "Graphs, nodes and labels kept versus dropped", counts_plot(facts)),
-              (BOUND_PNG, "Bound versus observed gap across coreset fractions (evaluate stage)", bound_plot),
-              *(extra or [])]
-    markdown, page = audit.render_markdown(facts, images), audit.render_html(facts, images)
-    for name, _, png in images:
-        io.write_bytes(out / name, png)
-    io.write_text(out / REPORT_MD, markdown)
-    io.write_text(out / REPORT_HTML, page)
-    return {**facts["files"], "plots": [str(out / name) for name, _, _ in images]}
+    written = io.write_pages(out, report_pages(facts, bound_plot, extra))  # rendered before the first write
+    return {**facts["files"], "plots": written[:-2]}
 
 
 @task(name="link-audit-report", persist_result=False)

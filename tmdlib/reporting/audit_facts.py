@@ -10,7 +10,10 @@ from typing import Mapping
 
 from . import audit
 
-__all__ = ["report_facts", "counts_plot"]
+__all__ = ["report_facts", "counts_plot", "report_pages", "REPORT_MD", "REPORT_HTML", "COUNTS_PNG", "BOUND_PNG"]
+
+#: The report's files, in the folder the caller chooses (the pages link the plots by these names).
+REPORT_MD, REPORT_HTML, COUNTS_PNG, BOUND_PNG = "report.md", "report.html", "counts.png", "bound_vs_gap.png"
 
 #: The keys of ``metrics.json`` the report shows as they are (None when a run lacks one).
 METRIC_KEYS = ("pool_estimate", "control", "constant_predictor", "not_measurable", "coreset_loss_weighted",
@@ -70,3 +73,28 @@ def counts_plot(facts: Mapping) -> bytes:
     """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.reporting.audit.counts_png` of
     :func:`~tmdlib.reporting.audit.counts_bars`), titled with the dataset."""
     return audit.counts_png(audit.counts_bars(facts), title=f"{facts['dataset']}: kept versus dropped")
+
+
+def report_pages(facts: Mapping, bound_plot: bytes, extra: list | None = None) -> dict:
+    """Every file of the audit report, rendered: the plots, then ``report.md`` and ``report.html`` (last).
+
+    Parameters
+    ----------
+    facts : mapping
+        :func:`report_facts`' facts, with ``files`` (the pages' own paths, which they name).
+    bound_plot : bytes
+        The evaluate stage's bound-versus-gap PNG.
+    extra : list of tuple, optional
+        More ``(file name, caption, PNG)`` plots (production: the predictions'), shown in their section.
+
+    Returns
+    -------
+    dict
+        ``{file name: PNG bytes or text}`` in the order they are to be written (:data:`COUNTS_PNG`,
+        :data:`BOUND_PNG`, the extra plots, :data:`REPORT_MD`, :data:`REPORT_HTML`).
+    """
+    images = [(COUNTS_PNG, "Graphs, nodes and labels kept versus dropped", counts_plot(facts)),
+              (BOUND_PNG, "Bound versus observed gap across coreset fractions (evaluate stage)", bound_plot),
+              *(extra or [])]
+    return {**{name: png for name, _, png in images}, REPORT_MD: audit.render_markdown(facts, images),
+            REPORT_HTML: audit.render_html(facts, images)}
