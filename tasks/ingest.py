@@ -4,11 +4,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pyarrow.compute as pc
 from prefect import task
 
 from tmdlib import datasets as tds
-from tmdlib.datasets.identity import structure_duplicates
+from tmdlib.datasets.identity import streamed_summary, structure_duplicates, table_summary
 from tmdlib.datasets.sources import (SourceReading, batch_kind, batch_reading, expected_molecules,
                                     invalid_csv_text, tu_name)
 from tmdlib.datasets.task import TaskSpec, store_task, table_task
@@ -105,15 +104,7 @@ def count_duplicates(store: str) -> dict | None:
 
 def _streamed_summary(out: str, stats: dict) -> dict:
     """:func:`write_graph_store`'s summary of a store written a slice at a time (``stats``: its counts and task)."""
-    graphs = stats["graphs"]
-    return {
-        "path": str(Path(out)),
-        "task": stats["task"].describe(),
-        "graphs": graphs,
-        "mean_nodes": stats["nodes"] / graphs if graphs else 0.0,
-        "mean_edges": stats["edges"] / graphs if graphs else 0.0,
-        "sha256": io.sha256_file(out),
-    }
+    return {"path": str(Path(out)), **streamed_summary(stats), "sha256": io.sha256_file(out)}
 
 
 @task(name="copy-parquet-store", persist_result=False)
@@ -174,13 +165,4 @@ def write_graph_store(table, out: str) -> dict:
     """Validate ``table`` and write it atomically to ``out``; return summary statistics."""
     tds.validate_graph_table(table, out)
     io.write_parquet(out, table)
-    n_nodes = table.column("num_nodes").to_numpy()
-    n_edges = pc.list_value_length(table.column("edge_src")).to_numpy() // 2
-    return {
-        "path": str(Path(out)),
-        "task": table_task(table).describe(),
-        "graphs": int(table.num_rows),
-        "mean_nodes": float(n_nodes.mean()) if table.num_rows else 0.0,
-        "mean_edges": float(n_edges.mean()) if table.num_rows else 0.0,
-        "sha256": io.sha256_file(out),
-    }
+    return {"path": str(Path(out)), **table_summary(table), "sha256": io.sha256_file(out)}

@@ -21,7 +21,8 @@ from ..errors import InputError
 from ..graph import GraphDataset
 
 __all__ = ["STORE_HASH_KEY", "graph_hashes", "content_hash", "store_content_hash", "check_same_store",
-           "duplicate_counts", "structure_duplicates", "CANONICAL_DUPLICATES_LIMIT"]
+           "duplicate_counts", "structure_duplicates", "CANONICAL_DUPLICATES_LIMIT",
+           "table_summary", "streamed_summary"]
 
 
 #: The field under which an artifact (the TMD matrix's meta, a selection, a label manifest, ...) records the
@@ -160,3 +161,26 @@ def structure_duplicates(index=None, smiles=None) -> dict:
     else:
         keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
     return {**duplicate_counts(keys), "compared": compared}
+
+
+def table_summary(table) -> dict:
+    """What an ingest says of the graph store it wrote: ``{"task", "graphs", "mean_nodes", "mean_edges"}`` (the task
+    described, the graphs, their mean node and undirected edge counts; 0.0 for an empty store)."""
+    import pyarrow.compute as pc
+
+    from .task import table_task
+
+    n_nodes = table.column("num_nodes").to_numpy()
+    n_edges = pc.list_value_length(table.column("edge_src")).to_numpy() // 2
+    return {"task": table_task(table).describe(), "graphs": int(table.num_rows),
+            "mean_nodes": float(n_nodes.mean()) if table.num_rows else 0.0,
+            "mean_edges": float(n_edges.mean()) if table.num_rows else 0.0}
+
+
+def streamed_summary(stats: dict) -> dict:
+    """:func:`table_summary` of a store written a slice at a time, from its counts (``stats``: ``graphs``,
+    ``nodes``, ``edges`` and ``task``)."""
+    graphs = stats["graphs"]
+    return {"task": stats["task"].describe(), "graphs": graphs,
+            "mean_nodes": stats["nodes"] / graphs if graphs else 0.0,
+            "mean_edges": stats["edges"] / graphs if graphs else 0.0}

@@ -115,3 +115,15 @@ def test_ingest_rules_on_values(tmp_path):
     assert dup["compared"] == "RDKit's canonical SMILES" and dup["structures"] == 1 and dup["graphs"] == 1
     assert structure_duplicates(index=["a", "a", "b"])["graphs"] == 1
     assert invalid_csv_text([(3, "X", "bad"), (2, "Y", "worse")]) == "line,smiles,reason\n2,Y,worse\n3,X,bad\n"
+
+
+def test_store_summaries(tmp_path):
+    """A written store's summary from its table, and a streamed one's from its counts."""
+    from tmdlib.datasets.identity import streamed_summary, table_summary
+    from tmdlib.datasets.task import BINARY
+
+    (tmp_path / "s.csv").write_text("smiles,y\nCCO,1\nCC,0\n")
+    table = read_smiles_csv(tmp_path / "s.csv", label_column="y")
+    s = table_summary(table)
+    assert s["graphs"] == 2 and s["mean_nodes"] == 2.5 and s["mean_edges"] == 1.5 and "binary" in s["task"]
+    assert streamed_summary({"graphs": 0, "nodes": 0, "edges": 0, "task": BINARY})["mean_nodes"] == 0.0
