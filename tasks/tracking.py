@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from tmdlib.reporting.provenance import (flatten, labels_profile, params_hash, recorded_outs, redact_uri,
-                                         selection_profile, stage_md5s, store_profile)
+from tmdlib.reporting.provenance import (labels_profile, params_hash, recorded_outs, redact_uri,
+                                         run_values, selection_profile, stage_md5s, store_profile)
 
 
 def set_run_tag(run_id: str, key: str, value) -> None:
@@ -269,10 +269,8 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
     client = MlflowClient(tracking_uri=tracking_uri())
     try:
         now = int(time.time() * 1000)
-        plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
-        mlist = [Metric(k, v, now, 0) for k, v in sorted(flatten(metrics).items())]
-        for name, values in (step_metrics or {}).items():
-            mlist += [Metric(name, float(v), now, s) for s, v in enumerate(values) if math.isfinite(float(v))]
+        plain, values = run_values(params, metrics, step_metrics)
+        plist, mlist = [Param(k, v) for k, v in plain], [Metric(k, v, now, s) for k, v, s in values]
         for i in range(0, len(plist), 100):
             client.log_batch(run_id, params=plist[i:i + 100])
         for i in range(0, len(mlist), 1000):

@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["redact_uri", "params_hash", "flatten", "stage_md5s", "recorded_outs", "canonical_sha256",
            "labels_profile", "selection_profile", "store_profile",
-           "shown_params"]
+           "shown_params", "run_values"]
 
 
 def redact_uri(uri: str) -> str:
@@ -164,3 +164,27 @@ def store_profile(sha256: str, graphs: int, nodes: int, features: int) -> dict:
 def shown_params(flat: dict) -> dict:
     """Flat parameters (``{"group.key": value}``) with credentials in URL-like values redacted (:func:`redact_uri`)."""
     return {k: redact_uri(v) if isinstance(v, str) else v for k, v in flat.items()}
+
+
+def run_values(params: dict, metrics: dict, step_metrics: dict | None = None) -> tuple[list, list]:
+    """What a finished run logs, in order.
+
+    Parameters
+    ----------
+    params : dict
+        The run's parameters (each value as text, cut at 6000 characters).
+    metrics : dict
+        A nested record: its finite numeric leaves (:func:`flatten`), at step 0.
+    step_metrics : dict, optional
+        ``{name: values}`` logged at steps 0, 1, ... (non-finite values left out).
+
+    Returns
+    -------
+    tuple of list
+        ``([(key, text)], [(key, value, step)])``, parameters and metrics sorted by key.
+    """
+    plist = [(k, str(v)[:6000]) for k, v in sorted(params.items())]
+    mlist = [(k, v, 0) for k, v in sorted(flatten(metrics).items())]
+    for name, values in (step_metrics or {}).items():
+        mlist += [(name, float(v), s) for s, v in enumerate(values) if math.isfinite(float(v))]
+    return plist, mlist

@@ -22,3 +22,11 @@ def test_provenance_values():
     assert selection_profile(sel)[1]["epsilon_mean"] == 0.5 and selection_profile(sel)[1]["k"] == 1
     assert store_profile("h", 3, np.int64(9), 4) == {"graphs": 3, "nodes": 9, "features": 4, "content_sha256": "h"}
     assert shown_params({"a.uri": "https://u:p@host/x", "b": 1}) == {"a.uri": "https://***@host/x", "b": 1}
+
+
+def test_run_values():
+    from tmdlib.reporting.provenance import run_values
+
+    plist, mlist = run_values({"b": 2, "a": "x" * 7000}, {"m": {"v": 1}}, {"loss": [1.0, float("nan"), 0.5]})
+    assert plist == [("a", "x" * 6000), ("b", "2")]
+    assert mlist == [("m.v", 1.0, 0), ("loss", 1.0, 0), ("loss", 0.5, 2)]
