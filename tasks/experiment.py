@@ -62,11 +62,7 @@ def prepare_dataset(name: str, raw_root: str, cache_dir: str, threads: int = 2,
     key = dataset_key(ds)
     paths = {m: p for m, p in matrix_paths(cache_dir, name, key).items() if m in matrices}
     meta_path = Path(cache_dir) / name / f"meta-{key}.json"
-    try:
-        old = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        old = {}
-    known = dict(old.get("compute_seconds") or {})
+    known = dict(io.cached_json(meta_path).get("compute_seconds") or {})
     seconds = {}
     for m, path in paths.items():
         t0 = time.perf_counter()

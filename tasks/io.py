@@ -32,8 +32,8 @@ from tmdlib.datasets.documents import (check_selection, node_subsets, node_subse
 from tmdlib.datasets.molfiles import sniff_delimiter  # noqa: F401  (the label intake's)
 from tmdlib.errors import InputError
 
-__all__ = ["atomic_path", "write_bytes", "write_text", "write_pages", "write_json", "write_parquet", "write_npy", "write_npz",
-           "sha256_file", "remove_stale_temps", "file_set", "settle_file_set",
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_pages", "write_json", "write_parquet", "write_npy",
+           "write_npz", "sha256_file", "remove_stale_temps", "file_set", "settle_file_set", "cached_json",
            "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
            "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for", "tool_version", "stamped",
            "VERSION_FIELD"]
@@ -313,6 +313,14 @@ def _json_default(o: Any) -> Any:
 
 # Artifact readers
 # ----------------------------------------------------------------------------------------------
+def cached_json(path) -> Any:
+    """The JSON a cache kept at ``path``, or ``{}`` when it is missing or unreadable (then it is computed again)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def dataset_name(graphs_path: str) -> str:
     """Dataset name recorded in the graph store's schema metadata (``tmdlib.name``), else the file stem."""
     import pyarrow.parquet as pq

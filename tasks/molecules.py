@@ -61,10 +61,7 @@ def prepare(name: str, raw_root: str, cache_dir: str, threads: int = 2) -> dict:
 
     s = load_set(name, raw_root)
     paths = _paths(cache_dir, name)
-    try:
-        meta = json.loads(Path(paths["meta"]).read_text())
-    except (OSError, ValueError):
-        meta = {}
+    meta = io.cached_json(paths["meta"])
     key = set_key(s)
     seconds = dict(meta.get("seconds") or {}) if meta.get("key") == key else {}
     for m, fn in set_arrays(s, threads).items():
@@ -100,11 +97,8 @@ def select_method(name: str, raw_root: str, paths: dict, method: str, fractions:
 
     path = picks_path(paths, method)
     grid = {"fractions": [float(f) for f in fractions], "trials": int(trials)}
-    try:
-        if picks_cover(json.loads(path.read_text()), fractions, trials):
-            return 0  # the cached picks include this grid's
-    except (OSError, ValueError):
-        pass
+    if picks_cover(io.cached_json(path), fractions, trials):
+        return 0  # the cached picks include this grid's
     s, mats, _ = _loaded(name, raw_root, json.dumps(paths, sort_keys=True))
     pool = s["ds"].take(s["train"])
     picks = select_all(pool, [s["smiles"][int(p)] for p in s["train"]], mats, [method], fractions, trials)

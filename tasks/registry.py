@@ -16,8 +16,7 @@ from pathlib import Path
 from prefect import task
 
 from tmdlib.errors import InputError
-from tmdlib.models.policy import (DECISION, REASON, TEST_METRIC, TEST_VALUE, champion_verdict, decision_line,
-                                   registered_version)
+from tmdlib.models.policy import DECISION, REASON, champion_verdict, decision_line, evaluation_tags, registered_version
 
 from .tracking import tracking_uri
 
@@ -153,10 +152,8 @@ def tag_evaluation(registered: dict | None, metric: str, value, evaluate_run_id:
         return False
     client = MlflowClient(tracking_uri=tracking_uri())
     name, version = registered["registered_model"], str(registered["version"])
-    client.set_model_version_tag(name, version, TEST_METRIC, metric)
-    client.set_model_version_tag(name, version, TEST_VALUE, "nan" if value is None else repr(float(value)))
-    if evaluate_run_id:
-        client.set_model_version_tag(name, version, "evaluate_run_id", evaluate_run_id)
+    for key, tag in evaluation_tags(metric, value, evaluate_run_id).items():
+        client.set_model_version_tag(name, version, key, tag)
     return True
 
 

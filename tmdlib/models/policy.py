@@ -18,7 +18,7 @@ from .registry import auto_recipe, default_model, graph_default, resolve_model
 
 __all__ = ["parse_target", "budget_given", "certified_asked", "check_loss_option", "model_for", "train_model",
            "recipe_for", "certified_setting", "selection_labels", "champion_decision", "champion_verdict",
-           "decision_line", "registered_version", "tagged_value"]
+           "decision_line", "registered_version", "tagged_value", "evaluation_tags"]
 
 #: What a ``--lipschitz-budget`` that sets no budget reads as (lower case, stripped).
 NO_BUDGET = ("", "0", "0.0", "none", "null", "off")
@@ -243,3 +243,10 @@ def registered_version(train_info: dict) -> tuple:
     """``(registered model, version)`` that ``train.json`` names (``mlflow.model``); None for each it lacks."""
     model = (train_info.get("mlflow") or {}).get("model") or {}
     return model.get("registered_model"), model.get("version")
+
+
+def evaluation_tags(metric: str, value, evaluate_run_id: str | None = None) -> dict:
+    """The tags the evaluate stage sets on a model version, which :func:`champion_verdict` reads: its test metric,
+    its value (``nan`` when there is none) and, when known, the evaluate run."""
+    tags = {TEST_METRIC: metric, TEST_VALUE: "nan" if value is None else repr(float(value))}
+    return {**tags, "evaluate_run_id": evaluate_run_id} if evaluate_run_id else tags

@@ -112,3 +112,11 @@ def test_control_arms_split_the_round_and_production_members_keep_the_labelled()
     assert "not compared" in control_arms(_Model("molecules"), "nope", sel, labels, audit, None, None, None,
                                           confidence=0.9, seed=0)["note"]
     assert np.asarray(audit).dtype == np.int64
+
+
+def test_evaluation_tags():
+    from tmdlib.models.policy import evaluation_tags, tagged_value
+
+    assert evaluation_tags("rmse", None) == {"test_metric": "rmse", "test_value": "nan"}
+    tags = evaluation_tags("rmse", 0.25, "run-1")
+    assert tags["evaluate_run_id"] == "run-1" and tagged_value(tags) == 0.25
