@@ -78,11 +78,6 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
     return str(out)
 
 
-def read_label_file(path: str) -> pa.Table:
-    """Read a user's ``graph_id,label`` CSV with every cell as text (validation parses them)."""
-    return io.read_text_csv(path, what="label file")
-
-
 def label_params(params_path: str | None, dataset: str) -> dict:
     """``labels:`` of params.yaml for one dataset (:func:`tmdlib.datasets.intake.label_rules`).
 
