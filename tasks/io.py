@@ -340,7 +340,7 @@ def canonical_keys(store_path: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tmdlib.datasets.smiles import CANONICAL_COLUMN, canonical_smiles
+    from tmdlib.datasets.smiles import CANONICAL_COLUMN, filled_keys
 
     if CANONICAL_COLUMN not in pq.read_schema(store_path).names:
         return None
@@ -348,8 +348,7 @@ def canonical_keys(store_path: str):
     if not keys.null_count:
         return keys
     written = pq.read_table(store_path, columns=["smiles"]).column("smiles").to_pylist()
-    return pa.array([k if k is not None else canonical_smiles(s) or s for k, s in zip(keys.to_pylist(), written)],
-                    pa.string())
+    return pa.array(filled_keys(keys.to_pylist(), written), pa.string())
 
 
 def read_selection(path: str) -> dict:
