@@ -15,7 +15,7 @@ from tmdlib import InputError
 from tmdlib.models.predict import pool_chunk, prediction_columns, rows_columns, smiles_table, trained_ids
 
 from . import io
-from .train import calibration_set  # noqa: F401 - shared with the registered model
+from .train import calibration_set, set_torch_threads
 
 #: Pool members predicted per batch (a pool of millions streams through).
 CHUNK = 16384
@@ -64,12 +64,7 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None,
         return
     from tmdlib.chem.domain import outputs_with_domain
 
-    torch = threads = None
-    if model.inputs == "graphs" and workers > 1:
-        import torch
-
-        threads = torch.get_num_threads()
-        torch.set_num_threads(workers)
+    threads = set_torch_threads(workers) if model.inputs == "graphs" and workers > 1 else None  # the old count
     try:
         for a in starts:
             pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
@@ -77,7 +72,7 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None,
                                       store.dataset if model.inputs == "graphs" else None)
     finally:
         if threads is not None:
-            torch.set_num_threads(threads)
+            set_torch_threads(threads)
 
 
 @task(name="predict-pool", persist_result=False, cache_policy=NO_CACHE)

@@ -98,10 +98,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     from tmdlib.torch.serving import ARTIFACT_NAME, DenseBatchGIN, export_example
 
     in_dim = int(model.config["in_dim"])
-    scale = None
-    if head is not None and head.standardizer.scales:
-        scale = (head.standardizer.mean, head.standardizer.std)
-    wrapped = DenseBatchGIN(model, target_scale=scale).eval()
+    wrapped = DenseBatchGIN(model, target_scale=None if head is None else head.standardizer.target_scale).eval()
     name = registered_name(dataset) if register else None
     torch_version = torch.__version__.split("+")[0]
     with _fluent_run(run_id):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from tmdlib.reporting.provenance import (labels_profile, params_hash, recorded_outs, redact_uri,
+from tmdlib.reporting.provenance import (labels_profile, lock_stages, params_hash, recorded_outs, redact_uri,
                                          run_values, selection_profile, stage_md5s, store_profile)
 
 
@@ -55,9 +55,7 @@ def read_lock(lock_path: str | os.PathLike = "dvc.lock") -> dict:
         lock = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as err:
         raise InputError(lock_path, f"not valid YAML: {err}") from None
-    if not isinstance(lock, dict) or not isinstance(lock.get("stages") or {}, dict):
-        raise InputError(lock_path, "not a dvc.lock (no 'stages' mapping)")
-    return lock.get("stages") or {}
+    return lock_stages(lock, lock_path)
 
 
 def lock_entries(dataset: str, lock_path: str | os.PathLike = "dvc.lock") -> dict:

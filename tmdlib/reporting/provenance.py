@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["redact_uri", "params_hash", "flatten", "stage_md5s", "recorded_outs", "canonical_sha256",
            "labels_profile", "selection_profile", "store_profile",
-           "shown_params", "run_values"]
+           "shown_params", "run_values", "lock_stages"]
 
 
 def redact_uri(uri: str) -> str:
@@ -188,3 +188,18 @@ def run_values(params: dict, metrics: dict, step_metrics: dict | None = None) ->
     for name, values in (step_metrics or {}).items():
         mlist += [(name, float(v), s) for s, v in enumerate(values) if math.isfinite(float(v))]
     return plist, mlist
+
+
+def lock_stages(lock, where=None) -> dict:
+    """The ``stages`` mapping of a ``dvc.lock``'s content (``{}`` for an empty lock).
+
+    Raises
+    ------
+    InputError
+        Naming ``where`` when ``lock`` is not a mapping with a ``stages`` mapping.
+    """
+    if not isinstance(lock, dict) or not isinstance(lock.get("stages") or {}, dict):
+        from ..errors import InputError
+
+        raise InputError(where, "not a dvc.lock (no 'stages' mapping)")
+    return lock.get("stages") or {}

@@ -30,3 +30,14 @@ def test_run_values():
     plist, mlist = run_values({"b": 2, "a": "x" * 7000}, {"m": {"v": 1}}, {"loss": [1.0, float("nan"), 0.5]})
     assert plist == [("a", "x" * 6000), ("b", "2")]
     assert mlist == [("m.v", 1.0, 0), ("loss", 1.0, 0), ("loss", 0.5, 2)]
+
+
+def test_lock_stages():
+    import pytest
+
+    from tmdlib.errors import InputError
+    from tmdlib.reporting.provenance import lock_stages
+
+    assert lock_stages({}) == {} and lock_stages({"stages": {"a": {}}}) == {"a": {}}
+    with pytest.raises(InputError, match="dvc.lock: not a dvc.lock"):
+        lock_stages({"stages": "x"}, "dvc.lock")
