@@ -9,7 +9,7 @@ from prefect import task
 from tmdlib import datasets as tds
 from tmdlib.datasets.identity import streamed_summary, structure_duplicates, table_summary
 from tmdlib.datasets.sources import (SourceReading, batch_kind, batch_reading, expected_molecules,
-                                    invalid_csv_text, tu_name)
+                                    invalid_csv_text, progress_line, tu_name)
 from tmdlib.datasets.task import TaskSpec, store_task, table_task
 
 from . import io
@@ -25,9 +25,7 @@ def verify_checksums(raw_root: str, folder: str) -> list[str]:
 def _print_progress(name: str, total: int | None, unit: str = "molecules"):
     """A progress callback printing items (``unit``) done, rate and ETA (every chunk)."""
     def report(done: int, seconds: float) -> None:
-        rate = done / max(seconds, 1e-9)
-        share = f" ({100 * done / total:.1f} %, ETA {(total - done) / rate / 60:.1f} min)" if total else ""
-        print(f"ingest {name}: {done:,} {unit}{share}, {rate:,.0f}/s", file=sys.stderr, flush=True)
+        print(progress_line(name, done, seconds, total, unit), file=sys.stderr, flush=True)
     return report
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["expected_molecules", "batch_reading", "invalid_csv_text", "SOURCE_KEYS", "DEFAULT_ID_COLUMNS", "INVALID_RULES", "FEATURES", "SourceReading", "Source",
+__all__ = ["expected_molecules", "batch_reading", "invalid_csv_text", "progress_line", "SOURCE_KEYS", "DEFAULT_ID_COLUMNS", "INVALID_RULES", "FEATURES", "SourceReading", "Source",
            "resolve_source", "check_sources", "check_source", "split_names", "choose_reading", "plan_reading",
            "csv_columns", "id_column_of", "file_columns", "batch_kind", "tu_name"]
 
@@ -400,3 +400,11 @@ def invalid_csv_text(invalid) -> str:
     w.writerow(["line", "smiles", "reason"])
     w.writerows(sorted(invalid))
     return buf.getvalue()
+
+
+def progress_line(name: str, done: int, seconds: float, total: int | None = None, unit: str = "molecules") -> str:
+    """``ingest NAME: done unit (share %, ETA min), rate/s``: a reading's progress (share and ETA when ``total``
+    is known)."""
+    rate = done / max(seconds, 1e-9)
+    share = f" ({100 * done / total:.1f} %, ETA {(total - done) / rate / 60:.1f} min)" if total else ""
+    return f"ingest {name}: {done:,} {unit}{share}, {rate:,.0f}/s"

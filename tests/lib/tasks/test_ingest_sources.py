@@ -127,3 +127,10 @@ def test_store_summaries(tmp_path):
     s = table_summary(table)
     assert s["graphs"] == 2 and s["mean_nodes"] == 2.5 and s["mean_edges"] == 1.5 and "binary" in s["task"]
     assert streamed_summary({"graphs": 0, "nodes": 0, "edges": 0, "task": BINARY})["mean_nodes"] == 0.0
+
+
+def test_ingest_progress_line():
+    from tmdlib.datasets.sources import progress_line
+
+    assert progress_line("P", 500, 2.0, 1000) == "ingest P: 500 molecules (50.0 %, ETA 0.0 min), 250/s"
+    assert progress_line("P", 10, 1.0, None, "graphs") == "ingest P: 10 graphs, 10/s"
