@@ -54,15 +54,7 @@ def store_facts(graphs: str) -> tuple:
 
 def node_counts(path: str, ds, medoids: np.ndarray) -> tuple[dict, dict]:
     """Nodes kept and dropped over all graphs and over the ``medoids`` (:func:`tmdlib.reporting.audit.node_facts`)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if not Path(path).is_file():
-        raise InputError(path, "node-subsampling file not found")
-    try:
-        table = pq.read_table(path, columns=["graph_id", "k"])
-    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
-        raise InputError(path, f"not a readable nodes Parquet (graph_id, k): {err}") from None
+    table = io.nodes_table(path, ("graph_id", "k"))
     return audit.node_facts(table.column("graph_id").to_numpy(), table.column("k").to_numpy(), ds.graph_ids,
                             ds.nodes_per_graph, medoids, path)
 

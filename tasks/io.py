@@ -383,18 +383,22 @@ def read_labels_meta(csv_path: str, meta_path: str | None = None) -> dict:
     return {**read_json(str(imp), "label import record"), **meta} if imp.is_file() else meta
 
 
-def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
-    """``{graph_id: (kept local node ids, epsilon)}`` from ``nodes.parquet``."""
+def nodes_table(path: str, columns: tuple):
+    """``columns`` of ``nodes.parquet`` (InputError naming the file: missing, or not readable with them)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    p = Path(path)
-    if not p.is_file():
+    if not Path(path).is_file():
         raise InputError(path, "node-subsampling file not found")
     try:
-        table = pq.read_table(p, columns=["graph_id", "nodes", "epsilon"])
+        return pq.read_table(path, columns=list(columns))
     except (pa.ArrowException, OSError, ValueError, KeyError) as err:
-        raise InputError(path, f"not a readable nodes Parquet (graph_id, nodes, epsilon): {err}") from None
+        raise InputError(path, f"not a readable nodes Parquet ({', '.join(columns)}): {err}") from None
+
+
+def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
+    """``{graph_id: (kept local node ids, epsilon)}`` from ``nodes.parquet``."""
+    table = nodes_table(path, ("graph_id", "nodes", "epsilon"))
     return node_subsets(*(table.column(c).to_pylist() for c in ("graph_id", "nodes", "epsilon")), path)
 
 
