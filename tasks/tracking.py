@@ -5,7 +5,6 @@ Runs are tagged with the git sha, a dirty flag, the dvc.lock md5s of the stage i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from tmdlib.datasets.checksums import file_digest
 from tmdlib.reporting.provenance import (labels_profile, lock_stages, params_hash, recorded_outs, redact_uri,
                                          run_values, selection_profile, stage_md5s, store_profile)
 
@@ -86,11 +86,7 @@ def dvc_lock_hashes(inputs: list[str], lock_path: str | os.PathLike = "dvc.lock"
     for path in inputs:
         md5 = recorded.get(path)
         if md5 is None and Path(path).is_file():
-            h = hashlib.md5()
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            md5 = h.hexdigest()
+            md5 = file_digest(path, "md5")
         tags[f"dvc.md5.{path}"] = md5 or "unknown"
     return tags
 

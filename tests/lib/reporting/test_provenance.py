@@ -41,3 +41,13 @@ def test_lock_stages():
     assert lock_stages({}) == {} and lock_stages({"stages": {"a": {}}}) == {"a": {}}
     with pytest.raises(InputError, match="dvc.lock: not a dvc.lock"):
         lock_stages({"stages": "x"}, "dvc.lock")
+
+
+def test_an_input_outside_the_lock_gets_the_md5_of_its_bytes(tmp_path):
+    import hashlib
+
+    from tasks.tracking import dvc_lock_hashes
+
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"abc" * 1000)
+    assert dvc_lock_hashes([str(f)], tmp_path / "dvc.lock") == {f"dvc.md5.{f}": hashlib.md5(f.read_bytes()).hexdigest()}
