@@ -29,12 +29,11 @@ import numpy as np
 from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
 from tmdlib.datasets.documents import (check_selection, node_subsets, node_subsets_for,  # noqa: F401  (tasks)
                                        positions, read_json, read_text_csv)
-from tmdlib.datasets.molfiles import sniff_delimiter  # noqa: F401  (the label intake's)
 from tmdlib.errors import InputError
 
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_pages", "write_json", "write_parquet", "write_npy",
            "write_npz", "sha256_file", "remove_stale_temps", "file_set", "settle_file_set", "cached_json",
-           "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
+           "read_text_csv", "read_json", "read_selection", "read_labels",
            "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for", "tool_version", "stamped",
            "VERSION_FIELD"]
 

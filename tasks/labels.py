@@ -12,9 +12,10 @@ from prefect import task
 
 from tmdlib import InputError
 from tmdlib.datasets import intake
+from tmdlib.datasets.molfiles import sniff_delimiter
 
 from . import io
-from .ledger import MEASUREMENTS, read_ledger  # noqa: F401 - read_ledger: flows/select.py imports it from here
+from .ledger import MEASUREMENTS
 
 
 @task(name="label-requests", persist_result=False)
@@ -113,7 +114,7 @@ def read_answer_sheet(source: str, sheet=None) -> tuple:
         return table, lines, "SD file"
     if suffix in XLSX:
         return (*_read_xlsx(source, sheet), f"spreadsheet{'' if sheet is None else f' (sheet {sheet!r})'}")
-    delim = io.sniff_delimiter(source)
+    delim = sniff_delimiter(source)
     form = {",": "CSV", ";": "CSV (semicolons)", "\t": "CSV (tabs)"}[delim]
     return io.read_text_csv(source, what="label file", delimiter=delim), None, form
 

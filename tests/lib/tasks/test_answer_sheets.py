@@ -33,7 +33,7 @@ def _read(source, store, sheet=None):
 
 
 def test_the_delimiter_is_sniffed(tmp_path, store):
-    from tasks.io import sniff_delimiter
+    from tmdlib.datasets.molfiles import sniff_delimiter
 
     assert [sniff_delimiter(SHEETS / f) for f in ("extra_columns.csv", "ki_nM.tsv", "chembl_activities.csv")] == \
         [",", "\t", ";"]
