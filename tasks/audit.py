@@ -34,9 +34,7 @@ DOCUMENTS = {"tmd_meta": "TMD meta file", "manifest": "label manifest", "labels_
 def read_documents(paths: dict) -> dict:
     """The JSON inputs named in :data:`DOCUMENTS`, by key (``paths`` maps the same keys to files)."""
     docs = {key: read_json(paths[key], what) for key, what in DOCUMENTS.items()}
-    from .io import read_labels_meta
-
-    docs["labels_meta"] = read_labels_meta(paths["labels_meta"], paths["labels_meta"])  # with import.json beside it
+    docs["labels_meta"] = io.read_labels_meta(paths["labels_meta"], paths["labels_meta"])  # with import.json beside it
     return docs
 
 
@@ -177,11 +175,10 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
     """
     from tmdlib.reporting.audit_facts import report_facts
 
-    from .io import read_selection
     from .tracking import dvc_lock_hashes, git_info, lock_entries
 
     docs = read_documents(paths)
-    sel = read_selection(paths["selection"])
+    sel = io.read_selection(paths["selection"])
     ds, store = store_facts(paths["graphs"])
     nodes = node_counts(paths["nodes"], ds, sel["medoids"])
     rows = count_rows(paths["requests"])
@@ -217,7 +214,6 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     from tmdlib.reporting import predictions as rp
     from tmdlib.reporting.hits import ranks_hits
 
-    from .io import read_labels, read_selection
     from .predict import read_prediction_set
 
     meta = read_prediction_set(str(Path(predictions).parent), Path(predictions).name.removesuffix(".parquet"))
@@ -227,9 +223,9 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
                                                                     predictions))
     except (pa.ArrowException, OSError) as err:
         raise InputError(predictions, f"not a readable predictions Parquet: {err}") from None
-    label_map, _ = read_labels(labels, None, spec)
-    rows, measured = rp.audit_positions(table.column("graph_id").to_numpy(), read_selection(selection).get("audit_ids"),
-                                        label_map, labels)
+    label_map, _ = io.read_labels(labels, None, spec)
+    audit_ids = io.read_selection(selection).get("audit_ids")
+    rows, measured = rp.audit_positions(table.column("graph_id").to_numpy(), audit_ids, label_map, labels)
     hits = _hits(predictions, labels, spec, goal, hunt) if ranks_hits(goal, spec) else None
     return rp.prediction_facts(table, spec, meta, predictions, rows, measured, hits)
 
@@ -241,12 +237,10 @@ def _hits(predictions: str, labels: str, spec, goal: str, hunt=None, n: int | No
 
     from tmdlib.reporting.hits import hunted, table_hits
 
-    from .io import read_labels
-
     names = pq.read_schema(predictions).names
     table = pq.read_table(predictions, columns=[c for c in ("graph_id", *hunted(spec, hunt)[2], "compound_id")
                                                 if c in names])
-    return table_hits(goal, spec, table, read_labels(labels, None, spec)[0], hunt, n)
+    return table_hits(goal, spec, table, io.read_labels(labels, None, spec)[0], hunt, n)
 
 
 def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None) -> list[str]:

@@ -29,16 +29,14 @@ def calibrate_store(model, store, sel: dict, info: dict, task, confidence: float
     from tmdlib.models import Inputs
     from tmdlib.chem.domain import calibrate_with_domain
 
-    from .io import positions
-
     pos, y_cal, what = calibration_set(store, sel, info, task)
     X = Inputs(store.dataset if model.inputs == "graphs" else None,
                store.smiles() if model.inputs == "molecules" else None, pos)
     train = None
     if store.has_smiles:
         ids = trained_ids(info, sel)
-        train = store.smiles(positions(np.asarray(ids, dtype=np.int64), store.graph_ids, "selection.json",
-                                       "medoids")) if ids else None
+        train = store.smiles(io.positions(np.asarray(ids, dtype=np.int64), store.graph_ids, "selection.json",
+                                          "medoids")) if ids else None
     cal, domain = calibrate_with_domain(train, model.outputs(X) if len(pos) else [],
                                         store.smiles(pos) if store.has_smiles and len(pos) else [], y_cal, task,
                                         confidence)

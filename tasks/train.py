@@ -46,10 +46,8 @@ def calibration_set(store, sel: dict, info: dict, task) -> tuple[np.ndarray, np.
     (benchmark mode)."""
     from tmdlib.models.predict import calibration_members
 
-    from .io import read_labels
-
     if not store.labelled:
-        labels, _ = read_labels(info["labels"], None, task)
+        labels, _ = io.read_labels(info["labels"], None, task)
         return calibration_members(store.graph_ids, sel, task, labels=labels, where=info["labels"])
     return calibration_members(store.graph_ids, sel, task, y=store.y)
 
