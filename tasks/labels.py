@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import task
 
 from tmdlib import InputError
@@ -22,7 +23,6 @@ from .ledger import MEASUREMENTS
 def build_requests(store_path: str, selection: dict, labelled: set | None = None):
     """Label-request table of a selection (:func:`tmdlib.datasets.intake.label_requests`): graph_id, source id
     (SMILES for molecules), τ, rank; medoids in ``labelled`` (graph ids already in the ledger) are left out."""
-    import pyarrow.parquet as pq
     from tmdlib.datasets.smiles import ID_COLUMN
 
     cols = pq.read_schema(store_path).names
@@ -40,8 +40,6 @@ NO_MOLECULES = "no molecules in this dataset"
 def request_smiles(store_path: str, requests: pa.Table) -> list | None:
     """SMILES of the requested graphs in the order of ``requests`` (``None`` for a graph stored without one), or
     ``None`` when the graph store has no ``smiles`` column (TU graphs, PyG exports)."""
-    import pyarrow.parquet as pq
-
     if "smiles" not in pq.read_schema(store_path).names:
         return None
     table = pq.read_table(store_path, columns=["graph_id", "smiles"])
@@ -144,8 +142,6 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
     (:func:`tmdlib.datasets.labsheet.normalize_answers`; ``sheet``: :func:`tmdlib.datasets.intake.sheet_params`),
     keys resolved against the requests (``source_id``) and the pool (``graph_id``, canonical ``smiles``); one error
     naming every offending line, nothing written."""
-    import pyarrow.parquet as pq
-
     from tmdlib.datasets.labels import answer_key, key_index, read_answers, source_index, wanted_keys
     from tmdlib.datasets.labsheet import normalize_answers
     from tmdlib.datasets.smiles import ID_COLUMN, canonical_smiles

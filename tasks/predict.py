@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -98,8 +99,6 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
 
 def compound_ids(store_path: str) -> list | None:
     """The user's compound ids of a store, in store order (:data:`tmdlib.datasets.smiles.ID_COLUMN`), or None."""
-    import pyarrow.parquet as pq
-
     from tmdlib.datasets.smiles import ID_COLUMN
 
     if ID_COLUMN not in pq.read_schema(store_path).names:
@@ -129,7 +128,6 @@ def write_predictions(out_dir: str, table: pa.Table, meta: dict, stem: str = "pr
     reader.
     """
     import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
 
     out = Path(out_dir)
     with io.file_set(out, stem, last=f"{stem}.json") as stage:
