@@ -15,6 +15,8 @@ import datetime as _dt
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import task
 
 from tmdlib import InputError
@@ -59,9 +61,6 @@ def node_counts(path: str, ds, medoids: np.ndarray) -> tuple[dict, dict]:
 
 def count_rows(path: str) -> int:
     """Rows of a Parquet file (the label requests)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     if not Path(path).is_file():
         raise InputError(path, "label requests not found")
     try:
@@ -78,9 +77,6 @@ def molecule_facts(graphs: str, sel: dict, requests: str, selection: str,
     """The selected molecules, largest clusters first (:func:`tmdlib.reporting.audit.molecule_rows`), the first
     ``limit`` with an RDKit depiction (:func:`tmdlib.chem.depict.depict_svg`, deterministic); ``{"omitted": why}``
     when the graph store has no ``smiles`` column (TU graphs)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     if "smiles" not in pq.read_schema(graphs).names:
         return {"omitted": NO_SMILES}
     from tmdlib.chem.depict import depict_svg
@@ -207,9 +203,6 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     (:func:`tmdlib.reporting.predictions.audit_positions`).  ``goal`` ``maximize`` / ``minimize`` (``select.goal``)
     adds ``hits`` (:func:`_hits`) of the target ``hunt`` names (``select.target``).
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from tmdlib.datasets.task import TaskSpec
     from tmdlib.reporting import predictions as rp
     from tmdlib.reporting.hits import ranks_hits
@@ -233,8 +226,6 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
 def _hits(predictions: str, labels: str, spec, goal: str, hunt=None, n: int | None = None) -> dict:
     """The hit report's facts (:func:`tmdlib.reporting.hits.table_hits`, ``n`` per list) from the predictions and
     every label, of the target ``hunt`` names on a multi-target pool (``select.target``), else of the first."""
-    import pyarrow.parquet as pq
-
     from tmdlib.reporting.hits import hunted, table_hits
 
     names = pq.read_schema(predictions).names

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from prefect import task
 
 from tmdlib import datasets as tds
@@ -90,8 +91,6 @@ def write_invalid_report(out: str, invalid: list) -> str | None:
 def count_duplicates(store: str) -> dict | None:
     """Structures stored more than once in a molecule store (None: no ``smiles`` column): ``structures`` (how many
     structures have copies), ``graphs`` (the graphs beyond each structure's first), ``compared`` (on what)."""
-    import pyarrow.parquet as pq
-
     if "smiles" not in pq.read_schema(store).names:
         return None
     index = io.canonical_keys(store)
