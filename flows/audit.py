@@ -12,7 +12,7 @@ import typer
 from prefect import flow
 
 from tasks.audit import gather_facts, link_report, prediction_report, read_plot, write_report
-from tasks.config import AuditPaths, AuditStageConfig
+from flows.config.audit import AuditPaths, AuditStageConfig
 from tmdlib.reporting.verdict import coreset_verdicts
 
 
@@ -20,8 +20,8 @@ from tmdlib.reporting.verdict import coreset_verdicts
 def audit_flow(paths: AuditPaths, cfg: AuditStageConfig | None = None) -> dict:
     """Write ``report.md``, ``report.html`` and the plots into ``paths.out_dir`` and link them from the train run.
 
-    ``paths`` (:class:`tasks.config.AuditPaths`) names the upstream outputs; ``cfg``
-    (:class:`tasks.config.AuditStageConfig`; None: the defaults) whether the report is linked from MLflow.  In
+    ``paths`` (:class:`flows.config.audit.AuditPaths`) names the upstream outputs; ``cfg``
+    (:class:`flows.config.audit.AuditStageConfig`; None: the defaults) whether the report is linked from MLflow.  In
     production (a pool without labels) with ``paths.predictions`` (``predictions.parquet``, its ``.json`` beside
     it) the report also shows the audit sample's parity plot against ``paths.labels`` (default: the
     ``labels.csv`` that ``train.json`` names), the distribution of the pool's predictions and its in-domain share.

@@ -122,7 +122,7 @@ def ingest(
     from dataclasses import asdict, replace
 
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestPaths, IngestStageConfig
+    from flows.config.ingest import IngestPaths, IngestStageConfig
 
     options = dict(locals())  # the command's options, as typer filled them
     cfg, paths = IngestStageConfig.from_options(options), IngestPaths.from_options(options)
@@ -232,7 +232,7 @@ def select(
     options = dict(locals())  # the command's options, as typer filled them
     from flows.select import select_flow
     from flows.tmd import make_task_runner
-    from tasks.config import SelectPaths, SelectStageConfig
+    from flows.config.select import SelectPaths, SelectStageConfig
 
     store = _store(dataset, graphs)
     cfg = SelectStageConfig.from_options(options)  # every option checked: budget, names, weights, target

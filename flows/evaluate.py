@@ -16,7 +16,7 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.config import EvaluateStageConfig, EvaluatePaths
+from flows.config.evaluate import EvaluatePaths, EvaluateStageConfig
 from tasks.evaluate import (evaluate_production, evaluation_positions, log_evaluation, measure_model_task, measure_task,
                             plot_bound_vs_gap, skip_evaluation, tmd_setting, write_metrics)
 from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store
@@ -35,7 +35,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   matrix: str | None = None, nodes: str | None = None, tmd_meta: str | None = None,
                   cfg: EvaluateStageConfig | None = None) -> dict:
     """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``).
-    ``cfg`` (:class:`tasks.config.EvaluateStageConfig`, checked when built; None: the defaults) holds the options.
+    ``cfg`` (:class:`flows.config.evaluate.EvaluateStageConfig`, checked when built; None: the defaults) holds the options.
     ``cfg.sample > 0`` (pools too large to score whole, e.g. MOSES): the coreset graphs are scored exactly, the full
     training loss is estimated on a seeded uniform sample (with its standard error), the reference is trained on
     that sample, the test set is sampled, and the matrix checks and the sweep are skipped.  Production mode (the lab's

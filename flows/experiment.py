@@ -26,7 +26,7 @@ from prefect import flow
 
 from tasks.cpus import usable_cores, workers_line
 from tasks.experiment import ResultStore, collect_cells, prepare_dataset, run_cell
-from tasks.experiment_config import ExperimentPaths, ExperimentStageConfig
+from flows.config.experiment import ExperimentPaths, ExperimentStageConfig
 from tmdlib import InputError
 from tmdlib.experiment import needed_matrices, plan_cells
 
@@ -37,7 +37,7 @@ PAPER_CSV = Path(__file__).resolve().parents[1] / "reports" / "paper_results.csv
 @flow(name="experiment")
 def experiment_flow(out_dir: str = "reports", raw_root: str = "data/raw", cache_dir: str | None = None,
                     cfg: ExperimentStageConfig | None = None) -> dict:
-    """Run (or resume) the grid of ``cfg.profile`` (:class:`tasks.experiment_config.ExperimentStageConfig`, checked
+    """Run (or resume) the grid of ``cfg.profile`` (:class:`flows.config.experiment.ExperimentStageConfig`, checked
     when built; None: the defaults); append rows as cells finish; then write the reports.
 
     ``cfg.report_only``: train and compute nothing; write the reports from the results files as they are
@@ -133,7 +133,7 @@ def experiment_command(
             n, line = workers_line(workers, per_worker=torch_threads)
             typer.echo(line)
             runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
-            from tasks.config import MoleculesPaths, MoleculesStageConfig
+            from flows.config.molecules import MoleculesPaths, MoleculesStageConfig
 
             options = {"datasets": datasets, "trials": trials, "methods": methods, "models": models,
                        "fractions": fractions, "gin_datasets": gin_datasets, "device": device,

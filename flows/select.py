@@ -10,7 +10,7 @@ from prefect.utilities.annotations import quote
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.labels import read_ledger
-from tasks.config import SelectStageConfig
+from flows.config.select import SelectStageConfig
 from tasks.select import learn_options, nodes_off_table, select_task, subsample_nodes_task, write_json, write_parquet
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.plan import check_engine
@@ -30,7 +30,7 @@ def select_flow(graphs: str, out: str, matrix: str | None = None, labelled: str 
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes ``selection.json`` (``out``: the selection, its
     certificate, the split, the store's content hash) and returns it without :data:`PER_GRAPH_KEYS`, with the labels
-    reused.  ``cfg`` (:class:`tasks.config.SelectStageConfig`, checked when built; None: the defaults) holds the
+    reused.  ``cfg`` (:class:`flows.config.select.SelectStageConfig`, checked when built; None: the defaults) holds the
     options.
 
     A ``matrix`` that is not the one its ``meta.json`` describes (digest), or was made for another store, depth or

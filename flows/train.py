@@ -17,7 +17,7 @@ from typing import Optional
 import typer
 from prefect import flow
 
-from tasks.config import TrainStageConfig, TrainPaths
+from flows.config.train import TrainPaths, TrainStageConfig
 from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store
 from tasks.io import (dataset_name, node_subsets_for, nodes_off, positions, read_labels, read_labels_meta,
                       read_nodes, read_selection)
@@ -40,7 +40,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                labels_meta: str | None = None, nodes: str | None = None, cfg: TrainStageConfig | None = None) -> dict:
     """Train the model ``cfg.model`` (:mod:`tmdlib.models`: a registered name or ``package.module:factory``) on the
     coreset graphs, or on their node-subsampled subgraphs (``nodes``; skipped when it records node subsampling off:
-    :func:`tasks.train.skip_training`); returns ``train.json``'s content.  ``cfg`` (:class:`tasks.config.TrainStageConfig`,
+    :func:`tasks.train.skip_training`); returns ``train.json``'s content.  ``cfg`` (:class:`flows.config.train.TrainStageConfig`,
     checked when built; None: the defaults) holds the options: GIN options (``recipe``, ``epochs``, ``lr`` ...;
     ``lipschitz_*`` for the certified GIN: a target sets c = target / the selection's ε) are ignored by the other
     models; ``weighting``: ``tau`` (Corollary 3.3), ``none`` or ``auto``

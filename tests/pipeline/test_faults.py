@@ -374,7 +374,7 @@ def marked(*a, **k):
 nn.train_gin = marked
 import flows
 from flows.train import train_flow
-from tasks.config import TrainStageConfig
+from flows.config.train import TrainStageConfig
 train_flow({inputs['graphs']!r}, {inputs['selection']!r}, {inputs['labels']!r}, {str(out / 'model.pt')!r},
            {str(out / 'train.json')!r}, cfg=TrainStageConfig(**{TRAIN_KW!r}))
 """
@@ -388,7 +388,7 @@ def _stable(info: dict) -> dict:
 @pytest.fixture(scope="module")
 def train_reference(store, tmp_path_factory) -> tuple[dict, Path, float]:
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
     root = tmp_path_factory.mktemp("train-ref")
     inputs = _train_inputs(store, root / "in")
@@ -460,7 +460,7 @@ def test_experiment_flow_sigkilled_resumes_without_retraining(tmp_path):
     from flows.experiment import experiment_flow
 
     from prefect.task_runners import ThreadPoolTaskRunner
-    from tasks.experiment_config import ExperimentStageConfig
+    from flows.config.experiment import ExperimentStageConfig
 
     cache = tmp_path / "cache"  # distance matrices: shared, so the runs below go straight to training
     ref = tmp_path / "ref"
@@ -480,7 +480,7 @@ def test_experiment_flow_sigkilled_resumes_without_retraining(tmp_path):
 import flows
 from prefect.task_runners import ThreadPoolTaskRunner
 from flows.experiment import experiment_flow
-from tasks.experiment_config import ExperimentStageConfig
+from flows.config.experiment import ExperimentStageConfig
 experiment_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=1))(
     out_dir={str(out)!r}, cache_dir={str(cache)!r}, cfg=ExperimentStageConfig(**{EXP_KW!r}))
 """

@@ -30,10 +30,10 @@ HIDDEN = {i: float(r["y"]) for i, r in enumerate(ROWS)}
 def pool(tmp_path):
     """An unlabelled pool (smiles only), its selection and label requests."""
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     with open(tmp_path / "pool.csv", "w", newline="") as fh:
         w = csv.writer(fh)

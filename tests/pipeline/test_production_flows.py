@@ -36,14 +36,15 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     train → evaluate → predict; returns what each step gave."""
     from flows.evaluate import evaluate_flow
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.predict import predict_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     with open(tmp / "pool.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["smiles"]] + [[s] for s in smiles])
@@ -77,7 +78,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
 def test_regression_pool_without_labels(tmp_path, monkeypatch):
     from flows.labels import label_requests_flow, labels_commit_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from tasks.graphs import read_task
 
     smiles, hidden = _regression_rows()
@@ -142,7 +143,7 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     assert pq.read_table(tmp_path / "pred1" / "predictions.parquet").to_pylist() == w["table"]
     # the audit report leads with the estimate and says what cannot be measured
     from flows.audit import audit_flow
-    from tasks.config import AuditPaths, AuditStageConfig
+    from flows.config.audit import AuditPaths, AuditStageConfig
     from flows.select import nodes_flow
     from helpers import ROOT
 
@@ -233,7 +234,7 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     import pandas as pd
 
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -280,7 +281,7 @@ def test_node_stages_are_off_on_a_production_molecule_pool(tmp_path, monkeypatch
     nodes.parquet without rows that says why, train_nodes trains nothing, evaluate_nodes measures nothing and starts
     no MLflow run, and the audit report and `tmdsub summary` say it once, with no number."""
     from flows.audit import audit_flow
-    from tasks.config import AuditPaths, AuditStageConfig
+    from flows.config.audit import AuditPaths, AuditStageConfig
     from flows.evaluate import evaluate_flow
     from flows.select import nodes_flow
     from flows.summary import metrics_lines

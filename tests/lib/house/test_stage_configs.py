@@ -1,6 +1,6 @@
 """One typed config per stage (issue 69, item 2): parameters no longer travel as long argument lists.
 
-The goal: every stage has one typed config (:mod:`tasks.config`), built once from the command line's options (which
+The goal: every stage has one typed config (:mod:`flows.config`, one module per stage), built once from the command line's options (which
 dvc.yaml fills from params.yaml) and checked there; the flow takes it, the tasks take what they need, and no function
 in ``flows/`` (the command line aside) or ``tasks/`` has more than :data:`MAX_PARAMETERS` parameters.
 
@@ -61,7 +61,7 @@ def over_the_limit(limit: int = MAX_PARAMETERS) -> dict[str, int]:
 def test_no_function_of_flows_or_tasks_takes_more_than_ten_parameters():
     over = over_the_limit()
     new = {f: n for f, n in over.items() if f not in STILL_OVER}
-    assert not new, (f"over {MAX_PARAMETERS} parameters (issue 69: one typed config per stage, tasks/config.py; a "
+    assert not new, (f"over {MAX_PARAMETERS} parameters (issue 69: one typed config per stage, flows/config/; a "
                      f"flow takes its stage's config and paths, a task what it needs of them): {new}")
     grown = {f: (n, STILL_OVER[f]) for f, n in over.items() if n > STILL_OVER[f]}
     assert not grown, f"more parameters than STILL_OVER allows (now, listed): {grown}"
@@ -86,10 +86,12 @@ def _stages():
     from flows.cli import select as select_command
     from flows.select import select_flow
     from flows.train import train_command, train_flow
-    from tasks.config import (AuditPaths, AuditStageConfig, EvaluatePaths, EvaluateStageConfig, SelectPaths,
-                              SelectStageConfig, TrainPaths, TrainStageConfig)
-    from tasks.experiment_config import ExperimentPaths, ExperimentStageConfig
-    from tasks.ingest_config import IngestPaths, IngestStageConfig
+    from flows.config.audit import AuditPaths, AuditStageConfig
+    from flows.config.evaluate import EvaluatePaths, EvaluateStageConfig
+    from flows.config.select import SelectPaths, SelectStageConfig
+    from flows.config.train import TrainPaths, TrainStageConfig
+    from flows.config.experiment import ExperimentPaths, ExperimentStageConfig
+    from flows.config.ingest import IngestPaths, IngestStageConfig
 
     return {"train": (train_command, train_flow, TrainStageConfig, TrainPaths),
             "evaluate": (evaluate_command, evaluate_flow, EvaluateStageConfig, EvaluatePaths),
@@ -113,7 +115,7 @@ CLI_ONLY = {"select": {"dataset", "runner", "workers", "dask_address"}}
 def test_each_config_covers_its_command_line():
     """Every option of each stage's command is a field of the stage's config or of its paths (but :data:`CLI_ONLY`),
     and every field of them is an option (but :data:`FLOW_ONLY`)."""
-    from tasks.config import RENAMED
+    from flows.config import RENAMED
 
     for stage, (command, _flow, config, paths) in _stages().items():
         options = {RENAMED.get(p, p) for p in inspect.signature(command).parameters} - CLI_ONLY.get(stage, set())
@@ -127,7 +129,7 @@ def test_each_config_covers_its_command_line():
 
 def test_the_flow_takes_the_config_and_its_paths():
     from flows.molecules import molecules_flow
-    from tasks.config import MoleculesPaths, MoleculesStageConfig
+    from flows.config.molecules import MoleculesPaths, MoleculesStageConfig
 
     for stage, (_command, flow, config, paths) in {**_stages(), "molecules": (
             None, molecules_flow, MoleculesStageConfig, MoleculesPaths)}.items():
@@ -144,8 +146,10 @@ def test_params_yaml_groups_are_config_fields_and_valid():
     """params.yaml's stage groups (``train:``, ``evaluate:``, ``ingest:``, ``select:``; ``audit:`` and
     ``experiment:`` when there are) name fields of the stage's config, and the configs it states are built and checked (the defaults of
     dvc.yaml's commands where the file says nothing)."""
-    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.select import SelectStageConfig
+    from flows.config.train import TrainStageConfig
+    from flows.config.ingest import IngestStageConfig
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for group, (_command, _flow, config, _paths) in _stages().items():
@@ -170,9 +174,11 @@ def test_params_yaml_groups_are_config_fields_and_valid():
 def test_a_bad_option_is_refused_when_the_config_is_built():
     import pytest
 
-    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
-    from tasks.experiment_config import ExperimentStageConfig
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.select import SelectStageConfig
+    from flows.config.train import TrainStageConfig
+    from flows.config.experiment import ExperimentStageConfig
+    from flows.config.ingest import IngestStageConfig
     from tmdlib import InputError
 
     for config, bad, match in ((TrainStageConfig, {"weighting": "x"}, "--weighting"),
@@ -210,7 +216,7 @@ def test_dvc_yaml_commands_set_config_fields():
     or paths (the experiment is no DVC stage)."""
     import re
 
-    from tasks.config import RENAMED
+    from flows.config import RENAMED
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for stage, (_command, _flow, config, paths) in _stages().items():

@@ -27,7 +27,7 @@ def two_stores(tmp_path_factory) -> dict:
     """Store A (MUTAG 0..23), store B (MUTAG 24..47 under A's graph ids: same ids, same size, other graphs),
     A's TMD matrix + meta.json (depth 4, pascal) and A's selection."""
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from tmdlib.datasets import read_tu
 
@@ -96,7 +96,7 @@ def _matrix_copy(two_stores, tmp_path, edit=None) -> str:
 
 def test_select_refuses_a_matrix_of_another_store(two_stores, tmp_path):
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     with pytest.raises(InputError) as info:
         select_flow(two_stores["B"], str(tmp_path / "sel.json"), matrix=two_stores["matrix"],
@@ -111,7 +111,7 @@ def test_select_refuses_a_matrix_of_another_store(two_stores, tmp_path):
                                              ({"weights": "1.0"}, "weights [")])
 def test_select_refuses_a_matrix_of_another_depth_or_weights(two_stores, tmp_path, kwargs, problem):
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     with pytest.raises(InputError, match="TMD matrix does not match") as info:
         select_flow(two_stores["A"], str(tmp_path / "sel.json"), matrix=two_stores["matrix"],
@@ -123,7 +123,7 @@ def test_select_accepts_an_old_meta_without_the_hash_and_a_bare_matrix_only_when
     """meta.json written before the field (existing dvc.lock outputs): no store check; no meta.json at all: refused,
     unless the user vouches for the matrix (--trust-matrix)."""
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     old = _matrix_copy(two_stores, tmp_path, lambda m: m.pop("store_content_sha256"))
     sel = select_flow(two_stores["B"], str(tmp_path / "sel.json"), matrix=old,
@@ -144,7 +144,7 @@ def test_select_refuses_a_matrix_that_is_not_the_one_its_meta_describes(two_stor
 
     from flows.select import select_flow
 
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     path = _matrix_copy(two_stores, tmp_path, lambda m: None)
     D = np.load(path)
@@ -179,7 +179,7 @@ def test_label_requests_refuse_a_selection_of_another_store(two_stores, tmp_path
 def test_train_refuses_a_selection_of_another_store(two_stores, tmp_path):
     pytest.importorskip("torch")
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
     with pytest.raises(InputError) as info:
         train_flow(two_stores["B"], two_stores["selection"], str(tmp_path / "labels.csv"), str(tmp_path / "m.pt"),
@@ -191,7 +191,7 @@ def test_train_refuses_a_selection_of_another_store(two_stores, tmp_path):
 def test_evaluate_refuses_a_selection_or_matrix_meta_of_another_store(two_stores, tmp_path):
     pytest.importorskip("torch")
     from flows.evaluate import evaluate_flow
-    from tasks.config import EvaluateStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
 
     info_path = tmp_path / "train.json"
     info_path.write_text(json.dumps({"config": {"seed": 0, "layers": 3}, "model": {}}))

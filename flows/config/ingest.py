@@ -2,7 +2,7 @@
 its store goes) and :class:`IngestStageConfig` (how it is read), built once from ``tmdsub ingest``'s options (which
 dvc.yaml fills from ``params.yaml``'s ``ingest:`` group) or from that group directly, and checked there.
 
-Apart from :mod:`tasks.config` (which re-exports both) so that the ingest stage runs none of the other stages'
+Its own module so that the ingest stage runs none of the other stages'
 code: a change to the train stage's policy does not rerun every ingest (``tests/lib/house/test_lineage.py``).
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 matrix cache) and :class:`ExperimentStageConfig` (the grid and how it runs), built once from ``tmdsub experiment``'s
 options and checked there.
 
-Apart from :mod:`tasks.config`: its check reads :mod:`tmdlib.experiment`'s grid, which no DVC stage runs (a stage
+Its own module: its check reads :mod:`tmdlib.experiment`'s grid, which no DVC stage runs (a stage
 runs every module its flow imports, ``tests/lib/house/test_lineage.py``).
 """
 from __future__ import annotations
