@@ -18,7 +18,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from tasks.graphs import check_same_store, open_store
+from tmdlib.datasets.identity import check_same_store
+from tasks.graphs import open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
 from tasks.labels import task_of
 from tasks.predict import calibrate_store, predict_pool, predict_smiles, write_predictions

@@ -18,7 +18,8 @@ from prefect import flow, get_run_logger
 from tasks import io
 from tasks.coreset import status_line
 from tasks.cpus import resolve_workers
-from tasks.graphs import STORE_HASH_KEY, open_store, store_content_hash, streamed_content_hash
+from tmdlib.datasets.identity import STORE_HASH_KEY, store_content_hash
+from tasks.graphs import open_store, streamed_content_hash
 from tasks.tmd import compute_block, record_chunks, tmd_pairs, write_pairs_csv
 from tmdlib.datasets.documents import read_id_pairs
 from tmdlib.datasets.identity import graph_hashes

@@ -41,7 +41,7 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     not in the pool) and the pool's SMILES, read when the round steers by them
     (:func:`tmdlib.select.round_policy.reads_labels`), passed to :func:`tmdlib.select.round_policy.steer_round`
     (the strategy, the first round's picker, a difficulty or hit score per member)."""
-    from .graphs import store_smiles
+    from tmdlib.store import store_smiles
 
     cols = label_columns(ledger.column_names, ask.goal, ask.target)
     ids = ledger.column("graph_id").to_numpy()

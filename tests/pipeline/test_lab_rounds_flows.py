@@ -67,7 +67,7 @@ def test_unlabelled_pool_three_rounds_with_a_conflict(pool):
     """The task is fixed by the first import (regression from the lab's values); a partial answer trains on what
     came back and says what is missing; round 2 completes it; round 3 measures one molecule again differently."""
     from flows.labels import import_summary, labels_commit_flow
-    from tasks.graphs import read_task
+    from tmdlib.store import read_task
     from tasks.labels import task_of
     from tasks.ledger import read_ledger_history
 

@@ -79,7 +79,7 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
     from flows.labels import label_requests_flow, labels_commit_flow
     from flows.select import select_flow
     from flows.config.select import SelectStageConfig
-    from tasks.graphs import read_task
+    from tmdlib.store import read_task
 
     smiles, hidden = _regression_rows()
     w = _walk(tmp_path, smiles, hidden, "auto")  # nothing set: the measured default for molecule regression

@@ -74,7 +74,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     from flows.config.select import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
-    from tasks.graphs import read_task
+    from tmdlib.store import read_task
     from flows.config.evaluate import EvaluateStageConfig
     from flows.config.train import TrainStageConfig
 

@@ -48,7 +48,8 @@ def two_stores(tmp_path_factory) -> dict:
 
 
 def _hash(path: str) -> str:
-    from tasks.graphs import load_graph_store, store_content_hash
+    from tmdlib.datasets.identity import store_content_hash
+    from tasks.graphs import load_graph_store
 
     return store_content_hash(load_graph_store(path))
 
