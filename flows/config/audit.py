@@ -16,6 +16,28 @@ class AuditPaths:
     (``graphs`` ... ``plot``, ``params``, ``lock``; ``predictions`` and ``labels`` in production), the report
     folder ``out_dir``; ``dataset`` is the ``<DATASET>`` of them all."""
 
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "dataset": "Dataset name (the <DATASET> of the stage outputs).",
+        "graphs": "Graph-store Parquet (data/graphs/<DATASET>.parquet).",
+        "tmd_meta": "The TMD matrix's meta.json.",
+        "selection": "selection.json.",
+        "nodes": "nodes.parquet (node subsampling).",
+        "requests": "label_requests.parquet.",
+        "manifest": "The label requests' manifest.json.",
+        "labels_meta": "labels.json (label source).",
+        "train_info": "train.json (names the MLflow train run).",
+        "metrics": "metrics.json (epsilon, the bounds, test metric).",
+        "metrics_nodes": "metrics_nodes.json (node-subsampling bound).",
+        "plot": "bound_vs_gap.png of the evaluate stage (copied into the report).",
+        "out_dir": "Report folder (data/audit/<DATASET>).",
+        "params": "The pipeline's params.yaml.",
+        "lock": "dvc.lock, read at run time (may not exist yet).",
+        "predictions": ("predictions.parquet of the predict stage (production: the parity plot, the pool's "
+                        "predictions, the in-domain share)."),
+        "labels": "labels.csv, the lab's audit measurements (default: the one train.json names).",
+    }
+
     dataset: str
     graphs: str
     tmd_meta: str
@@ -61,6 +83,11 @@ class AuditPaths:
 @dataclass(frozen=True)
 class AuditStageConfig:
     """The audit stage's options: ``log_mlflow`` links the report from the MLflow train run (``--mlflow``)."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "log_mlflow": "Link the report from the MLflow train run.",
+    }
 
     log_mlflow: bool = True
 

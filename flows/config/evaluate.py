@@ -17,6 +17,19 @@ from . import _paths, _pick
 class EvaluatePaths:
     """The evaluate stage's files (dvc.yaml's ``evaluate`` / ``evaluate_nodes`` commands name them)."""
 
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "graphs": "Graph-store Parquet (data/graphs/<DATASET>.parquet).",
+        "selection": "selection.json (train/test ids, medoids, tau, epsilon).",
+        "model": "model.pt from `tmdsub train`.",
+        "train_info": "train.json from `tmdsub train` (model config).",
+        "metrics_out": "Output metrics.json.",
+        "plot_out": "Output bound_vs_gap.png.",
+        "matrix": "TMD matrix.npy (graph-store order): checks epsilon, enables the sweep.",
+        "tmd_meta": "The matrix's meta.json (depth, weights) to check against the GIN.",
+        "nodes": "nodes.parquet, if the model was trained on node-subsampled graphs.",
+    }
+
     graphs: str
     selection: str
     model: str
@@ -66,6 +79,22 @@ class EvaluateStageConfig:
     """The evaluate stage's options (``params.yaml``: ``evaluate:``, with ``train.device`` and ``torch_threads``),
     checked on construction; ``fractions`` is kept as the sorted tuple of the sweep's
     coreset fractions.  ``seed`` None: train.json's (the flow resolves it)."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "confidence": "Confidence of the pool estimate's bootstrap interval (no command-line option).",
+        "fractions": "Comma list of coreset fractions for the bound-vs-gap sweep, e.g. 0.05,0.1,0.2,0.5.",
+        "sweep_epochs": "Epochs of each sweep model.",
+        "full_epochs": "Epochs of the full-training-set model (default: as train.json).",
+        "seed": "Seed of the sweep's k-medoids and models (default: train.json's).",
+        "device": "auto (cuda when present) | cpu | cuda[:N].",
+        "torch_threads": "CPU threads of torch (1: fastest for these small models, bit-reproducible).",
+        "sample": ("Large pools: score the coreset exactly and estimate the full training loss on a uniform sample"
+                   " of this many training graphs (0 = all)."),
+        "experiment": "MLflow experiment name.",
+        "log_mlflow": "Log the run to MLflow.",
+        "trust_matrix": "Use a TMD matrix that has no meta.json beside it, unchecked.",
+    }
 
     fractions: Any = ()
     sweep_epochs: int = 20

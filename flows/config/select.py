@@ -45,6 +45,17 @@ class SelectPaths:
     TMD matrix of the exact engine (None: none, the scalable engine), the label ledger (None: nothing labelled) and
     the scalable engine's cache (None: no cache)."""
 
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "graphs": "Graph store (default data/graphs/<DATASET>.parquet).",
+        "matrix": ("TMD matrix of the exact engine (default data/tmd/<DATASET>/matrix.npy when it exists; the "
+                   "scalable engine never reads one)."),
+        "out": "Output JSON (default data/selection/<DATASET>/selection.json).",
+        "labelled": ("Label ledger (default data/labelled/<DATASET>.csv; absent = nothing labelled): graphs in it "
+                     "are reused first."),
+        "cache_dir": "Scalable engine: finished parts and exact pairs (a killed run resumes from them).",
+    }
+
     graphs: str
     out: str
     matrix: str | None = None
@@ -56,6 +67,22 @@ class SelectPaths:
         return _paths(cls, options)
 
 
+def _method_help() -> str:
+    """``--method``'s help, read from the method registry (:func:`tmdlib.select.method_names`)."""
+    from tmdlib.select import method_names
+
+    return (f"auto | {' | '.join(method_names())} (molecules only: the chemists' pickers maxmin ... scaffold). auto: "
+            "tmd-rounds on a pool without labels (production), the paper's tmd coreset in benchmark mode.")
+
+
+def _next_help() -> str:
+    """``--next``'s help, read from the table of later-round strategies
+    (:data:`tmdlib.select.rounds.NEXT_STRATEGIES`)."""
+    from tmdlib.select.rounds import NEXT_STRATEGIES, table_help
+
+    return f"tmd-rounds' later rounds: auto (the measured default) | {table_help(NEXT_STRATEGIES)}."
+
+
 @dataclass(frozen=True)
 class SelectStageConfig:
     """The select stage's options (``params.yaml``: ``select:``, with ``base.seed``, ``base.depth``,
@@ -64,6 +91,38 @@ class SelectStageConfig:
     ``weights`` parsed (checked against ``depth``), ``target`` parsed (:func:`tmdlib.select.hits.parse_target`),
     ``part_size`` / ``max_pairs`` parsed.  ``threads`` (numba threads of the scalable parts) is no command-line
     option.  The defaults are the flow's (a direct call); ``tmdsub select`` passes its own."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "method": _method_help(),
+        "next": _next_help(),
+        "seed": "Seed of the split and of the selection's random draws (base.seed).",
+        "threads": "numba threads of the scalable engine's parts (no command-line option; None: the cores available).",
+        "fraction": "Budget as a fraction of the training graphs (ceil).",
+        "count": "Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget.",
+        "control": ("tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate"
+                    " compares the two arms on the audit sample). 0 = none."),
+        "goal": ("What later rounds are for: model (a model good on the whole pool) | maximize | minimize (a "
+                 "regression label: hit hunting) | positive (a binary pool's positives). The audit sample stays "
+                 "uniform."),
+        "target": ("With --goal maximize | minimize on a pool with several targets: the target to optimise, or a "
+                   "desirability NAME=WEIGHT,NAME=WEIGHT (score = sum of weight x the standardised prediction; a "
+                   "params.yaml mapping arrives as --NAME WEIGHT pairs). none = a one-target pool."),
+        "test_fraction": "Held-out share of the 80/20 split.",
+        "engine": ("exact (k-medoids on the full TMD matrix) | scalable (no matrix: lower bounds + exact pairs on "
+                   "demand) | auto (exact while the matrix is cheap)."),
+        "depth": "TMD depth L (the certificate's and the scalable engine's).",
+        "weights": "pascal | a number | comma list of L-1 numbers.",
+        "restarts": "k-medoids restarts (best objective kept).",
+        "backend": "fasterpam | sklearn-extra | sklearn-extra-alternate.",
+        "part_size": ("Scalable engine: largest pool solved as one part; larger pools are split (one task per "
+                      "part). auto: 4000, or 1000 past 100,000 training graphs (printed)."),
+        "max_pairs": ("Scalable engine: budget of exact TMD evaluations for the search: auto (chosen from the "
+                      "pool's graph sizes, printed), a number, or 0 for none; the certificate stays exact."),
+        "trust_matrix": "Use a TMD matrix that has no meta.json beside it, unchecked (by default it is refused).",
+        "audit": ("Unlabelled pools: the audit sample (the test set, never trained on): auto (5 %% of the pool, "
+                  "50-200), a count, a fraction, or 0."),
+    }
 
     method: str = "tmd"
     fraction: float | None = 0.1

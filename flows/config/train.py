@@ -23,6 +23,17 @@ WEIGHTINGS = ("auto", "tau", "none")
 class TrainPaths:
     """The train stage's files (dvc.yaml's ``train`` / ``train_nodes`` commands name them)."""
 
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "graphs": "Graph-store Parquet (data/graphs/<DATASET>.parquet).",
+        "selection": "selection.json (train/test ids, medoids, tau, epsilon).",
+        "labels": "labels.csv (graph_id,y or one column per target): the ONLY labels training reads.",
+        "model_out": "Output state dict (model.pt).",
+        "info_out": "Output train.json (config, device, losses, c, per-layer Phi).",
+        "labels_meta": "labels.json (default: next to --labels).",
+        "nodes": "nodes.parquet: train on the induced subgraphs G[S].",
+    }
+
     graphs: str
     selection: str
     labels: str
@@ -46,6 +57,15 @@ class TrainPaths:
         return _paths(cls, options)
 
 
+def _model_help() -> str:
+    """``--model``'s help, read from the model registry (:func:`tmdlib.models.model_names`)."""
+    from tmdlib.models import model_names
+
+    return (f"A registered model ({', '.join(model_names())}; `tmdsub models` lists them) or package.module:factory "
+            "returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, rf for "
+            "molecule classification, else certified-gin when a Lipschitz budget/target is set, else gin.")
+
+
 @dataclass(frozen=True)
 class TrainStageConfig:
     """The train stage's options (``params.yaml``: ``train:``, with ``base.seed`` and ``base.weights``), checked on
@@ -53,6 +73,39 @@ class TrainStageConfig:
 
     GIN options (``epochs`` ... ``bias``, ``recipe``, ``lipschitz_*``) are ignored by the other models;
     ``lipschitz_target`` > 0 sets c = target / the selection's ε (overrides ``lipschitz_budget``)."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "model": _model_help(),
+        "epochs": "Training epochs.",
+        "hidden": "Hidden width (default 128 TU, 256 OGB).",
+        "layers": "GIN layers (TMD depth = layers + 1).",
+        "batch_size": "Batch size (default 16 TU, 64 OGB).",
+        "lr": "Adam learning rate; auto = the recipe's.",
+        "seed": "Seed of the initialisation and the batch order.",
+        "device": "auto (cuda when present) | cpu | cuda[:N].",
+        "pool": "Readout pooling: add (the guarantee needs it) | mean.",
+        "eta": "GIN neighbour weight eta (1 pairs with Pascal TMD weights).",
+        "bias": "Biases in the GIN MLPs (off: phi(0)=0, needed by the bound).",
+        "weights": "TMD level weights the constant c is stated for.",
+        "lipschitz_budget": ("Certified mode: spectral-norm budget of every weight matrix (projected after each "
+                             "step), c = budget^(2*layers+1); 0 or none = unconstrained."),
+        "lipschitz_target": ("Certified mode: the certificate c*eps to aim for, in nats (c = target / the "
+                             "selection's epsilon_mean); overrides --lipschitz-budget; 0 = off."),
+        "lipschitz_mode": ("Certified architecture: ball (ReLU GIN, budget per matrix) | orthogonal (MaxMin GIN, "
+                           "orthonormal matrices, the budget is c itself)."),
+        "torch_threads": "CPU threads of torch (1: fastest for these small models, bit-reproducible).",
+        "experiment": "MLflow experiment name.",
+        "log_mlflow": "Log the run to MLflow.",
+        "loss": ("auto (the task's: bce binary / multi-task, ce multi-class, huber regression) | huber | l1 | mse "
+                 "(regression; mse is uncertified)."),
+        "huber_delta": "Huber's delta in standard deviations of the target (the loss's Lipschitz constant M).",
+        "recipe": ("GIN training recipe: auto (measured: default for the GIN, paper-b2 for the certified GIN) | "
+                   "paper-b2 (Adam lr 0.01, batch 16 TU / 64 OGB) | default (lr 0.001, batch 64)."),
+        "weighting": ("auto (none on a pool without labels, measured on the pool benchmark; tau in benchmark mode)"
+                      " | tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the "
+                      "tau-weighted coreset loss)."),
+    }
 
     epochs: int = 100
     hidden: int | None = None

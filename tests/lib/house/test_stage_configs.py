@@ -229,3 +229,36 @@ def test_dvc_yaml_commands_set_config_fields():
             flags = {RENAMED.get(f, f) for f in (f[2:].replace("-", "_")
                                                  for f in re.findall(r"--[a-z][a-z-]*", stages[name]["do"]["cmd"]))}
             assert flags <= names, f"dvc.yaml {name}: options no config field holds: {flags - names}"
+
+
+def test_each_option_help_comes_from_its_config():
+    """The help of every command-line option is its field's entry in the config's (or paths') ``HELP``: one text,
+    which ``--help`` and ``tmdsub params`` both show, and every field of a config has one."""
+    from flows.config import RENAMED
+
+    for stage, (command, _flow, config, paths) in _stages().items():
+        for cls in (config, paths):
+            missing = {f.name for f in dataclasses.fields(cls)} - {k for k, v in cls.HELP.items() if v}
+            assert not missing, f"{stage}: {cls.__name__} fields without HELP: {missing}"
+        for name, parameter in inspect.signature(command).parameters.items():
+            field = RENAMED.get(name, name)
+            owner = config if field in config.HELP else paths if field in paths.HELP else None
+            if owner is None:
+                assert name in CLI_ONLY.get(stage, set()), f"{stage}: option --{name} has no HELP entry"
+                continue
+            assert parameter.default.help == owner.HELP[field], f"{stage}: --{name}'s help is not {owner.__name__}.HELP"
+
+
+def test_params_command_documents_params_yaml():
+    """``tmdsub params`` documents every key of params.yaml's stage groups from the stage's config: the key, the value
+    the stage gets and the field's help."""
+    from flows.cli import STAGE_CONFIGS, params_lines
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    stages = _stages()
+    assert set(STAGE_CONFIGS) == set(stages)
+    for stage, (_command, _flow, config, _paths) in stages.items():
+        text = "\n".join(params_lines(stage, params))
+        for key in params.get(stage) or {}:
+            line = next((ln for ln in text.splitlines() if ln.startswith(f"  {key} = ")), None)
+            assert line is not None and f"[{stage}.{key}]" in line and config.HELP[key] in line, (stage, key, line)
