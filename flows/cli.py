@@ -16,7 +16,10 @@ import typer
 
 import flows  # noqa: F401  (environment defaults before prefect is imported)
 from flows.config.ingest import IngestPaths, IngestStageConfig
+from flows.config.nodes import NodesPaths, NodesStageConfig
+from flows.config.predict import PredictPaths, PredictStageConfig
 from flows.config.select import SelectPaths, SelectStageConfig
+from flows.config.tmd import TmdPaths, TmdStageConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Provable subsampling of graph datasets for GNN training (Tree Mover's Distance).")
@@ -73,13 +76,6 @@ def _workers(value: str, shown: bool = True) -> int:
     if shown:
         typer.echo(line)
     return n
-
-
-def _node_methods() -> tuple[str, ...]:
-    """``--method`` of ``tmdsub nodes``: auto and off (:func:`tmdlib.select.nodes.node_method`), then the methods."""
-    from tmdlib.select.nodes import NODE_AUTO, NODE_METHODS, NODE_OFF
-
-    return (NODE_AUTO, NODE_OFF, *NODE_METHODS)
 
 
 @app.command()
@@ -149,40 +145,40 @@ def tmd(
 def tmd_matrix(
     dataset: str = typer.Argument(..., help="Dataset name (reads data/graphs/<DATASET>.parquet unless --graphs)."),
     out_dir: Path = typer.Option(..., "--out-dir", help="Writes matrix.npy (symmetric, zero diagonal) and meta.json here."),
-    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help="Finished blocks, named by content hash (reused across runs)."),
-    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph-store Parquet (default data/graphs/<DATASET>.parquet)."),
-    depth: int = typer.Option(4, "--depth", help="Computation-tree depth L >= 1."),
-    weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
-    block_size: int = typer.Option(256, "--block-size", min=1, help="Graphs per block side."),
-    runner: str = typer.Option("local", "--runner", help="local (processes) | threads | dask."),
-    workers: str = typer.Option("auto", "--workers", help="Parallel blocks (local/threads/dask local cluster): auto (the cores this process may use; printed) or a number."),
-    threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block", help="numba threads inside one block (default: 1 with several workers; with one, the cores this process may use)."),
+    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help=TmdPaths.HELP["cache_dir"]),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help=TmdPaths.HELP["graphs"]),
+    depth: int = typer.Option(4, "--depth", help=TmdStageConfig.HELP["depth"]),
+    weights: str = typer.Option("pascal", "--weights", help=TmdStageConfig.HELP["weights"]),
+    block_size: int = typer.Option(256, "--block-size", min=1, help=TmdStageConfig.HELP["block_size"]),
+    runner: str = typer.Option("local", "--runner", help=TmdStageConfig.HELP["runner"]),
+    workers: str = typer.Option("auto", "--workers", help=TmdStageConfig.HELP["workers"]),
+    threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block",
+                                                    help=TmdStageConfig.HELP["threads_per_block"]),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS",
                                                help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
-    engine: str = typer.Option("exact", "--engine", help="The selection's engine: exact (compute the matrix) | scalable (no matrix: only meta.json) | auto (the matrix only while it is cheap)."),
+    engine: str = typer.Option("exact", "--engine", help=TmdStageConfig.HELP["engine"]),
 ) -> None:
     """The full TMD matrix of a dataset, sharded into resumable blocks (the pipeline's tmd stage)."""
+    from dataclasses import replace
+
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
-    store, w = _store(dataset, graphs), _weights(depth, weights)
-    _choice("--runner", runner, ("local", "threads", "dask"))
-    _choice("--engine", engine, ("exact", "scalable", "auto"))
-    workers = _workers(workers, shown=not dask_address)
-    if not threads_per_block:  # one numba thread per block beside other workers; one worker: the cores it may use
+    options = {**locals(), "graphs": _store(dataset, graphs)}
+    cfg, paths = TmdStageConfig.from_options(options), TmdPaths.from_options(options)
+    n_workers = _workers(cfg.workers, shown=not dask_address)
+    if not cfg.threads_per_block:  # one numba thread per block beside other workers; one worker: the cores it may use
         from tasks.cpus import usable_cores
 
-        threads_per_block = 1 if workers > 1 else usable_cores().count
-    task_runner = make_task_runner("dask" if dask_address else runner, workers, dask_address)
-    meta = tmd_matrix_flow.with_options(task_runner=task_runner)(
-        str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
-        weights=w, block_size=block_size, threads_per_block=threads_per_block,
-        engine=engine)
+        cfg = replace(cfg, threads_per_block=1 if n_workers > 1 else usable_cores().count)
+    task_runner = make_task_runner("dask" if dask_address else cfg.runner, n_workers, dask_address)
+    meta = tmd_matrix_flow.with_options(task_runner=task_runner)(paths.graphs, paths.matrix_out, paths.meta_out,
+                                                                 paths.cache_dir, cfg=cfg)
     if meta.get("matrix") is False:
         typer.echo(f"{dataset}: {meta['graphs']} graphs, {meta['node_pairs']:.3g} node pairs: the scalable engine "
-                   f"selects without the matrix (not computed) -> {out_dir / 'meta.json'}")
+                   f"selects without the matrix (not computed) -> {paths.meta_out}")
         return
     typer.echo(f"{dataset}: {meta['graphs']}x{meta['graphs']} TMD matrix ({meta['blocks_computed']}/{meta['blocks']} "
-               f"blocks, {meta['pairs_computed']} pairs computed) -> {out_dir / 'matrix.npy'}")
+               f"blocks, {meta['pairs_computed']} pairs computed) -> {paths.matrix_out}")
 
 
 @app.command()
@@ -248,33 +244,28 @@ def select(
 @app.command()
 def nodes(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    method: str = typer.Option("auto", "--method", help=f"{' | '.join(_node_methods())}; auto = off on a molecule pool without labels (production), else tmd."),
-    fraction: float = typer.Option(..., "--fraction", help="Nodes kept per graph, ceil(fraction * |V|)."),
-    seed: int = typer.Option(0, "--seed"),
-    depth: int = typer.Option(4, "--depth"),
-    weights: str = typer.Option("pascal", "--weights"),
-    bfs_mode: str = typer.Option("fill", "--bfs-mode", help="fill (top up to k in BFS order) | paper (exact k-BFS ball)."),
-    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output Parquet (default data/selection/<DATASET>/nodes.parquet)."),
+    method: str = typer.Option("auto", "--method", help=NodesStageConfig.HELP["method"]),
+    fraction: float = typer.Option(..., "--fraction", help=NodesStageConfig.HELP["fraction"]),
+    seed: int = typer.Option(0, "--seed", help=NodesStageConfig.HELP["seed"]),
+    depth: int = typer.Option(4, "--depth", help=NodesStageConfig.HELP["depth"]),
+    weights: str = typer.Option("pascal", "--weights", help=NodesStageConfig.HELP["weights"]),
+    bfs_mode: str = typer.Option("fill", "--bfs-mode", help=NodesStageConfig.HELP["bfs_mode"]),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help=NodesPaths.HELP["graphs"]),
+    out: Optional[Path] = typer.Option(None, "--out", help=NodesPaths.HELP["out"]),
 ) -> None:
     """Keep, per graph, the node subset with the largest tree norm (or a baseline)."""
-    from tmdlib.errors import InputError
     from flows.select import nodes_flow
 
-    store, w = _store(dataset, graphs), _weights(depth, weights)
-    _choice("--method", method, _node_methods())
-    _choice("--bfs-mode", bfs_mode, ("fill", "paper"))
-    if not 0.0 < fraction <= 1.0:
-        raise InputError(None, f"--fraction must be in (0, 1], got {fraction}")
-    target = out or DATA / "selection" / dataset / "nodes.parquet"
-    res = nodes_flow(str(store), str(target), method=method, fraction=fraction, depth=depth, weights=w,
-                     seed=seed, bfs_mode=bfs_mode)
+    options = {**locals(), "graphs": _store(dataset, graphs),
+               "out": out or DATA / "selection" / dataset / "nodes.parquet"}
+    cfg, paths = NodesStageConfig.from_options(options), NodesPaths.from_options(options)
+    res = nodes_flow(paths.graphs, paths.out, cfg=cfg)
     if res["method"] == "off":
-        typer.echo(f"{dataset}: node subsampling off ({res['reason']}): {target} has no rows, and train_nodes and "
+        typer.echo(f"{dataset}: node subsampling off ({res['reason']}): {paths.out} has no rows, and train_nodes and "
                    "evaluate_nodes skip")
         return
-    typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {res['method']} at {fraction:g}, "
-               f"mean epsilon = {res['mean_epsilon']:.4g} -> {target}")
+    typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {res['method']} at {cfg.fraction:g}, "
+               f"mean epsilon = {res['mean_epsilon']:.4g} -> {paths.out}")
 
 
 @app.command("label-requests")
@@ -347,25 +338,26 @@ def labels_commit(
 @app.command()
 def predict(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="Predict for the molecules of this CSV (a smiles column) instead of the pool; rows without a usable molecule get a reason."),
-    confidence: float = typer.Option(0.9, "--confidence", help="Coverage of the prediction intervals / sets (split-conformal on the labelled audit sample)."),
-    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
-    model: Optional[Path] = typer.Option(None, "--model", help="Model file (default data/models/<DATASET>/model.pt)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/predictions/<DATASET>)."),
-    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
-    workers: str = typer.Option("auto", "--workers", help="Processes (molecule models) or torch threads (graph models) sharing the pool's chunks: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
+    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help=PredictPaths.HELP["smiles_csv"]),
+    confidence: float = typer.Option(0.9, "--confidence", help=PredictStageConfig.HELP["confidence"]),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help=PredictPaths.HELP["graphs"]),
+    model: Optional[Path] = typer.Option(None, "--model", help=PredictPaths.HELP["model"]),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help=PredictPaths.HELP["out_dir"]),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help=PredictStageConfig.HELP["log_mlflow"]),
+    workers: str = typer.Option("auto", "--workers", help=PredictStageConfig.HELP["workers"]),
 ) -> None:
     """Predictions with intervals for every graph of the pool (or a SMILES file), from the trained model."""
     from flows.predict import predict_flow
 
-    workers = _workers(workers)
-    store = _store(dataset, graphs)
     model = model or DATA / "models" / dataset / "model.pt"
-    meta = predict_flow(str(store), str(DATA / "selection" / dataset / "selection.json"), str(model),
-                        str(Path(model).with_name("train.json")), str(out_dir or DATA / "predictions" / dataset),
-                        smiles_csv=str(smiles_csv) if smiles_csv else None, confidence=confidence, log_mlflow=mlflow,
-                        workers=workers)
-    typer.echo(f"{meta['rows']:,} rows predicted by {meta['model']} at {100 * confidence:g} % "
+    options = {**locals(), "graphs": _store(dataset, graphs), "workers": _workers(workers), "model": model,
+               "selection": DATA / "selection" / dataset / "selection.json",
+               "train_info": Path(model).with_name("train.json"),
+               "out_dir": out_dir or DATA / "predictions" / dataset}
+    cfg, paths = PredictStageConfig.from_options(options), PredictPaths.from_options(options)
+    meta = predict_flow(paths.graphs, paths.selection, paths.model, paths.train_info, paths.out_dir,
+                        paths.smiles_csv, cfg=cfg)
+    typer.echo(f"{meta['rows']:,} rows predicted by {meta['model']} at {100 * cfg.confidence:g} % "
                f"(calibrated on {meta['calibration']})")
 
 
@@ -379,9 +371,10 @@ def models() -> None:
 
 
 #: The stages whose options params.yaml's groups set, and their configs (``module:Class``, imported when shown).
-STAGE_CONFIGS = {"ingest": "flows.config.ingest:IngestStageConfig", "select": "flows.config.select:SelectStageConfig",
+STAGE_CONFIGS = {"ingest": "flows.config.ingest:IngestStageConfig", "tmd": "flows.config.tmd:TmdStageConfig",
+                 "select": "flows.config.select:SelectStageConfig", "nodes": "flows.config.nodes:NodesStageConfig",
                  "train": "flows.config.train:TrainStageConfig", "evaluate": "flows.config.evaluate:EvaluateStageConfig",
-                 "audit": "flows.config.audit:AuditStageConfig",
+                 "predict": "flows.config.predict:PredictStageConfig", "audit": "flows.config.audit:AuditStageConfig",
                  "experiment": "flows.config.experiment:ExperimentStageConfig"}
 
 

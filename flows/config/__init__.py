@@ -44,3 +44,20 @@ def _pick(cls, options: dict) -> dict:
 def _paths(cls, options: dict):
     """``cls`` (a paths dataclass) from the command's options: every path as text, an absent one as None."""
     return cls(**{k: (str(v) if v not in (None, "") else None) for k, v in _pick(cls, options).items()})
+
+
+def _one_of(option: str, value, allowed) -> None:
+    if value not in allowed:
+        raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def _weights(depth: int, weights):
+    """``--weights`` parsed (text: :func:`tmdlib.distance.weights.parse_weights`) and checked against ``--depth``."""
+    from tmdlib.distance.weights import parse_weights, resolve_weights
+
+    try:
+        w = parse_weights(weights) if isinstance(weights, str) else weights
+        resolve_weights(int(depth), w)
+    except ValueError as err:
+        raise InputError(None, f"--depth/--weights: {err}") from None
+    return w

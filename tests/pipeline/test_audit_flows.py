@@ -12,6 +12,7 @@ import yaml
 
 from helpers import HAVE_CHROMIUM, NO_CHROMIUM, RAW, ROOT, open_in_chromium, run_cli
 from tmdlib import InputError
+from flows.config.nodes import NodesStageConfig
 
 
 BARE_HOLDS = re.compile(r"holds\s*(?:\||:|</th>\s*<td>)\s*yes", re.I)  # "holds | yes", "holds: yes", HTML cells
@@ -53,7 +54,7 @@ def mutag_run(tmp_path_factory):
             mp.setenv(k, v)
         tmd_matrix_flow(p["graphs"], p["matrix"], p["tmd_meta"], str(d / "cache"))
         select_flow(p["graphs"], p["selection"], matrix=p["matrix"], cfg=SelectStageConfig(fraction=0.2, restarts=1))
-        nodes_flow(p["graphs"], p["nodes"], fraction=0.5)
+        nodes_flow(p["graphs"], p["nodes"], cfg=NodesStageConfig(fraction=0.5))
         label_requests_flow(p["graphs"], p["selection"], p["labels_dir"])
         labels_import_flow(p["graphs"], p["requests"], "benchmark-standin", p["labels_dir"])
         train_flow(p["graphs"], p["selection"], str(d / "labels/labels.csv"), p["model"], p["train_info"],

@@ -33,6 +33,7 @@ import pytest
 
 from helpers import RAW, ROOT
 from tmdlib.datasets import to_dataset  # noqa: E402
+from flows.config.tmd import TmdStageConfig
 
 N_GRAPHS = 40
 BLOCK = 8  # 5 row blocks -> 15 upper-triangular blocks
@@ -331,7 +332,7 @@ def test_matrix_too_big_for_memory_is_refused_up_front(store, tmp_path, monkeypa
     monkeypatch.setenv("TMDSUB_MAX_MEMORY", str(matrix_memory_bytes(N_GRAPHS, BLOCK) - 1))
     with pytest.raises(InputError, match=r"the 40 x 40 TMD matrix needs 13\.50 KiB of memory"):
         tmd_matrix_flow(str(store), str(tmp_path / "o" / "matrix.npy"), str(tmp_path / "o" / "meta.json"),
-                        str(tmp_path / "cache"), block_size=BLOCK)
+                        str(tmp_path / "cache"), cfg=TmdStageConfig(block_size=BLOCK))
     assert not (tmp_path / "cache").exists() and not (tmp_path / "o").exists()  # refused before any work
     monkeypatch.delenv("TMDSUB_MAX_MEMORY")
     # one million graphs: 7.28 TiB; refused by size alone (no data are read)

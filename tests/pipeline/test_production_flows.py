@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import RAW
+from flows.config.predict import PredictStageConfig
 
 N = 360
 
@@ -69,7 +70,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
                             str(tmp / "p.png"), matrix=str(tmp / "tmd" / "matrix.npy"),
                             tmd_meta=str(tmp / "tmd" / "meta.json"), cfg=EvaluateStageConfig(log_mlflow=False))
     pred = predict_flow(store, sel_path, str(tmp / "model.pt"), str(tmp / "train.json"), str(tmp / "pred"),
-                        log_mlflow=False)
+                        cfg=PredictStageConfig(log_mlflow=False))
     table = pq.read_table(tmp / "pred" / "predictions.parquet").to_pylist()
     return {"store": store, "sel": json.loads(open(sel_path).read()), "req": req, "answered": answered,
             "info": info, "metrics": metrics, "pred": pred, "table": table, "of": of}
@@ -135,8 +136,8 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tp, "CHUNK", 100)  # 4 chunks of the 360 molecules
     args = (w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"))
-    one = predict_flow(*args, str(tmp_path / "pred1"), log_mlflow=False, workers=1)
-    two = predict_flow(*args, str(tmp_path / "pred2"), log_mlflow=False, workers=2)
+    one = predict_flow(*args, str(tmp_path / "pred1"), cfg=PredictStageConfig(log_mlflow=False, workers=1))
+    two = predict_flow(*args, str(tmp_path / "pred2"), cfg=PredictStageConfig(log_mlflow=False, workers=2))
     assert (one["workers"], two["workers"]) == (1, 2)
     assert pq.read_table(tmp_path / "pred2" / "predictions.parquet").equals(
         pq.read_table(tmp_path / "pred1" / "predictions.parquet"))
@@ -203,7 +204,7 @@ def test_predict_for_new_smiles_gives_a_reason_per_bad_row(tmp_path):
     new = tmp_path / "new.csv"
     new.write_bytes(b"smiles\nCCO\nnot-a-smiles\n\nc1ccccc1O\n")
     meta = predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                        str(tmp_path / "pred"), smiles_csv=str(new), log_mlflow=False)
+                        str(tmp_path / "pred"), smiles_csv=str(new), cfg=PredictStageConfig(log_mlflow=False))
     rows = pq.read_table(tmp_path / "pred" / "new.predictions.parquet").to_pylist()
     assert [r["reason"] is None for r in rows] == [True, False, False, True] and meta["rows_without_prediction"] == 2
     assert rows[0]["prediction"] is not None and rows[1]["prediction"] is None and "parse" in rows[1]["reason"]
@@ -220,7 +221,7 @@ def test_a_graph_model_predicts_for_new_smiles_too(tmp_path):
     assert w["metrics"]["bound"]["c_epsilon"] is not None
     (tmp_path / "new.csv").write_text(f"smiles\n{smiles[0]}\nnope\n")
     predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), cfg=PredictStageConfig(log_mlflow=False))
     rows = pq.read_table(tmp_path / "pred" / "new.predictions.parquet").to_pylist()
     pool_row = next(r for r in w["table"] if r["smiles"] == smiles[0])
     assert rows[0]["prediction"] == pytest.approx(pool_row["prediction"], rel=1e-6)  # same molecule, same number
@@ -262,7 +263,7 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     with open(tmp_path / "new.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["smiles"], [smiles[3]], ["not a smiles"], [smiles[7]]])
     predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), cfg=PredictStageConfig(log_mlflow=False))
     file_cols = pq.read_schema(tmp_path / "pred" / "new.predictions.parquet").names
     assert list(out.columns) == [c for c in file_cols if c != "line"]
     # each evaluate stage's MLflow run has its own name (issue 61): evaluate@POOL, evaluate_nodes@POOL

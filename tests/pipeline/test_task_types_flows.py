@@ -12,6 +12,7 @@ import pytest
 
 from helpers import RAW, ROOT
 from tmdlib import InputError
+from flows.config.nodes import NodesStageConfig
 
 N = 48  # molecules per test set (the first rows of MoleculeACE's CHEMBL2835_Ki)
 
@@ -124,7 +125,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     nodes = tmp_path / "nodes.parquet"
     from flows.select import nodes_flow
 
-    nodes_flow(d["graphs"], str(nodes), fraction=0.5)
+    nodes_flow(d["graphs"], str(nodes), cfg=NodesStageConfig(fraction=0.5))
     (tmp_path / "metrics_nodes.json").write_text(json.dumps({"nodes": None}))
     res = audit_flow(AuditPaths("DS", files["graphs"], files["tmd_meta"], files["selection"], str(nodes),
                                 files["requests"], files["manifest"], files["labels_meta"], files["train_info"],

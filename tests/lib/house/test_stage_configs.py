@@ -83,7 +83,16 @@ def _stages():
     from flows.evaluate import evaluate_command, evaluate_flow
     from flows.experiment import experiment_command, experiment_flow
     from flows.ingest import ingest_flow
+    from flows.cli import nodes as nodes_command
+    from flows.cli import predict as predict_command
     from flows.cli import select as select_command
+    from flows.cli import tmd_matrix as tmd_command
+    from flows.config.nodes import NodesPaths, NodesStageConfig
+    from flows.config.predict import PredictPaths, PredictStageConfig
+    from flows.config.tmd import TmdPaths, TmdStageConfig
+    from flows.predict import predict_flow
+    from flows.select import nodes_flow
+    from flows.tmd import tmd_matrix_flow
     from flows.select import select_flow
     from flows.train import train_command, train_flow
     from flows.config.audit import AuditPaths, AuditStageConfig
@@ -98,18 +107,25 @@ def _stages():
             "ingest": (ingest_command, ingest_flow, IngestStageConfig, IngestPaths),
             "audit": (audit_command, audit_flow, AuditStageConfig, AuditPaths),
             "experiment": (experiment_command, experiment_flow, ExperimentStageConfig, ExperimentPaths),
-            "select": (select_command, select_flow, SelectStageConfig, SelectPaths)}
+            "select": (select_command, select_flow, SelectStageConfig, SelectPaths),
+            "tmd": (tmd_command, tmd_matrix_flow, TmdStageConfig, TmdPaths),
+            "nodes": (nodes_command, nodes_flow, NodesStageConfig, NodesPaths),
+            "predict": (predict_command, predict_flow, PredictStageConfig, PredictPaths)}
 
 
 #: Config fields that are no command-line option (a direct call of the flow sets them; ingest's ``sources`` is
 #: params.yaml's ``ingest.sources``, read from ``--params``).
 FLOW_ONLY = {"evaluate": {"confidence"}, "ingest": {"sources"}, "experiment": {"prepare_threads"},
-             "select": {"threads"}}
+             "select": {"threads"}, "tmd": {"matrix_out", "meta_out"},
+             "predict": {"selection", "train_info", "experiment"}}
 #: Stages whose flow takes its paths as one argument, ``paths`` (more files than a flow's parameters may be).
 PATHS_ARGUMENT = {"audit"}
 #: Command-line options that are no config field: the dataset's name (it defaults the paths) and the task runner the
 #: command starts the flow on (``--runner``, ``--workers``, ``--dask-address``: params.yaml's ``tmd:`` group).
-CLI_ONLY = {"select": {"dataset", "runner", "workers", "dask_address"}}
+#: ``tmdsub tmd-matrix``'s ``--out-dir`` names the matrix and its meta (``TmdPaths.from_options``); the dataset names
+#: the default paths of ``nodes`` and ``predict`` (``predict``'s selection and train.json are found from them).
+CLI_ONLY = {"select": {"dataset", "runner", "workers", "dask_address"}, "tmd": {"dataset", "out_dir", "dask_address"},
+            "nodes": {"dataset"}, "predict": {"dataset"}}
 
 
 def test_each_config_covers_its_command_line():

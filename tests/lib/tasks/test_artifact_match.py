@@ -18,6 +18,7 @@ import pytest
 
 from helpers import RAW, run_cli
 from tmdlib.errors import InputError
+from flows.config.tmd import TmdStageConfig
 
 N = 24
 
@@ -40,7 +41,7 @@ def two_stores(tmp_path_factory) -> dict:
     pq.write_table(b, d / "B.parquet")
     tmd = d / "tmd"
     meta = tmd_matrix_flow(str(d / "A.parquet"), str(tmd / "matrix.npy"), str(tmd / "meta.json"), str(d / "cache"),
-                           block_size=8)
+                           cfg=TmdStageConfig(block_size=8))
     select_flow(str(d / "A.parquet"), str(d / "selection.json"), matrix=str(tmd / "matrix.npy"),
                 cfg=SelectStageConfig(fraction=0.25, restarts=1))
     return {"dir": d, "A": str(d / "A.parquet"), "B": str(d / "B.parquet"), "matrix": str(tmd / "matrix.npy"),
@@ -69,7 +70,7 @@ def test_meta_json_is_deterministic_on_a_resumed_run(two_stores, tmp_path):
 
     d = two_stores["dir"]
     res = tmd_matrix_flow(two_stores["A"], str(tmp_path / "matrix.npy"), str(tmp_path / "meta.json"),
-                          str(d / "cache"), block_size=8)
+                          str(d / "cache"), cfg=TmdStageConfig(block_size=8))
     assert res["blocks_computed"] == 0
     assert (tmp_path / "meta.json").read_bytes() == two_stores["meta"].read_bytes()
 
@@ -78,7 +79,7 @@ def test_scalable_meta_records_the_store_hash(two_stores, tmp_path):
     from flows.tmd import tmd_matrix_flow
 
     tmd_matrix_flow(two_stores["A"], str(tmp_path / "matrix.npy"), str(tmp_path / "meta.json"),
-                    str(tmp_path / "cache"), engine="scalable")
+                    str(tmp_path / "cache"), cfg=TmdStageConfig(engine="scalable"))
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["matrix"] is False and meta["store_content_sha256"] == _hash(two_stores["A"])
 
