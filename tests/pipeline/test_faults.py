@@ -122,11 +122,12 @@ def slow(fn):
     return inner
 T.tmd_block, T.tmd_matrix = slow(T.tmd_block), slow(T.tmd_matrix)
 import flows
+from flows.config.tmd import TmdStageConfig
 from flows.tmd import make_task_runner, tmd_matrix_flow
 from tasks import io
 res = tmd_matrix_flow.with_options(task_runner=make_task_runner({runner!r}, {workers!r}))(
-    {str(store)!r}, {str(out / 'matrix.npy')!r}, {str(out / 'meta.json')!r}, {str(cache)!r}, block_size={BLOCK},
-    threads_per_block=1)
+    {str(store)!r}, {str(out / 'matrix.npy')!r}, {str(out / 'meta.json')!r}, {str(cache)!r},
+    cfg=TmdStageConfig(block_size={BLOCK}, threads_per_block=1))
 io.write_json({str(out / 'result.json')!r}, {{"blocks_computed": res["blocks_computed"]}})
 """
 
@@ -139,7 +140,7 @@ def tmd_reference(store, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tmd-ref")
     meta = tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))(
         str(store), str(root / "out" / "matrix.npy"), str(root / "out" / "meta.json"), str(root / "cache"),
-        block_size=BLOCK)
+        cfg=TmdStageConfig(block_size=BLOCK))
     assert meta["blocks"] == N_BLOCKS and meta["blocks_computed"] == N_BLOCKS
     return root
 
@@ -309,14 +310,16 @@ def test_disk_full_in_flow_then_rerun_completes(store, tmd_reference, tmp_path, 
     out, cache = tmp_path / "out", tmp_path / "cache"
     run = tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))
     with pytest.raises(OSError):
-        run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
+        run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache),
+               cfg=TmdStageConfig(block_size=BLOCK))
     left = sorted(p.name for p in cache.iterdir() if p.name != "chunks")  # chunks/: the plan's chunk index
     assert len(left) == 4 and all(n.endswith(".npy") for n in left), left
     for n in left:
         assert (cache / n).read_bytes() == (tmd_reference / "cache" / n).read_bytes()
     assert not (out / "matrix.npy").exists()
     monkeypatch.setattr(io, "write_npy", real)
-    meta = run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
+    meta = run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache),
+               cfg=TmdStageConfig(block_size=BLOCK))
     assert meta["blocks_computed"] == N_BLOCKS - 4
     assert (out / "matrix.npy").read_bytes() == (tmd_reference / "out" / "matrix.npy").read_bytes()
 

@@ -27,6 +27,7 @@ def mutag_table():
 def grown(tmp_path_factory, mutag_table):
     """One run on 150 MUTAG graphs (select, requests, stand-in labels, commit to the ledger), then a
     batch of 12 more graphs appended and every stage run again.  Returns the facts of both runs."""
+    from flows.config.tmd import TmdStageConfig
     from flows.ingest import ingest_flow
     from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow, labels_commit_flow, labels_import_flow
@@ -44,7 +45,8 @@ def grown(tmp_path_factory, mutag_table):
     def run(tag: str) -> dict:
         out = ws / tag
         ingest_flow(tu_dir=str(base), name="M", out=str(store), append_dir=str(append_dir))
-        t = tmd(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
+        t = tmd(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache),
+                cfg=TmdStageConfig(block_size=BLOCK))
         sel = select_flow(str(store), str(out / "selection.json"), matrix=str(out / "matrix.npy"),
                           labelled=str(ledger), cfg=SelectStageConfig(fraction=0.1))
         sel = {**json.loads((out / "selection.json").read_text()), **sel}  # the split's lists are in the file
