@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from tmdlib import InputError
 
 from . import _pick
+from .experiment import ExperimentPaths
 
 
 @dataclass(frozen=True)
-class MoleculesPaths:
-    """The molecules benchmark's folders (``tmdsub experiment --profile molecules``): the reports (``results/``,
-    ``molecules/``), the raw datasets, and the matrices' cache (None: ``<out_dir>/cache``)."""
-
-    out_dir: str = "reports"
-    raw_root: str = "data/raw"
-    cache_dir: str | None = None
-
-    @property
-    def cache(self) -> str:
-        """The matrices' cache folder."""
-        from pathlib import Path
-
-        return self.cache_dir or str(Path(self.out_dir) / "cache")
-
-    @classmethod
-    def from_options(cls, options: dict) -> MoleculesPaths:
-        """The folders among the command's options (an absent one: the default)."""
-        return cls(**{k: str(v) for k, v in _pick(cls, options).items() if v not in (None, "")})
+class MoleculesPaths(ExperimentPaths):
+    """The molecules benchmark's folders (``tmdsub experiment --profile molecules``): the experiment's
+    (:class:`flows.config.experiment.ExperimentPaths`: the reports, the raw datasets, the matrices' cache)."""
 
 
 @dataclass(frozen=True)
