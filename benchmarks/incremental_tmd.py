@@ -56,6 +56,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from flows.ingest import ingest_flow
+    from flows.config.tmd import TmdStageConfig
     from flows.tmd import make_task_runner, tmd_matrix_flow
     from tmdlib.datasets import read_tu, write_graph_parquet
 
@@ -72,7 +73,7 @@ def main() -> None:
 
         def run(tag: str, cache: str) -> dict:
             res = tmd(str(store), str(t / tag / "matrix.npy"), str(t / tag / "meta.json"), str(t / cache),
-                      block_size=args.block_size)
+                      cfg=TmdStageConfig(block_size=args.block_size))
             return res
 
         ingest_flow(parquet=str(t / "base.parquet"), name=args.dataset, out=str(store), append_dir=str(t / "append"))

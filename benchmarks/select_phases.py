@@ -30,7 +30,8 @@ PHASES = ("content hashes", "structure embedding", "partition", "grouping by par
 
 def _child(args) -> None:
     """Run in a checkout's subprocess: time the phases, print one JSON line."""
-    from tasks.graphs import open_graph_store, store_segments, store_split
+    from tmdlib.datasets.stored import StoredGraphs
+    from tmdlib.store import store_segments, store_split
     from tmdlib.select import scalable as S
     from tmdlib.select.scalable.cache import part_hashes
 
@@ -42,7 +43,7 @@ def _child(args) -> None:
         out[name] = {"wall_s": round(time.perf_counter() - w, 2), "cpu_s": round(time.process_time() - c, 2)}
         return value
 
-    store = open_graph_store(args.store)
+    store = StoredGraphs(args.store)
     train, _ = store_split(args.store, store_segments(args.store, len(store)), 0.2, 0)
     timed("content hashes", lambda: part_hashes(store))
     pool = store.subset(train)

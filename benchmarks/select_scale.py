@@ -77,7 +77,7 @@ def timed(cmd: list[str], cwd: Path, log: Path) -> dict:
 
 def maxmin_main(store: str, fraction: float, seed: int, test_fraction: float) -> None:
     """(child) MaxMin on the training pool of ``store``: JSON with k, n and the fingerprint / pick seconds."""
-    from tasks.graphs import store_segments, store_smiles, store_split
+    from tmdlib.store import store_segments, store_smiles, store_split
     from tmdlib.chem.pickers import maxmin
     from tmdlib.select.coreset import budget_to_k
 

@@ -12,7 +12,7 @@ import typer
 from prefect import flow
 
 from tasks.audit import gather_facts, link_report, prediction_report, read_plot, write_report
-from tasks.config import AuditPaths, AuditStageConfig
+from flows.config.audit import AuditPaths, AuditStageConfig
 from tmdlib.reporting.verdict import coreset_verdicts
 
 
@@ -20,8 +20,8 @@ from tmdlib.reporting.verdict import coreset_verdicts
 def audit_flow(paths: AuditPaths, cfg: AuditStageConfig | None = None) -> dict:
     """Write ``report.md``, ``report.html`` and the plots into ``paths.out_dir`` and link them from the train run.
 
-    ``paths`` (:class:`tasks.config.AuditPaths`) names the upstream outputs; ``cfg``
-    (:class:`tasks.config.AuditStageConfig`; None: the defaults) whether the report is linked from MLflow.  In
+    ``paths`` (:class:`flows.config.audit.AuditPaths`) names the upstream outputs; ``cfg``
+    (:class:`flows.config.audit.AuditStageConfig`; None: the defaults) whether the report is linked from MLflow.  In
     production (a pool without labels) with ``paths.predictions`` (``predictions.parquet``, its ``.json`` beside
     it) the report also shows the audit sample's parity plot against ``paths.labels`` (default: the
     ``labels.csv`` that ``train.json`` names), the distribution of the pool's predictions and its in-domain share.
@@ -54,26 +54,24 @@ def audit_flow(paths: AuditPaths, cfg: AuditStageConfig | None = None) -> dict:
 
 
 def audit_command(
-    dataset: str = typer.Argument(..., help="Dataset name (the <DATASET> of the stage outputs)."),
-    graphs: Path = typer.Option(..., "--graphs", help="Graph-store Parquet (data/graphs/<DATASET>.parquet)."),
-    tmd_meta: Path = typer.Option(..., "--tmd-meta", help="The TMD matrix's meta.json."),
-    selection: Path = typer.Option(..., "--selection", help="selection.json."),
-    nodes: Path = typer.Option(..., "--nodes", help="nodes.parquet (node subsampling)."),
-    requests: Path = typer.Option(..., "--requests", help="label_requests.parquet."),
-    manifest: Path = typer.Option(..., "--manifest", help="The label requests' manifest.json."),
-    labels_meta: Path = typer.Option(..., "--labels-meta", help="labels.json (label source)."),
-    train_info: Path = typer.Option(..., "--train-info", help="train.json (names the MLflow train run)."),
-    metrics: Path = typer.Option(..., "--metrics", help="metrics.json (epsilon, the bounds, test metric)."),
-    metrics_nodes: Path = typer.Option(..., "--metrics-nodes", help="metrics_nodes.json (node-subsampling bound)."),
-    plot: Path = typer.Option(..., "--plot", help="bound_vs_gap.png of the evaluate stage (copied into the report)."),
-    out_dir: Path = typer.Option(..., "--out-dir", help="Report folder (data/audit/<DATASET>)."),
-    params: Path = typer.Option(Path("params.yaml"), "--params", help="The pipeline's params.yaml."),
-    lock: Path = typer.Option(Path("dvc.lock"), "--lock", help="dvc.lock, read at run time (may not exist yet)."),
-    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Link the report from the MLflow train run."),
-    predictions: Path = typer.Option(None, "--predictions", help="predictions.parquet of the predict stage "
-                                     "(production: the parity plot, the pool's predictions, the in-domain share)."),
-    labels: Path = typer.Option(None, "--labels", help="labels.csv, the lab's audit measurements (default: the one "
-                                "train.json names)."),
+    dataset: str = typer.Argument(..., help=AuditPaths.HELP["dataset"]),
+    graphs: Path = typer.Option(..., "--graphs", help=AuditPaths.HELP["graphs"]),
+    tmd_meta: Path = typer.Option(..., "--tmd-meta", help=AuditPaths.HELP["tmd_meta"]),
+    selection: Path = typer.Option(..., "--selection", help=AuditPaths.HELP["selection"]),
+    nodes: Path = typer.Option(..., "--nodes", help=AuditPaths.HELP["nodes"]),
+    requests: Path = typer.Option(..., "--requests", help=AuditPaths.HELP["requests"]),
+    manifest: Path = typer.Option(..., "--manifest", help=AuditPaths.HELP["manifest"]),
+    labels_meta: Path = typer.Option(..., "--labels-meta", help=AuditPaths.HELP["labels_meta"]),
+    train_info: Path = typer.Option(..., "--train-info", help=AuditPaths.HELP["train_info"]),
+    metrics: Path = typer.Option(..., "--metrics", help=AuditPaths.HELP["metrics"]),
+    metrics_nodes: Path = typer.Option(..., "--metrics-nodes", help=AuditPaths.HELP["metrics_nodes"]),
+    plot: Path = typer.Option(..., "--plot", help=AuditPaths.HELP["plot"]),
+    out_dir: Path = typer.Option(..., "--out-dir", help=AuditPaths.HELP["out_dir"]),
+    params: Path = typer.Option(Path("params.yaml"), "--params", help=AuditPaths.HELP["params"]),
+    lock: Path = typer.Option(Path("dvc.lock"), "--lock", help=AuditPaths.HELP["lock"]),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help=AuditStageConfig.HELP["log_mlflow"]),
+    predictions: Path = typer.Option(None, "--predictions", help=AuditPaths.HELP["predictions"]),
+    labels: Path = typer.Option(None, "--labels", help=AuditPaths.HELP["labels"]),
 ) -> None:
     """Audit report of a run (Markdown + static HTML with plots), linked from its MLflow train run."""
     options = dict(locals())  # the command's options, as typer filled them

@@ -15,6 +15,11 @@ from typing import Optional
 import typer
 
 import flows  # noqa: F401  (environment defaults before prefect is imported)
+from flows.config.ingest import IngestPaths, IngestStageConfig
+from flows.config.nodes import NodesPaths, NodesStageConfig
+from flows.config.predict import PredictPaths, PredictStageConfig
+from flows.config.select import SelectPaths, SelectStageConfig
+from flows.config.tmd import TmdPaths, TmdStageConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Provable subsampling of graph datasets for GNN training (Tree Mover's Distance).")
@@ -73,56 +78,34 @@ def _workers(value: str, shown: bool = True) -> int:
     return n
 
 
-def _select_methods() -> tuple[str, ...]:
-    from tmdlib.select import method_names
-
-    return method_names()
-
-
-def _next_help() -> str:
-    """``--next``'s help, read from the table of later-round strategies
-    (:data:`tmdlib.select.rounds.NEXT_STRATEGIES`)."""
-    from tmdlib.select.rounds import NEXT_STRATEGIES, table_help
-
-    return f"tmd-rounds' later rounds: auto (the measured default) | {table_help(NEXT_STRATEGIES)}."
-
-
-def _node_methods() -> tuple[str, ...]:
-    """``--method`` of ``tmdsub nodes``: auto and off (:func:`tmdlib.select.nodes.node_method`), then the methods."""
-    from tmdlib.select.nodes import NODE_AUTO, NODE_METHODS, NODE_OFF
-
-    return (NODE_AUTO, NODE_OFF, *NODE_METHODS)
-
-
 @app.command()
 def ingest(
-    dataset: Optional[str] = typer.Argument(None, help="Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES, the 30 MoleculeACE sets ACE-<set> such as ACE-CHEMBL204_Ki), or a dataset in the raw root (<NAME>/ TU folder, <NAME>.csv/.tsv/.smi/.cxsmiles/.sdf[.gz], <NAME>.parquet), or the file --source names."),
-    source: Optional[str] = typer.Option(None, "--source", help="The dataset's entry in base.datasets: a file (any molecule file: .csv, .tsv, .smi, .cxsmiles, .sdf, .parquet, each may be .gz) or folder under the raw root; ignored for a built-in dataset."),
-    tu_dir: Optional[Path] = typer.Option(None, "--tu-dir", help="A folder in the TU raw layout (NAME_A.txt, ...)."),
-    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="A molecule file: CSV/TSV/semicolons with a SMILES column (delimiter sniffed), .smi/.cxsmiles (SMILES then name), SD file (.sdf), a Parquet table with a SMILES column; each may be .gz."),
-    parquet: Optional[Path] = typer.Option(None, "--parquet", help="A Parquet file already in the graph-store schema."),
-    name: Optional[str] = typer.Option(None, "--name", help="Dataset name for user data (letters, digits, _ . -)."),
-    raw_root: Path = typer.Option(DATA / "raw", "--raw-root", help="Folder with the shipped raw datasets."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output Parquet (default data/graphs/<NAME>.parquet)."),
-    features: str = typer.Option("onehot", "--features", help="TU node features: 'onehot' (one-hot of node labels, PyG's default) or 'onehot+attributes' (append the node attributes)."),
-    smiles_column: Optional[str] = typer.Option(None, "--smiles-column", help="SMILES CSV: the SMILES column (default smiles; case-insensitive when no column has exactly this name)."),
-    label_column: Optional[list[str]] = typer.Option(None, "--label-column", help="SMILES CSV: the label column(s); repeat it or give a comma list for several targets (default: a column named y or label, if any)."),
-    split_column: Optional[str] = typer.Option(None, "--split-column", help="SMILES CSV: the column holding each molecule's split, train / test / valid(ation) (default: a column named split, if any; '' = none)."),
-    keep_column: Optional[list[str]] = typer.Option(None, "--keep-column", help="SMILES CSV: further numeric column(s) kept in the store (repeat or comma list), e.g. cliff_mol."),
-    task: str = typer.Option("auto", "--task", help="auto (from the labels: 0/1 -> binary or multitask, a few integers -> multiclass, else regression) | binary | multiclass | multitask | regression."),
-    params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: per-dataset source settings under ingest.sources.<NAME> (label_columns, split_column, smiles_column, keep_columns, task) used where no option is given."),
-    append_dir: Optional[Path] = typer.Option(None, "--append-dir", help="Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended in name order after the dataset."),
-    workers: str = typer.Option("auto", "--workers", help="SMILES: processes converting molecules: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
-    limit: int = typer.Option(0, "--limit", min=0, help="SMILES: only the first N molecules (a smaller pool; 0 = all)."),
-    standin: str = typer.Option("none", "--standin", help="Unlabelled SMILES pools (MOSES), benchmark mode only: fill y with a flagged label stand-in, never a measurement (logp: y = 1 if RDKit's Crippen logP >= 2.75, else 0). none (default): the pool stays unlabelled, as a real one is."),
-    id_column: Optional[str] = typer.Option(None, "--id-column", help="SMILES CSV: the column of your own compound ids (a registry number), carried to the label requests and the predictions (default: a column named ID, compound id, registry number, name, ..., if any; '' = none)."),
-    invalid: str = typer.Option("skip", "--invalid", help="SMILES: a SMILES RDKit cannot parse: skip (default: left out, listed with its line and reason in <store>.invalid.csv beside the store) | refuse (stop, naming its line)."),
+    dataset: Optional[str] = typer.Argument(None, help=IngestPaths.HELP["dataset"]),
+    source: Optional[str] = typer.Option(None, "--source", help=IngestPaths.HELP["source"]),
+    tu_dir: Optional[Path] = typer.Option(None, "--tu-dir", help=IngestPaths.HELP["tu_dir"]),
+    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help=IngestPaths.HELP["smiles_csv"]),
+    parquet: Optional[Path] = typer.Option(None, "--parquet", help=IngestPaths.HELP["parquet"]),
+    name: Optional[str] = typer.Option(None, "--name", help=IngestPaths.HELP["name"]),
+    raw_root: Path = typer.Option(DATA / "raw", "--raw-root", help=IngestPaths.HELP["raw_root"]),
+    out: Optional[Path] = typer.Option(None, "--out", help=IngestPaths.HELP["out"]),
+    features: str = typer.Option("onehot", "--features", help=IngestStageConfig.HELP["features"]),
+    smiles_column: Optional[str] = typer.Option(None, "--smiles-column", help=IngestStageConfig.HELP["smiles_column"]),
+    label_column: Optional[list[str]] = typer.Option(None, "--label-column", help=IngestStageConfig.HELP["label_column"]),
+    split_column: Optional[str] = typer.Option(None, "--split-column", help=IngestStageConfig.HELP["split_column"]),
+    keep_column: Optional[list[str]] = typer.Option(None, "--keep-column", help=IngestStageConfig.HELP["keep_column"]),
+    task: str = typer.Option("auto", "--task", help=IngestStageConfig.HELP["task"]),
+    params: Optional[Path] = typer.Option(None, "--params", help=IngestStageConfig.HELP["params"]),
+    append_dir: Optional[Path] = typer.Option(None, "--append-dir", help=IngestPaths.HELP["append_dir"]),
+    workers: str = typer.Option("auto", "--workers", help=IngestStageConfig.HELP["workers"]),
+    limit: int = typer.Option(0, "--limit", min=0, help=IngestStageConfig.HELP["limit"]),
+    standin: str = typer.Option("none", "--standin", help=IngestStageConfig.HELP["standin"]),
+    id_column: Optional[str] = typer.Option(None, "--id-column", help=IngestStageConfig.HELP["id_column"]),
+    invalid: str = typer.Option("skip", "--invalid", help=IngestStageConfig.HELP["invalid"]),
 ) -> None:
     """Ingest a dataset into the Parquet graph store (one row per graph), with its task type."""
     from dataclasses import asdict, replace
 
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestPaths, IngestStageConfig
 
     options = dict(locals())  # the command's options, as typer filled them
     cfg, paths = IngestStageConfig.from_options(options), IngestPaths.from_options(options)
@@ -162,77 +145,76 @@ def tmd(
 def tmd_matrix(
     dataset: str = typer.Argument(..., help="Dataset name (reads data/graphs/<DATASET>.parquet unless --graphs)."),
     out_dir: Path = typer.Option(..., "--out-dir", help="Writes matrix.npy (symmetric, zero diagonal) and meta.json here."),
-    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help="Finished blocks, named by content hash (reused across runs)."),
-    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph-store Parquet (default data/graphs/<DATASET>.parquet)."),
-    depth: int = typer.Option(4, "--depth", help="Computation-tree depth L >= 1."),
-    weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
-    block_size: int = typer.Option(256, "--block-size", min=1, help="Graphs per block side."),
-    runner: str = typer.Option("local", "--runner", help="local (processes) | threads | dask."),
-    workers: str = typer.Option("auto", "--workers", help="Parallel blocks (local/threads/dask local cluster): auto (the cores this process may use; printed) or a number."),
-    threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block", help="numba threads inside one block (default: 1 with several workers; with one, the cores this process may use)."),
+    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help=TmdPaths.HELP["cache_dir"]),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help=TmdPaths.HELP["graphs"]),
+    depth: int = typer.Option(4, "--depth", help=TmdStageConfig.HELP["depth"]),
+    weights: str = typer.Option("pascal", "--weights", help=TmdStageConfig.HELP["weights"]),
+    block_size: int = typer.Option(256, "--block-size", min=1, help=TmdStageConfig.HELP["block_size"]),
+    runner: str = typer.Option("local", "--runner", help=TmdStageConfig.HELP["runner"]),
+    workers: str = typer.Option("auto", "--workers", help=TmdStageConfig.HELP["workers"]),
+    threads_per_block: Optional[int] = typer.Option(None, "--threads-per-block",
+                                                    help=TmdStageConfig.HELP["threads_per_block"]),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS",
                                                help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
-    engine: str = typer.Option("exact", "--engine", help="The selection's engine: exact (compute the matrix) | scalable (no matrix: only meta.json) | auto (the matrix only while it is cheap)."),
+    engine: str = typer.Option("exact", "--engine", help=TmdStageConfig.HELP["engine"]),
 ) -> None:
     """The full TMD matrix of a dataset, sharded into resumable blocks (the pipeline's tmd stage)."""
+    from dataclasses import replace
+
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
-    store, w = _store(dataset, graphs), _weights(depth, weights)
-    _choice("--runner", runner, ("local", "threads", "dask"))
-    _choice("--engine", engine, ("exact", "scalable", "auto"))
-    workers = _workers(workers, shown=not dask_address)
-    if not threads_per_block:  # one numba thread per block beside other workers; one worker: the cores it may use
+    options = {**locals(), "graphs": _store(dataset, graphs)}
+    cfg, paths = TmdStageConfig.from_options(options), TmdPaths.from_options(options)
+    n_workers = _workers(cfg.workers, shown=not dask_address)
+    if not cfg.threads_per_block:  # one numba thread per block beside other workers; one worker: the cores it may use
         from tasks.cpus import usable_cores
 
-        threads_per_block = 1 if workers > 1 else usable_cores().count
-    task_runner = make_task_runner("dask" if dask_address else runner, workers, dask_address)
-    meta = tmd_matrix_flow.with_options(task_runner=task_runner)(
-        str(store), str(out_dir / "matrix.npy"), str(out_dir / "meta.json"), str(cache_dir), depth=depth,
-        weights=w, block_size=block_size, threads_per_block=threads_per_block,
-        engine=engine)
+        cfg = replace(cfg, threads_per_block=1 if n_workers > 1 else usable_cores().count)
+    task_runner = make_task_runner("dask" if dask_address else cfg.runner, n_workers, dask_address)
+    meta = tmd_matrix_flow.with_options(task_runner=task_runner)(paths.graphs, paths.matrix_out, paths.meta_out,
+                                                                 paths.cache_dir, cfg=cfg)
     if meta.get("matrix") is False:
         typer.echo(f"{dataset}: {meta['graphs']} graphs, {meta['node_pairs']:.3g} node pairs: the scalable engine "
-                   f"selects without the matrix (not computed) -> {out_dir / 'meta.json'}")
+                   f"selects without the matrix (not computed) -> {paths.meta_out}")
         return
     typer.echo(f"{dataset}: {meta['graphs']}x{meta['graphs']} TMD matrix ({meta['blocks_computed']}/{meta['blocks']} "
-               f"blocks, {meta['pairs_computed']} pairs computed) -> {out_dir / 'matrix.npy'}")
+               f"blocks, {meta['pairs_computed']} pairs computed) -> {paths.matrix_out}")
 
 
 @app.command()
 def select(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    method: str = typer.Option("auto", "--method", help=f"auto | {' | '.join(_select_methods())} (molecules only: the chemists' pickers maxmin ... scaffold). auto: tmd-rounds on a pool without labels (production), the paper's tmd coreset in benchmark mode."),
-    fraction: Optional[float] = typer.Option(None, "--fraction", help="Budget as a fraction of the training graphs (ceil)."),
-    count: Optional[int] = typer.Option(None, "--count", help="Budget as a number of graphs (0 = none: --fraction); given with --fraction, the count is the budget."),
-    control: float = typer.Option(0.0, "--control", help="tmd-rounds: share of each round's new picks drawn uniformly (the Random control arm; evaluate compares the two arms on the audit sample). 0 = none."),
-    next_strategy: str = typer.Option("auto", "--next", help=_next_help()),
-    goal: str = typer.Option("model", "--goal", help="What later rounds are for: model (a model good on the whole pool) | maximize | minimize (a regression label: hit hunting) | positive (a binary pool's positives). The audit sample stays uniform."),
-    target: str = typer.Option("none", "--target", help="With --goal maximize | minimize on a pool with several targets: the target to optimise, or a desirability NAME=WEIGHT,NAME=WEIGHT (score = sum of weight x the standardised prediction; a params.yaml mapping arrives as --NAME WEIGHT pairs). none = a one-target pool."),
-    seed: int = typer.Option(0, "--seed"),
-    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the 80/20 split."),
-    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
-    matrix: Optional[Path] = typer.Option(None, "--matrix", help="TMD matrix of the exact engine (default data/tmd/<DATASET>/matrix.npy when it exists; the scalable engine never reads one)."),
-    engine: str = typer.Option("auto", "--engine", help="exact (k-medoids on the full TMD matrix) | scalable (no matrix: lower bounds + exact pairs on demand) | auto (exact while the matrix is cheap)."),
-    depth: int = typer.Option(4, "--depth", help="TMD depth L (the certificate's and the scalable engine's)."),
-    weights: str = typer.Option("pascal", "--weights", help="pascal | a number | comma list of L-1 numbers."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output JSON (default data/selection/<DATASET>/selection.json)."),
-    restarts: int = typer.Option(5, "--restarts", min=1, help="k-medoids restarts (best objective kept)."),
-    backend: str = typer.Option("fasterpam", "--backend", help="fasterpam | sklearn-extra | sklearn-extra-alternate."),
-    labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv; absent = nothing labelled): graphs in it are reused first."),
-    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help="Scalable engine: finished parts and exact pairs (a killed run resumes from them)."),
-    part_size: str = typer.Option("auto", "--part-size", help="Scalable engine: largest pool solved as one part; larger pools are split (one task per part). auto: 4000, or 1000 past 100,000 training graphs (printed)."),
-    max_pairs: str = typer.Option("auto", "--max-pairs", help="Scalable engine: budget of exact TMD evaluations for the search: auto (chosen from the pool's graph sizes, printed), a number, or 0 for none; the certificate stays exact."),
+    method: str = typer.Option("auto", "--method", help=SelectStageConfig.HELP["method"]),
+    fraction: Optional[float] = typer.Option(None, "--fraction", help=SelectStageConfig.HELP["fraction"]),
+    count: Optional[int] = typer.Option(None, "--count", help=SelectStageConfig.HELP["count"]),
+    control: float = typer.Option(0.0, "--control", help=SelectStageConfig.HELP["control"]),
+    next_strategy: str = typer.Option("auto", "--next", help=SelectStageConfig.HELP["next"]),
+    goal: str = typer.Option("model", "--goal", help=SelectStageConfig.HELP["goal"]),
+    target: str = typer.Option("none", "--target", help=SelectStageConfig.HELP["target"]),
+    seed: int = typer.Option(0, "--seed", help=SelectStageConfig.HELP["seed"]),
+    test_fraction: float = typer.Option(0.2, "--test-fraction", help=SelectStageConfig.HELP["test_fraction"]),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help=SelectPaths.HELP["graphs"]),
+    matrix: Optional[Path] = typer.Option(None, "--matrix", help=SelectPaths.HELP["matrix"]),
+    engine: str = typer.Option("auto", "--engine", help=SelectStageConfig.HELP["engine"]),
+    depth: int = typer.Option(4, "--depth", help=SelectStageConfig.HELP["depth"]),
+    weights: str = typer.Option("pascal", "--weights", help=SelectStageConfig.HELP["weights"]),
+    out: Optional[Path] = typer.Option(None, "--out", help=SelectPaths.HELP["out"]),
+    restarts: int = typer.Option(5, "--restarts", min=1, help=SelectStageConfig.HELP["restarts"]),
+    backend: str = typer.Option("fasterpam", "--backend", help=SelectStageConfig.HELP["backend"]),
+    labelled: Optional[Path] = typer.Option(None, "--labelled", help=SelectPaths.HELP["labelled"]),
+    cache_dir: Path = typer.Option(DATA / "tmd" / "cache", "--cache-dir", help=SelectPaths.HELP["cache_dir"]),
+    part_size: str = typer.Option("auto", "--part-size", help=SelectStageConfig.HELP["part_size"]),
+    max_pairs: str = typer.Option("auto", "--max-pairs", help=SelectStageConfig.HELP["max_pairs"]),
     runner: str = typer.Option("local", "--runner", help="Scalable engine, several parts: local (processes) | threads | dask."),
     workers: str = typer.Option("auto", "--workers", help="Parallel parts (local/threads/dask local cluster): auto (the cores this process may use; printed) or a number."),
     dask_address: Optional[str] = typer.Option(None, "--dask-address", envvar="TMDSUB_DASK_ADDRESS", help="Use an existing Dask scheduler (tcp://host:port); implies --runner dask."),
-    trust_matrix: bool = typer.Option(False, "--trust-matrix", help="Use a TMD matrix that has no meta.json beside it, unchecked (by default it is refused)."),
-    audit: str = typer.Option("auto", "--audit", help="Unlabelled pools: the audit sample (the test set, never trained on): auto (5 %% of the pool, 50-200), a count, a fraction, or 0."),
+    trust_matrix: bool = typer.Option(False, "--trust-matrix", help=SelectStageConfig.HELP["trust_matrix"]),
+    audit: str = typer.Option("auto", "--audit", help=SelectStageConfig.HELP["audit"]),
 ) -> None:
     """Pick the graphs worth labelling (a TMD coreset, a baseline or a chemists' picker), with the exact certificate."""
     options = dict(locals())  # the command's options, as typer filled them
     from flows.select import select_flow
     from flows.tmd import make_task_runner
-    from tasks.config import SelectPaths, SelectStageConfig
 
     store = _store(dataset, graphs)
     cfg = SelectStageConfig.from_options(options)  # every option checked: budget, names, weights, target
@@ -262,33 +244,28 @@ def select(
 @app.command()
 def nodes(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    method: str = typer.Option("auto", "--method", help=f"{' | '.join(_node_methods())}; auto = off on a molecule pool without labels (production), else tmd."),
-    fraction: float = typer.Option(..., "--fraction", help="Nodes kept per graph, ceil(fraction * |V|)."),
-    seed: int = typer.Option(0, "--seed"),
-    depth: int = typer.Option(4, "--depth"),
-    weights: str = typer.Option("pascal", "--weights"),
-    bfs_mode: str = typer.Option("fill", "--bfs-mode", help="fill (top up to k in BFS order) | paper (exact k-BFS ball)."),
-    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output Parquet (default data/selection/<DATASET>/nodes.parquet)."),
+    method: str = typer.Option("auto", "--method", help=NodesStageConfig.HELP["method"]),
+    fraction: float = typer.Option(..., "--fraction", help=NodesStageConfig.HELP["fraction"]),
+    seed: int = typer.Option(0, "--seed", help=NodesStageConfig.HELP["seed"]),
+    depth: int = typer.Option(4, "--depth", help=NodesStageConfig.HELP["depth"]),
+    weights: str = typer.Option("pascal", "--weights", help=NodesStageConfig.HELP["weights"]),
+    bfs_mode: str = typer.Option("fill", "--bfs-mode", help=NodesStageConfig.HELP["bfs_mode"]),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help=NodesPaths.HELP["graphs"]),
+    out: Optional[Path] = typer.Option(None, "--out", help=NodesPaths.HELP["out"]),
 ) -> None:
     """Keep, per graph, the node subset with the largest tree norm (or a baseline)."""
-    from tmdlib.errors import InputError
     from flows.select import nodes_flow
 
-    store, w = _store(dataset, graphs), _weights(depth, weights)
-    _choice("--method", method, _node_methods())
-    _choice("--bfs-mode", bfs_mode, ("fill", "paper"))
-    if not 0.0 < fraction <= 1.0:
-        raise InputError(None, f"--fraction must be in (0, 1], got {fraction}")
-    target = out or DATA / "selection" / dataset / "nodes.parquet"
-    res = nodes_flow(str(store), str(target), method=method, fraction=fraction, depth=depth, weights=w,
-                     seed=seed, bfs_mode=bfs_mode)
+    options = {**locals(), "graphs": _store(dataset, graphs),
+               "out": out or DATA / "selection" / dataset / "nodes.parquet"}
+    cfg, paths = NodesStageConfig.from_options(options), NodesPaths.from_options(options)
+    res = nodes_flow(paths.graphs, paths.out, cfg=cfg)
     if res["method"] == "off":
-        typer.echo(f"{dataset}: node subsampling off ({res['reason']}): {target} has no rows, and train_nodes and "
+        typer.echo(f"{dataset}: node subsampling off ({res['reason']}): {paths.out} has no rows, and train_nodes and "
                    "evaluate_nodes skip")
         return
-    typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {res['method']} at {fraction:g}, "
-               f"mean epsilon = {res['mean_epsilon']:.4g} -> {target}")
+    typer.echo(f"{dataset}: nodes of {res['graphs']} graphs subsampled by {res['method']} at {cfg.fraction:g}, "
+               f"mean epsilon = {res['mean_epsilon']:.4g} -> {paths.out}")
 
 
 @app.command("label-requests")
@@ -361,25 +338,26 @@ def labels_commit(
 @app.command()
 def predict(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help="Predict for the molecules of this CSV (a smiles column) instead of the pool; rows without a usable molecule get a reason."),
-    confidence: float = typer.Option(0.9, "--confidence", help="Coverage of the prediction intervals / sets (split-conformal on the labelled audit sample)."),
-    graphs: Optional[Path] = typer.Option(None, "--graphs", help="Graph store (default data/graphs/<DATASET>.parquet)."),
-    model: Optional[Path] = typer.Option(None, "--model", help="Model file (default data/models/<DATASET>/model.pt)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Output folder (default data/predictions/<DATASET>)."),
-    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
-    workers: str = typer.Option("auto", "--workers", help="Processes (molecule models) or torch threads (graph models) sharing the pool's chunks: auto (the cores this process may use: affinity, cgroup quota; printed) or a number."),
+    smiles_csv: Optional[Path] = typer.Option(None, "--smiles-csv", help=PredictPaths.HELP["smiles_csv"]),
+    confidence: float = typer.Option(0.9, "--confidence", help=PredictStageConfig.HELP["confidence"]),
+    graphs: Optional[Path] = typer.Option(None, "--graphs", help=PredictPaths.HELP["graphs"]),
+    model: Optional[Path] = typer.Option(None, "--model", help=PredictPaths.HELP["model"]),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help=PredictPaths.HELP["out_dir"]),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help=PredictStageConfig.HELP["log_mlflow"]),
+    workers: str = typer.Option("auto", "--workers", help=PredictStageConfig.HELP["workers"]),
 ) -> None:
     """Predictions with intervals for every graph of the pool (or a SMILES file), from the trained model."""
     from flows.predict import predict_flow
 
-    workers = _workers(workers)
-    store = _store(dataset, graphs)
     model = model or DATA / "models" / dataset / "model.pt"
-    meta = predict_flow(str(store), str(DATA / "selection" / dataset / "selection.json"), str(model),
-                        str(Path(model).with_name("train.json")), str(out_dir or DATA / "predictions" / dataset),
-                        smiles_csv=str(smiles_csv) if smiles_csv else None, confidence=confidence, log_mlflow=mlflow,
-                        workers=workers)
-    typer.echo(f"{meta['rows']:,} rows predicted by {meta['model']} at {100 * confidence:g} % "
+    options = {**locals(), "graphs": _store(dataset, graphs), "workers": _workers(workers), "model": model,
+               "selection": DATA / "selection" / dataset / "selection.json",
+               "train_info": Path(model).with_name("train.json"),
+               "out_dir": out_dir or DATA / "predictions" / dataset}
+    cfg, paths = PredictStageConfig.from_options(options), PredictPaths.from_options(options)
+    meta = predict_flow(paths.graphs, paths.selection, paths.model, paths.train_info, paths.out_dir,
+                        paths.smiles_csv, cfg=cfg)
+    typer.echo(f"{meta['rows']:,} rows predicted by {meta['model']} at {100 * cfg.confidence:g} % "
                f"(calibrated on {meta['calibration']})")
 
 
@@ -390,6 +368,52 @@ def models() -> None:
 
     for spec in all_models():
         typer.echo(f"{spec.name:14s} {spec.inputs:9s} {','.join(spec.tasks):38s} {spec.summary}")
+
+
+#: The stages whose options params.yaml's groups set, and their configs (``module:Class``, imported when shown).
+STAGE_CONFIGS = {"ingest": "flows.config.ingest:IngestStageConfig", "tmd": "flows.config.tmd:TmdStageConfig",
+                 "select": "flows.config.select:SelectStageConfig", "nodes": "flows.config.nodes:NodesStageConfig",
+                 "train": "flows.config.train:TrainStageConfig", "evaluate": "flows.config.evaluate:EvaluateStageConfig",
+                 "predict": "flows.config.predict:PredictStageConfig", "audit": "flows.config.audit:AuditStageConfig",
+                 "experiment": "flows.config.experiment:ExperimentStageConfig"}
+
+
+def params_lines(stage: str, params: dict) -> list[str]:
+    """params.yaml's documentation of one stage, read from its config: each field, the value the stage gets from
+    ``params`` (the config built by its ``from_params``: checked, the defaults filled), whether the file sets it, and
+    the field's help (the config's ``HELP``, which the command's ``--help`` shows too)."""
+    import dataclasses
+    import importlib
+
+    module, name = STAGE_CONFIGS[stage].split(":")
+    config = getattr(importlib.import_module(module), name)
+    cfg = config.from_params(params)
+    group, base = params.get(stage) or {}, params.get("base") or {}
+    lines = [f"{stage}:  ({config.__name__})"]
+    for f in dataclasses.fields(config):
+        where = f"{stage}.{f.name}" if f.name in group else f"base.{f.name}" if f.name in base else "default"
+        lines.append(f"  {f.name} = {getattr(cfg, f.name)!r}  [{where}]  {config.HELP.get(f.name, '')}".rstrip())
+    return lines
+
+
+@app.command("params")
+def params_doc(
+    stage: Optional[str] = typer.Argument(None, help=f"One stage ({', '.join(STAGE_CONFIGS)}); all when none."),
+    params: Path = typer.Option(Path("params.yaml"), "--params", help="The parameters file."),
+) -> None:
+    """What each stage's options in params.yaml mean and the value each stage gets (read from the stages' configs)."""
+    import yaml
+
+    from tmdlib import InputError
+
+    if stage is not None and stage not in STAGE_CONFIGS:
+        _fail(f"unknown stage {stage!r}: one of {', '.join(STAGE_CONFIGS)}")
+    try:
+        values = yaml.safe_load(params.read_text(encoding="utf-8")) or {}
+        for name in ([stage] if stage else STAGE_CONFIGS):
+            typer.echo("\n".join(params_lines(name, values)))
+    except (OSError, yaml.YAMLError, InputError) as err:
+        _fail(err)
 
 
 @app.command()
@@ -494,7 +518,7 @@ _register_stage_commands()
 # Commands that only read the workspace: they never take the workspace lock, so they run beside a writing
 # stage (each artifact they read is replaced atomically by its writer, so they see a whole old or a whole
 # new file).  ``audit`` renders its report from the files that exist; ``tmd`` writes only its own --out.
-READERS = ("summary", "tmd", "audit")
+READERS = ("summary", "tmd", "audit", "params")
 # schedule serves for ever and retrain may name another workspace: their runs take the lock themselves; init makes
 # a new folder and version reads nothing.
 SELF_LOCKING = ("schedule", "retrain", "init", "version")

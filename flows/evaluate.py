@@ -16,10 +16,11 @@ import numpy as np
 import typer
 from prefect import flow
 
-from tasks.config import EvaluateStageConfig, EvaluatePaths
+from flows.config.evaluate import EvaluatePaths, EvaluateStageConfig
 from tasks.evaluate import (evaluate_production, evaluation_positions, log_evaluation, measure_model_task, measure_task,
                             plot_bound_vs_gap, skip_evaluation, tmd_setting, write_metrics)
-from tasks.graphs import check_matrix_meta, check_same_store, load_matrix, matrix_path, open_store
+from tmdlib.datasets.identity import check_same_store
+from tasks.graphs import check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.io import node_subsets_for, nodes_off, read_json, read_nodes, read_selection
 from tasks.labels import task_of
 from tasks.train import load_model, set_torch_threads
@@ -35,7 +36,7 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
                   matrix: str | None = None, nodes: str | None = None, tmd_meta: str | None = None,
                   cfg: EvaluateStageConfig | None = None) -> dict:
     """Measure the guarantees of the trained coreset model; returns ``metrics.json``'s content (+ ``mlflow``).
-    ``cfg`` (:class:`tasks.config.EvaluateStageConfig`, checked when built; None: the defaults) holds the options.
+    ``cfg`` (:class:`flows.config.evaluate.EvaluateStageConfig`, checked when built; None: the defaults) holds the options.
     ``cfg.sample > 0`` (pools too large to score whole, e.g. MOSES): the coreset graphs are scored exactly, the full
     training loss is estimated on a seeded uniform sample (with its standard error), the reference is trained on
     that sample, the test set is sampled, and the matrix checks and the sweep are skipped.  Production mode (the lab's
@@ -110,25 +111,25 @@ def evaluate_flow(graphs: str, selection: str, model: str, train_info: str, metr
 
 
 def evaluate_command(
-    graphs: Path = typer.Option(..., "--graphs", help="Graph-store Parquet (data/graphs/<DATASET>.parquet)."),
-    selection: Path = typer.Option(..., "--selection", help="selection.json (train/test ids, medoids, tau, epsilon)."),
-    model: Path = typer.Option(..., "--model", help="model.pt from `tmdsub train`."),
-    train_info: Path = typer.Option(..., "--train-info", help="train.json from `tmdsub train` (model config)."),
-    metrics_out: Path = typer.Option(..., "--metrics-out", help="Output metrics.json."),
-    plot_out: Path = typer.Option(..., "--plot-out", help="Output bound_vs_gap.png."),
-    matrix: Optional[Path] = typer.Option(None, "--matrix", help="TMD matrix.npy (graph-store order): checks epsilon, enables the sweep."),
-    tmd_meta: Optional[Path] = typer.Option(None, "--tmd-meta", help="The matrix's meta.json (depth, weights) to check against the GIN."),
-    nodes: Optional[Path] = typer.Option(None, "--nodes", help="nodes.parquet, if the model was trained on node-subsampled graphs."),
-    fractions: str = typer.Option("", "--fractions", help="Comma list of coreset fractions for the bound-vs-gap sweep, e.g. 0.05,0.1,0.2,0.5."),
-    sweep_epochs: int = typer.Option(20, "--sweep-epochs", help="Epochs of each sweep model."),
-    full_epochs: Optional[int] = typer.Option(None, "--full-epochs", help="Epochs of the full-training-set model (default: as train.json)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sweep's k-medoids and models (default: train.json's)."),
-    device: str = typer.Option("auto", "--device", help="auto (cuda when present) | cpu | cuda[:N]."),
-    torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
-    sample: int = typer.Option(0, "--sample", min=0, help="Large pools: score the coreset exactly and estimate the full training loss on a uniform sample of this many training graphs (0 = all)."),
-    experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
-    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
-    trust_matrix: bool = typer.Option(False, "--trust-matrix", help="Use a TMD matrix that has no meta.json beside it, unchecked."),
+    graphs: Path = typer.Option(..., "--graphs", help=EvaluatePaths.HELP["graphs"]),
+    selection: Path = typer.Option(..., "--selection", help=EvaluatePaths.HELP["selection"]),
+    model: Path = typer.Option(..., "--model", help=EvaluatePaths.HELP["model"]),
+    train_info: Path = typer.Option(..., "--train-info", help=EvaluatePaths.HELP["train_info"]),
+    metrics_out: Path = typer.Option(..., "--metrics-out", help=EvaluatePaths.HELP["metrics_out"]),
+    plot_out: Path = typer.Option(..., "--plot-out", help=EvaluatePaths.HELP["plot_out"]),
+    matrix: Optional[Path] = typer.Option(None, "--matrix", help=EvaluatePaths.HELP["matrix"]),
+    tmd_meta: Optional[Path] = typer.Option(None, "--tmd-meta", help=EvaluatePaths.HELP["tmd_meta"]),
+    nodes: Optional[Path] = typer.Option(None, "--nodes", help=EvaluatePaths.HELP["nodes"]),
+    fractions: str = typer.Option("", "--fractions", help=EvaluateStageConfig.HELP["fractions"]),
+    sweep_epochs: int = typer.Option(20, "--sweep-epochs", help=EvaluateStageConfig.HELP["sweep_epochs"]),
+    full_epochs: Optional[int] = typer.Option(None, "--full-epochs", help=EvaluateStageConfig.HELP["full_epochs"]),
+    seed: Optional[int] = typer.Option(None, "--seed", help=EvaluateStageConfig.HELP["seed"]),
+    device: str = typer.Option("auto", "--device", help=EvaluateStageConfig.HELP["device"]),
+    torch_threads: int = typer.Option(1, "--torch-threads", help=EvaluateStageConfig.HELP["torch_threads"]),
+    sample: int = typer.Option(0, "--sample", min=0, help=EvaluateStageConfig.HELP["sample"]),
+    experiment: str = typer.Option("tmdsub", "--experiment", help=EvaluateStageConfig.HELP["experiment"]),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help=EvaluateStageConfig.HELP["log_mlflow"]),
+    trust_matrix: bool = typer.Option(False, "--trust-matrix", help=EvaluateStageConfig.HELP["trust_matrix"]),
 ) -> None:
     """Test metrics of the dataset's task and the loss guarantees (Lemma 3.2, Cor. 3.3/4.1): observed gaps next to their bounds."""
     try:

@@ -26,7 +26,7 @@ from prefect import flow
 
 from tasks.cpus import usable_cores, workers_line
 from tasks.experiment import ResultStore, collect_cells, prepare_dataset, run_cell
-from tasks.experiment_config import ExperimentPaths, ExperimentStageConfig
+from flows.config.experiment import ExperimentPaths, ExperimentStageConfig
 from tmdlib import InputError
 from tmdlib.experiment import needed_matrices, plan_cells
 
@@ -37,7 +37,7 @@ PAPER_CSV = Path(__file__).resolve().parents[1] / "reports" / "paper_results.csv
 @flow(name="experiment")
 def experiment_flow(out_dir: str = "reports", raw_root: str = "data/raw", cache_dir: str | None = None,
                     cfg: ExperimentStageConfig | None = None) -> dict:
-    """Run (or resume) the grid of ``cfg.profile`` (:class:`tasks.experiment_config.ExperimentStageConfig`, checked
+    """Run (or resume) the grid of ``cfg.profile`` (:class:`flows.config.experiment.ExperimentStageConfig`, checked
     when built; None: the defaults); append rows as cells finish; then write the reports.
 
     ``cfg.report_only``: train and compute nothing; write the reports from the results files as they are
@@ -97,24 +97,24 @@ def cached_matrix_seconds(cache_dir: str) -> dict:
 
 
 def experiment_command(
-    profile: str = typer.Option("quick", "--profile", help="quick (CI: MUTAG, 3 fractions, 3 trials, few epochs) | full (the paper's grid) | molecules (TMD coresets against the chemists' pickers on the 30 MoleculeACE sets, or --datasets NAME: your ingested regression set)."),
-    datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma list of built-in datasets (default: the profile's)."),
-    trials: Optional[int] = typer.Option(None, "--trials", help="Trials per cell (default: the profile's; quick 3, full 20)."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Training epochs, graph and node runs (default: the profile's)."),
-    kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma list of graph,node (default: both)."),
-    archs: Optional[str] = typer.Option(None, "--archs", help="Comma list of gin (paper B.2), gin-wide-mean (2x width, mean pooling)."),
-    methods: Optional[str] = typer.Option(None, "--methods", help="Comma list replacing the profile's methods: tmd, random, feature, wl, doscond, kidd, doscond-nolabel, kidd-nolabel (graph); tmd, random, rw, kcore (node). doscond/kidd use labels."),
-    workers: Optional[str] = typer.Option(None, "--workers", help="Parallel trial processes: auto (the cores this process may use -- affinity, cgroup quota -- / --torch-threads; printed) or a number (default: auto; quick: 1, in-process)."),
-    out_dir: Path = typer.Option(Path("reports"), "--out-dir", help="Reports folder (results/, <profile>/, cache/)."),
-    raw_root: Path = typer.Option(Path("data/raw"), "--raw-root", help="Folder of the shipped raw datasets."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Distance-matrix cache (default: <out-dir>/cache)."),
-    torch_threads: int = typer.Option(1, "--torch-threads", help="Torch CPU threads per worker."),
-    device: str = typer.Option("cpu", "--device", help="cpu | cuda[:N] | auto."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Write tables and plots at the end."),
-    report_only: bool = typer.Option(False, "--report-only", help="Train nothing: regenerate the tables, plots and summary from <out-dir>/results/<profile>/*.csv."),
-    models: Optional[str] = typer.Option(None, "--models", help="molecules profile: comma list of rf (random forest on ECFP4 counts), gin (default both; the GIN on --gin-datasets sets)."),
-    gin_datasets: Optional[int] = typer.Option(None, "--gin-datasets", help="molecules profile: the GIN runs on the first N sets, largest first (default 10)."),
-    fractions: Optional[str] = typer.Option(None, "--fractions", help="molecules profile: comma list of budgets (default 0.05,0.1,0.2,0.3)."),
+    profile: str = typer.Option("quick", "--profile", help=ExperimentStageConfig.HELP["profile"]),
+    datasets: Optional[str] = typer.Option(None, "--datasets", help=ExperimentStageConfig.HELP["datasets"]),
+    trials: Optional[int] = typer.Option(None, "--trials", help=ExperimentStageConfig.HELP["trials"]),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help=ExperimentStageConfig.HELP["epochs"]),
+    kinds: Optional[str] = typer.Option(None, "--kinds", help=ExperimentStageConfig.HELP["kinds"]),
+    archs: Optional[str] = typer.Option(None, "--archs", help=ExperimentStageConfig.HELP["archs"]),
+    methods: Optional[str] = typer.Option(None, "--methods", help=ExperimentStageConfig.HELP["methods"]),
+    workers: Optional[str] = typer.Option(None, "--workers", help=ExperimentStageConfig.HELP["workers"]),
+    out_dir: Path = typer.Option(Path("reports"), "--out-dir", help=ExperimentPaths.HELP["out_dir"]),
+    raw_root: Path = typer.Option(Path("data/raw"), "--raw-root", help=ExperimentPaths.HELP["raw_root"]),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=ExperimentPaths.HELP["cache_dir"]),
+    torch_threads: int = typer.Option(1, "--torch-threads", help=ExperimentStageConfig.HELP["torch_threads"]),
+    device: str = typer.Option("cpu", "--device", help=ExperimentStageConfig.HELP["device"]),
+    report: bool = typer.Option(True, "--report/--no-report", help=ExperimentStageConfig.HELP["report"]),
+    report_only: bool = typer.Option(False, "--report-only", help=ExperimentStageConfig.HELP["report_only"]),
+    models: Optional[str] = typer.Option(None, "--models", help=ExperimentStageConfig.HELP["models"]),
+    gin_datasets: Optional[int] = typer.Option(None, "--gin-datasets", help=ExperimentStageConfig.HELP["gin_datasets"]),
+    fractions: Optional[str] = typer.Option(None, "--fractions", help=ExperimentStageConfig.HELP["fractions"]),
 ) -> None:
     """Re-measure the paper's tables (quick / full), or run the molecules benchmark against the chemists' pickers."""
     from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
@@ -133,7 +133,7 @@ def experiment_command(
             n, line = workers_line(workers, per_worker=torch_threads)
             typer.echo(line)
             runner = ProcessPoolTaskRunner(max_workers=n, initializer=exit_with_parent) if n > 1 else ThreadPoolTaskRunner(max_workers=1)
-            from tasks.config import MoleculesPaths, MoleculesStageConfig
+            from flows.config.molecules import MoleculesPaths, MoleculesStageConfig
 
             options = {"datasets": datasets, "trials": trials, "methods": methods, "models": models,
                        "fractions": fractions, "gin_datasets": gin_datasets, "device": device,

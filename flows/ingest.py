@@ -2,7 +2,7 @@
 Parquet file -> graph store.
 
 Run as ``tmdsub ingest ...`` (or ``python -m flows ingest ...``).  Wiring only: the source and how it is read are
-decided by :class:`tasks.ingest_config.IngestPaths` / :class:`~tasks.ingest_config.IngestStageConfig` and
+decided by :class:`flows.config.ingest.IngestPaths` / :class:`~flows.config.ingest.IngestStageConfig` and
 :mod:`tmdlib.datasets.sources`; the tasks of :mod:`tasks.ingest` read and write.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from prefect import flow
 
 from tasks.ingest import (append_batches, batch_sources, copy_parquet_store, count_duplicates, read_source,
                           verify_checksums, write_graph_store, write_invalid_report, write_smiles_store)
-from tasks.ingest_config import IngestPaths, IngestStageConfig
+from flows.config.ingest import IngestPaths, IngestStageConfig
 from tmdlib import datasets as tds
 from tmdlib.datasets.sources import file_columns, plan_reading
 from tmdlib.datasets.task import table_task, with_task
@@ -28,8 +28,8 @@ def ingest_flow(dataset: str | None = None, source: str | None = None, tu_dir: s
 
     The source: a built-in ``dataset`` (its shipped files under ``raw_root``, checksums verified) or a user's
     (``dataset`` in ``raw_root``, its ``source`` entry of ``base.datasets``, or a ``tu_dir`` / ``smiles_csv`` /
-    ``parquet`` source named ``name``: :class:`tasks.ingest_config.IngestPaths`); the store: ``out`` (default
-    ``data/graphs/<NAME>.parquet``).  ``cfg`` (:class:`tasks.ingest_config.IngestStageConfig`, checked when built;
+    ``parquet`` source named ``name``: :class:`flows.config.ingest.IngestPaths`); the store: ``out`` (default
+    ``data/graphs/<NAME>.parquet``).  ``cfg`` (:class:`flows.config.ingest.IngestStageConfig`, checked when built;
     None: the defaults) says how it is read.
 
     ``append_dir`` holds batches of new graphs (TU folders, SMILES ``.csv``, graph-store ``.parquet``),

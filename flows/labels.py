@@ -8,7 +8,9 @@ import numpy as np
 from prefect import flow
 
 from tasks import io
-from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store, read_graph_ids
+from tmdlib.datasets.identity import STORE_HASH_KEY, check_same_store
+from tmdlib.store import read_graph_ids
+from tasks.graphs import open_store
 from tasks.labels import build_requests, request_smiles, sdf_note, write_labels, write_requests
 from tasks.ledger import commit_labels, read_ledger
 from tmdlib import InputError

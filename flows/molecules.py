@@ -13,7 +13,7 @@ from pathlib import Path
 from prefect import flow
 
 from tasks.molecules import MoleculeResults, prepare, run_molecule_cell, select_method, write_molecule_reports
-from tasks.config import MoleculesPaths, MoleculesStageConfig
+from flows.config.molecules import MoleculesPaths, MoleculesStageConfig
 
 
 def resolve(datasets: str | None, trials: int | None, methods: str | None, models: str | None,
@@ -30,7 +30,7 @@ def molecules_flow(out_dir: str = "reports", raw_root: str = "data/raw", cache_d
                    cfg: MoleculesStageConfig | None = None) -> dict:
     """Run (or resume) the molecules benchmark, then write the reports (``cfg.report_only``: only the reports) under
     ``out_dir``; the raw sets under ``raw_root``, the matrices cached under ``cache_dir`` (None:
-    ``<out_dir>/cache``).  ``cfg`` (:class:`tasks.config.MoleculesStageConfig`, checked when built; None: the
+    ``<out_dir>/cache``).  ``cfg`` (:class:`flows.config.molecules.MoleculesStageConfig`, checked when built; None: the
     defaults) holds the options; ``cfg.threads``: numba threads of each set's TMD matrix (default: the cores this
     process may use).
     """

@@ -18,28 +18,28 @@ from pathlib import Path
 
 from prefect import flow
 
-from tasks.graphs import check_same_store, open_store
+from flows.config.predict import PredictStageConfig
+from tmdlib.datasets.identity import check_same_store
+from tasks.graphs import open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
 from tasks.labels import task_of
 from tasks.predict import calibrate_store, predict_pool, predict_smiles, write_predictions
 from tasks.train import load_model
-from tmdlib import InputError
 from tmdlib.datasets.intake import property_from
 
 
 @flow(name="predict", log_prints=True)
 def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_dir: str,
-                 smiles_csv: str | None = None, confidence: float = 0.9, experiment: str = "tmdsub",
-                 log_mlflow: bool = True, workers: int | str = 1) -> dict:
-    """Predictions for the pool (or for ``smiles_csv``) at ``confidence``; returns the ``.json`` written beside them.
+                 smiles_csv: str | None = None, cfg: PredictStageConfig | None = None) -> dict:
+    """Predictions for the pool (or for ``smiles_csv``) at ``cfg.confidence``; returns the ``.json`` written beside
+    them.  ``cfg`` (:class:`flows.config.predict.PredictStageConfig`; None: the defaults) holds the options; its
     ``workers`` (a number or ``auto``, :mod:`tasks.cpus`) share the pool's chunks."""
     from tasks.cpus import resolve_workers
     from tmdlib.chem.domain import domain_meta, intervals_meta
 
     t0 = time.perf_counter()
-    workers = resolve_workers(workers)
-    if not 0 < confidence < 1:
-        raise InputError(None, f"--confidence must be in (0, 1), got {confidence}")
+    cfg = cfg or PredictStageConfig()
+    confidence, workers = cfg.confidence, resolve_workers(cfg.workers)
     info = read_json(train_info, "train info")
     fitted = load_model(model, info)
     store, sel = open_store(graphs), read_selection(selection)
@@ -72,12 +72,12 @@ def predict_flow(graphs: str, selection: str, model: str, train_info: str, out_d
     print(f"predicted {table.num_rows:,} {'rows of ' + smiles_csv if smiles_csv else 'pool graphs'} with "
           f"{fitted.name} at {100 * confidence:g} % ({what}" + (f"; {cal.note}" if cal.note else "") + f") -> "
           f"{files['parquet']}")
-    if log_mlflow:
+    if cfg.log_mlflow:
         from tasks.tracking import log_run
 
         meta["mlflow"] = log_run("predict", {"dataset": name, "model": fitted.name, "confidence": confidence,
                                              "n_calibration": cal.n_calibration},
                                  {"rows": table.num_rows, "seconds": meta["seconds"]},
                                  [graphs, selection, model, train_info] + ([smiles_csv] if smiles_csv else []),
-                                 [files["parquet"]], experiment=experiment, run_name=f"predict@{name}")
+                                 [files["parquet"]], experiment=cfg.experiment, run_name=f"predict@{name}")
     return meta

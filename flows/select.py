@@ -8,9 +8,11 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
-from tasks.graphs import STORE_HASH_KEY, check_matrix_meta, load_matrix, matrix_path, open_store
+from tmdlib.datasets.identity import STORE_HASH_KEY
+from tasks.graphs import check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.ledger import read_ledger
-from tasks.config import SelectStageConfig
+from flows.config.nodes import NodesStageConfig
+from flows.config.select import SelectStageConfig
 from tasks.select import learn_options, nodes_off_table, select_task, subsample_nodes_task, write_json, write_parquet
 from tmdlib.datasets.identity import content_hash
 from tmdlib.select.plan import check_engine
@@ -30,7 +32,7 @@ def select_flow(graphs: str, out: str, matrix: str | None = None, labelled: str 
     """The dataset's own split (a ``split`` column) or the seeded one (per ingested batch), then
     :func:`tmdlib.select_graphs` on the training graphs; writes ``selection.json`` (``out``: the selection, its
     certificate, the split, the store's content hash) and returns it without :data:`PER_GRAPH_KEYS`, with the labels
-    reused.  ``cfg`` (:class:`tasks.config.SelectStageConfig`, checked when built; None: the defaults) holds the
+    reused.  ``cfg`` (:class:`flows.config.select.SelectStageConfig`, checked when built; None: the defaults) holds the
     options.
 
     A ``matrix`` that is not the one its ``meta.json`` describes (digest), or was made for another store, depth or
@@ -107,19 +109,22 @@ def select_flow(graphs: str, out: str, matrix: str | None = None, labelled: str 
 
 
 @flow(name="nodes")
-def nodes_flow(graphs: str, out: str, method: str = "auto", fraction: float = 0.5, depth: int = 4, weights="pascal",
-               seed: int = 0, bfs_mode: str = "fill") -> dict:
+def nodes_flow(graphs: str, out: str, cfg: NodesStageConfig | None = None) -> dict:
     """Node subsampling of every graph; writes graph_id, kept nodes and ε_i = TN(G) − TN(G[S]).
 
     ``method="auto"`` (:func:`tmdlib.select.nodes.node_method`): off on a molecule pool without labels
     (production), else ``tmd``.  Off (or ``method="off"``), the file has no rows and records why
-    (:func:`tasks.select.nodes_off_table`); train_nodes and evaluate_nodes then skip, saying so."""
+    (:func:`tasks.select.nodes_off_table`); train_nodes and evaluate_nodes then skip, saying so.  ``cfg``
+    (:class:`flows.config.nodes.NodesStageConfig`; None: the defaults) holds the options."""
+    cfg = cfg or NodesStageConfig()
+    method, fraction = cfg.method, cfg.fraction
     store = open_store(graphs)
     chosen, reason = node_method(method, not store.labelled, store.has_smiles)
     if chosen == NODE_OFF:
         write_parquet(out, nodes_off_table(method, reason))
         print(off_line(reason), flush=True)
         return {"graphs": 0, "mean_epsilon": None, "method": NODE_OFF, "reason": reason, "fraction": fraction}
-    table, mean_eps = subsample_nodes_task(store.dataset, chosen, fraction, depth, weights, seed, bfs_mode)
+    table, mean_eps = subsample_nodes_task(store.dataset, chosen, fraction, cfg.depth, cfg.weights, cfg.seed,
+                                           cfg.bfs_mode)
     write_parquet(out, table)
     return {"graphs": table.num_rows, "mean_epsilon": mean_eps, "method": chosen, "fraction": fraction}

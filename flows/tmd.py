@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 from prefect import flow, get_run_logger
 
+from flows.config.tmd import TmdStageConfig
 from tasks import io
 from tasks.coreset import status_line
 from tasks.cpus import resolve_workers
-from tasks.graphs import STORE_HASH_KEY, open_store, store_content_hash, streamed_content_hash
+from tmdlib.datasets.identity import STORE_HASH_KEY, store_content_hash
+from tasks.graphs import open_store, streamed_content_hash
 from tasks.tmd import compute_block, record_chunks, tmd_pairs, write_pairs_csv
 from tmdlib.datasets.documents import read_id_pairs
 from tmdlib.datasets.identity import graph_hashes
@@ -99,9 +101,8 @@ class _Progress:
 
 
 @flow(name="tmd-matrix")
-def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str, depth: int = 4,
-                    weights="pascal", block_size: int = 256, threads_per_block: int | None = None,
-                    engine: str = "exact") -> dict:
+def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
+                    cfg: TmdStageConfig | None = None) -> dict:
     """Full symmetric TMD matrix of the graph store, sharded into cached blocks.
 
     Incremental: blocks are named by the content of the graphs they cover and the chunking reuses
@@ -110,10 +111,15 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
 
     ``engine`` is the selection's (``exact | scalable | auto``, :func:`tmdlib.select.certificate.resolve_engine`):
     when it resolves to ``scalable`` the matrix is not computed at all and ``meta.json`` says so
-    (``"matrix": false``); the select stage then runs the scalable engine.
+    (``"matrix": false``); the select stage then runs the scalable engine.  ``cfg``
+    (:class:`flows.config.tmd.TmdStageConfig`; None: the defaults) holds the options; the flow runs on the task
+    runner it is given (its ``runner`` / ``workers`` are the command's).
     """
     from tmdlib.select import resolve_engine
 
+    cfg = cfg or TmdStageConfig()
+    depth, weights, block_size, engine = cfg.depth, cfg.weights, cfg.block_size, cfg.engine
+    threads_per_block = cfg.threads_per_block
     logger = get_run_logger()
     w = resolve_weights(depth, weights)
     if resolve_engine(engine, _store_sizes(graphs)) == "scalable":

@@ -17,8 +17,9 @@ from typing import Optional
 import typer
 from prefect import flow
 
-from tasks.config import TrainStageConfig, TrainPaths
-from tasks.graphs import STORE_HASH_KEY, check_same_store, open_store
+from flows.config.train import TrainPaths, TrainStageConfig
+from tmdlib.datasets.identity import STORE_HASH_KEY, check_same_store
+from tasks.graphs import open_store
 from tasks.io import (dataset_name, node_subsets_for, nodes_off, positions, read_labels, read_labels_meta,
                       read_nodes, read_selection)
 from tasks.labels import task_of
@@ -27,7 +28,7 @@ from tasks.tracking import (LiveMetric, graph_store_dataset, labels_dataset, log
 from tasks.train import (fit_task, log_trained_model, save_model, set_torch_threads, skip_training, train_model_spec,
                          write_model)
 from tmdlib import InputError
-from tmdlib.models import Inputs, model_names
+from tmdlib.models import Inputs
 from tmdlib.models.policy import certified_setting, recipe_for, selection_labels
 from tmdlib.models.records import (collapse_warning, partial_answers_line, train_info, train_params, train_record,
                                    train_summary)
@@ -40,7 +41,7 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
                labels_meta: str | None = None, nodes: str | None = None, cfg: TrainStageConfig | None = None) -> dict:
     """Train the model ``cfg.model`` (:mod:`tmdlib.models`: a registered name or ``package.module:factory``) on the
     coreset graphs, or on their node-subsampled subgraphs (``nodes``; skipped when it records node subsampling off:
-    :func:`tasks.train.skip_training`); returns ``train.json``'s content.  ``cfg`` (:class:`tasks.config.TrainStageConfig`,
+    :func:`tasks.train.skip_training`); returns ``train.json``'s content.  ``cfg`` (:class:`flows.config.train.TrainStageConfig`,
     checked when built; None: the defaults) holds the options: GIN options (``recipe``, ``epochs``, ``lr`` ...;
     ``lipschitz_*`` for the certified GIN: a target sets c = target / the selection's ε) are ignored by the other
     models; ``weighting``: ``tau`` (Corollary 3.3), ``none`` or ``auto``
@@ -113,35 +114,35 @@ def train_flow(graphs: str, selection: str, labels: str, model_out: str, info_ou
 
 
 def train_command(
-    graphs: Path = typer.Option(..., "--graphs", help="Graph-store Parquet (data/graphs/<DATASET>.parquet)."),
-    selection: Path = typer.Option(..., "--selection", help="selection.json (train/test ids, medoids, tau, epsilon)."),
-    labels: Path = typer.Option(..., "--labels", help="labels.csv (graph_id,y or one column per target): the ONLY labels training reads."),
-    model_out: Path = typer.Option(..., "--model-out", help="Output state dict (model.pt)."),
-    info_out: Path = typer.Option(..., "--info-out", help="Output train.json (config, device, losses, c, per-layer Phi)."),
-    labels_meta: Optional[Path] = typer.Option(None, "--labels-meta", help="labels.json (default: next to --labels)."),
-    nodes: Optional[Path] = typer.Option(None, "--nodes", help="nodes.parquet: train on the induced subgraphs G[S]."),
-    epochs: int = typer.Option(100, "--epochs", help="Training epochs."),
-    hidden: Optional[int] = typer.Option(None, "--hidden", help="Hidden width (default 128 TU, 256 OGB)."),
-    layers: int = typer.Option(3, "--layers", help="GIN layers (TMD depth = layers + 1)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Batch size (default 16 TU, 64 OGB)."),
-    lr: str = typer.Option("auto", "--lr", help="Adam learning rate; auto = the recipe's."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the initialisation and the batch order."),
-    device: str = typer.Option("auto", "--device", help="auto (cuda when present) | cpu | cuda[:N]."),
-    pool: str = typer.Option("add", "--pool", help="Readout pooling: add (the guarantee needs it) | mean."),
-    eta: float = typer.Option(1.0, "--eta", help="GIN neighbour weight eta (1 pairs with Pascal TMD weights)."),
-    bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in the GIN MLPs (off: phi(0)=0, needed by the bound)."),
-    weights: str = typer.Option("pascal", "--weights", help="TMD level weights the constant c is stated for."),
-    lipschitz_budget: str = typer.Option("none", "--lipschitz-budget", help="Certified mode: spectral-norm budget of every weight matrix (projected after each step), c = budget^(2*layers+1); 0 or none = unconstrained."),
-    lipschitz_target: float = typer.Option(0.0, "--lipschitz-target", help="Certified mode: the certificate c*eps to aim for, in nats (c = target / the selection's epsilon_mean); overrides --lipschitz-budget; 0 = off."),
-    lipschitz_mode: str = typer.Option("ball", "--lipschitz-mode", help="Certified architecture: ball (ReLU GIN, budget per matrix) | orthogonal (MaxMin GIN, orthonormal matrices, the budget is c itself)."),
-    torch_threads: int = typer.Option(1, "--torch-threads", help="CPU threads of torch (1: fastest for these small models, bit-reproducible)."),
-    experiment: str = typer.Option("tmdsub", "--experiment", help="MLflow experiment name."),
-    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="Log the run to MLflow."),
-    loss: str = typer.Option("auto", "--loss", help="auto (the task's: bce binary / multi-task, ce multi-class, huber regression) | huber | l1 | mse (regression; mse is uncertified)."),
-    huber_delta: float = typer.Option(1.0, "--huber-delta", help="Huber's delta in standard deviations of the target (the loss's Lipschitz constant M)."),
-    model: str = typer.Option("auto", "--model", help=f"A registered model ({', '.join(model_names())}; `tmdsub models` lists them) or package.module:factory returning a scikit-learn estimator; auto = the measured default: svm for molecule regression, rf for molecule classification, else certified-gin when a Lipschitz budget/target is set, else gin."),
-    recipe: str = typer.Option("auto", "--recipe", help="GIN training recipe: auto (measured: default for the GIN, paper-b2 for the certified GIN) | paper-b2 (Adam lr 0.01, batch 16 TU / 64 OGB) | default (lr 0.001, batch 64)."),
-    weighting: str = typer.Option("auto", "--weighting", help="auto (none on a pool without labels, measured on the pool benchmark; tau in benchmark mode) | tau (cluster sizes: Corollary 3.3) | none (unit weights; Lemma 3.2 still certifies the tau-weighted coreset loss)."),
+    graphs: Path = typer.Option(..., "--graphs", help=TrainPaths.HELP["graphs"]),
+    selection: Path = typer.Option(..., "--selection", help=TrainPaths.HELP["selection"]),
+    labels: Path = typer.Option(..., "--labels", help=TrainPaths.HELP["labels"]),
+    model_out: Path = typer.Option(..., "--model-out", help=TrainPaths.HELP["model_out"]),
+    info_out: Path = typer.Option(..., "--info-out", help=TrainPaths.HELP["info_out"]),
+    labels_meta: Optional[Path] = typer.Option(None, "--labels-meta", help=TrainPaths.HELP["labels_meta"]),
+    nodes: Optional[Path] = typer.Option(None, "--nodes", help=TrainPaths.HELP["nodes"]),
+    epochs: int = typer.Option(100, "--epochs", help=TrainStageConfig.HELP["epochs"]),
+    hidden: Optional[int] = typer.Option(None, "--hidden", help=TrainStageConfig.HELP["hidden"]),
+    layers: int = typer.Option(3, "--layers", help=TrainStageConfig.HELP["layers"]),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help=TrainStageConfig.HELP["batch_size"]),
+    lr: str = typer.Option("auto", "--lr", help=TrainStageConfig.HELP["lr"]),
+    seed: int = typer.Option(0, "--seed", help=TrainStageConfig.HELP["seed"]),
+    device: str = typer.Option("auto", "--device", help=TrainStageConfig.HELP["device"]),
+    pool: str = typer.Option("add", "--pool", help=TrainStageConfig.HELP["pool"]),
+    eta: float = typer.Option(1.0, "--eta", help=TrainStageConfig.HELP["eta"]),
+    bias: bool = typer.Option(False, "--bias/--no-bias", help=TrainStageConfig.HELP["bias"]),
+    weights: str = typer.Option("pascal", "--weights", help=TrainStageConfig.HELP["weights"]),
+    lipschitz_budget: str = typer.Option("none", "--lipschitz-budget", help=TrainStageConfig.HELP["lipschitz_budget"]),
+    lipschitz_target: float = typer.Option(0.0, "--lipschitz-target", help=TrainStageConfig.HELP["lipschitz_target"]),
+    lipschitz_mode: str = typer.Option("ball", "--lipschitz-mode", help=TrainStageConfig.HELP["lipschitz_mode"]),
+    torch_threads: int = typer.Option(1, "--torch-threads", help=TrainStageConfig.HELP["torch_threads"]),
+    experiment: str = typer.Option("tmdsub", "--experiment", help=TrainStageConfig.HELP["experiment"]),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help=TrainStageConfig.HELP["log_mlflow"]),
+    loss: str = typer.Option("auto", "--loss", help=TrainStageConfig.HELP["loss"]),
+    huber_delta: float = typer.Option(1.0, "--huber-delta", help=TrainStageConfig.HELP["huber_delta"]),
+    model: str = typer.Option("auto", "--model", help=TrainStageConfig.HELP["model"]),
+    recipe: str = typer.Option("auto", "--recipe", help=TrainStageConfig.HELP["recipe"]),
+    weighting: str = typer.Option("auto", "--weighting", help=TrainStageConfig.HELP["weighting"]),
 ) -> None:
     """Train a model on the selected graphs (tau-weighted loss of the dataset's task; --model picks it)."""
     try:

@@ -155,7 +155,7 @@ def mlflow_run(info: dict, train_info: str, check: bool = True) -> dict:
 def same_store(docs: dict, sel: dict, data: dict, paths: dict) -> list:
     """Every artifact that records the graph store's content hash names this store
     (:func:`tmdlib.reporting.audit.store_checks`); returns the check rows ``[(what, ok, detail)]``."""
-    from .graphs import STORE_HASH_KEY
+    from tmdlib.datasets.identity import STORE_HASH_KEY
 
     named = [("selection", sel, paths["selection"])] + [(DOCUMENTS[k], docs[k], paths[k]) for k in DOCUMENTS]
     return audit.store_checks(named, data["content_sha256"], paths["graphs"], STORE_HASH_KEY)

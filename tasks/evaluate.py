@@ -20,7 +20,6 @@ from tmdlib.reporting.evaluation import (BENCHMARK_EVAL, PRODUCTION_EVAL, bound_
                                          notice_figure, production_document, production_run)
 
 from . import io
-from .config import parse_fractions  # noqa: F401  (the evaluate stage's option, checked in its config)
 
 
 def tmd_setting(tmd_meta: str | None, layers: int, weights: str) -> tuple[int, object, list, dict]:
@@ -47,8 +46,8 @@ def measure_task(ds, model, head, cfg: dict, **kwargs) -> dict:
 def log_evaluation(metrics: dict, info: dict, paths, store, sel: dict, opts) -> dict:
     """The evaluate run in MLflow (params, flat metrics, the sweep as steps, datasets, the model as an input) and
     the test metric on the registered model version; returns the run's ``{"run_id", ...}``.  ``paths``: the stage's
-    files (:class:`tasks.config.EvaluatePaths`, the matrix as used: None when none was); ``opts`` its options
-    (:class:`tasks.config.EvaluateStageConfig`, its seed resolved)."""
+    files (:class:`flows.config.evaluate.EvaluatePaths`, the matrix as used: None when none was); ``opts`` its options
+    (:class:`flows.config.evaluate.EvaluateStageConfig`, its seed resolved)."""
     from .registry import tag_evaluation
     from .tracking import graph_store_dataset, log_datasets, log_run, selection_dataset, start_run
 
@@ -156,7 +155,7 @@ def evaluate_production(fitted, store, sel: dict, info: dict, paths, opts, extra
     """Production mode of the evaluate stage (an unlabelled pool, the lab's labels are all there is):
     :func:`production_task` with ``extra`` (depth, weights, device) and the seconds since ``t0`` added, the plot (no
     observed gap without the pool's labels), ``metrics.json``, the verdict's first lines, the MLflow run; returns the
-    metrics.  ``paths`` / ``opts``: the stage's files and options (:mod:`tasks.config`, the seed resolved)."""
+    metrics.  ``paths`` / ``opts``: the stage's files and options (the stage's config, the seed resolved)."""
     import time
 
     from tmdlib.reporting.verdict import verdict_lines

@@ -9,8 +9,7 @@ from prefect import task
 
 from tmdlib import GraphDataset, InputError
 from tmdlib.datasets import to_dataset
-from tmdlib.datasets.documents import read_id_pairs  # noqa: F401  (the TMD flow's)
-from tmdlib.datasets.identity import STORE_HASH_KEY, check_same_store, store_content_hash  # noqa: F401  (the stages')
+from tmdlib.store import GraphStore, streamed_store_hash
 
 
 @task(name="load-graph-store", persist_result=False)
@@ -21,16 +20,6 @@ def load_graph_store(path: str) -> GraphDataset:
     if not Path(path).exists():
         raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
     return to_dataset(read_graph_parquet(path), checked=True)
-
-
-def open_graph_store(path: str):
-    """``data/graphs/<DATASET>.parquet`` as a :class:`tmdlib.datasets.stored.StoredGraphs`: graph ids and sizes read,
-    the graphs read (and checked) a chunk at a time when asked for."""
-    from tmdlib.datasets.stored import StoredGraphs
-
-    if not Path(path).exists():
-        raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
-    return StoredGraphs(path)
 
 
 def matrix_path(path: str | None) -> str | None:
@@ -68,75 +57,6 @@ def load_matrix(path: str, n: int) -> np.ndarray:
     return np.asarray(mat, dtype=np.float64)
 
 
-def store_segments(path: str, n: int) -> list[int]:
-    """Graph counts of the base and of each appended batch of a graph store (``[n]`` without batches)."""
-    import json
-
-    import pyarrow.parquet as pq
-
-    from tmdlib.datasets.append import META_BATCHES
-
-    meta = pq.read_schema(path).metadata or {}
-    batches = [int(c) for _name, c in json.loads(meta.get(META_BATCHES.encode(), b"[]"))]
-    return [n - sum(batches)] + batches
-
-
-def store_smiles(path: str, positions: np.ndarray, method: str | None = None) -> list[str] | None:
-    """SMILES of the graphs at ``positions`` of a store (its ``smiles`` column), or None when the store has none
-    or ``method`` does not need them (:func:`tmdlib.select.get_method`); only that column is read."""
-    import pyarrow.parquet as pq
-
-    from tmdlib.select import get_method
-
-    if method is not None and "smiles" not in get_method(method).needs + get_method(method).uses:
-        return None
-    if "smiles" not in pq.read_schema(path).names:
-        return None
-    col = pq.read_table(path, columns=["smiles"]).column("smiles").to_pylist()
-    return [col[int(p)] or "" for p in positions]
-
-
-def store_split(path: str, sizes: list[int], test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Train / test positions: the store's own ``split`` column where it has one
-    (:func:`tmdlib.select.split.split_with_column`), else the seeded split per ingested batch."""
-    import pyarrow.parquet as pq
-
-    from tmdlib.select.split import batched_train_test_split, split_with_column
-
-    if "split" not in pq.read_schema(path).names:
-        return batched_train_test_split(sizes, test_fraction, seed)
-    try:
-        return split_with_column(pq.read_table(path, columns=["split"]).column("split").to_pylist(), sizes,
-                                 test_fraction, seed)
-    except ValueError as err:
-        raise InputError(path, f"column 'split': {err}") from None
-
-
-def read_task(path: str):
-    """The dataset's task (:class:`tmdlib.datasets.task.TaskSpec`) from the store's schema metadata only
-    (binary for stores written before task types)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from tmdlib.datasets.task import task_of_metadata
-
-    try:
-        meta = pq.read_schema(path).metadata or {}
-    except (OSError, pa.ArrowException) as err:
-        raise InputError(path, f"not a readable graph store: {err}") from None
-    try:
-        return task_of_metadata({k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"tmdlib.")})
-    except InputError as err:
-        raise InputError(path, err.problem) from None
-
-
-def read_graph_ids(path: str) -> np.ndarray:
-    """The ``graph_id`` column of a Parquet file (graph store, label requests); nothing else is read."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path, columns=["graph_id"]).column("graph_id").to_numpy()
-
-
 # --------------------------------------------------------------------------------- artifacts that belong together
 def _hash_cache_file(path: str) -> Path | None:
     """Where the content hash of the store file at ``path`` is remembered: a file under ``$TMDSUB_HASH_CACHE``
@@ -159,14 +79,11 @@ def _hash_cache_file(path: str) -> Path | None:
 
 
 def streamed_content_hash(path: str, progress=None) -> str:
-    """:func:`store_content_hash` of the store at ``path``, read a chunk of graphs at a time
-    (:class:`tmdlib.datasets.stored.StoredGraphs`): the same hash, without the pool in memory (MOSES: 10 GB).
+    """:func:`tmdlib.store.streamed_store_hash` of the store at ``path`` (the store's content hash, a
+    chunk of graphs at a time, without the pool in memory: MOSES, 10 GB).
 
     Remembered per store file (:func:`_hash_cache_file`): the stages after ingest each check their inputs against
     the store, and a pass over 1.58 M molecules takes ~40 s; the file's identity, not its content, keys it."""
-    from tmdlib.datasets.identity import content_hash
-    from tmdlib.select.scalable.cache import part_hashes
-
     from . import io
 
     cached = _hash_cache_file(path)
@@ -174,8 +91,7 @@ def streamed_content_hash(path: str, progress=None) -> str:
         value = cached.read_text().strip()
         if len(value) == 64:
             return value
-    stored = open_store(path).stored()
-    value = content_hash(stored.graph_ids, (h.decode() for h in part_hashes(stored, progress)))
+    value = streamed_store_hash(path, progress)
     if cached is not None:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -210,125 +126,16 @@ def check_matrix_meta(matrix: str, graphs: str, store_hash, depth: int, weights,
     return check(matrix, meta, meta_path, graphs, store_hash, depth, weights)
 
 
-def store_labelled(path: str) -> bool:
-    """Whether the store holds any label (a benchmark set, or a pool ingested with its labels); an unlabelled pool
-    is production's: its labels come from the lab, its test set is the audit sample."""
-    import pyarrow.parquet as pq
-
-    from tmdlib.datasets.task import table_labels
-
-    if "y" not in pq.read_schema(path).names:
-        return False
-    return bool(np.isfinite(table_labels(pq.read_table(path, columns=["y"]))).any())
-
-
 # --------------------------------------------------------------------------------- the store as one object
-class Store:
-    """One graph store (``data/graphs/<DATASET>.parquet``), opened once per stage: every read of it goes through
-    here — the graphs (read and checked once, on first use), its task, SMILES, ids, split and batches.
-
-    Parameters
-    ----------
-    path : str
-    """
+class Store(GraphStore):
+    """The stage's graph store (:class:`tmdlib.store.GraphStore`), its streamed content hash remembered per store file
+    (:func:`streamed_content_hash`)."""
 
     def __init__(self, path: str):
-        if not Path(path).exists():
-            raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
-        self.path = str(path)
-        self._dataset = None
-        self._task = None
-        self._smiles = None
+        super().__init__(path, missing="graph store not found (run `tmdsub ingest` first)")
 
-    @property
-    def dataset(self) -> GraphDataset:
-        """All graphs (:class:`tmdlib.GraphDataset`), read and validated on first use."""
-        if self._dataset is None:
-            self._dataset = load_graph_store.fn(self.path)
-        return self._dataset
-
-    @property
-    def task(self):
-        """The task recorded at ingest (:class:`tmdlib.datasets.task.TaskSpec`; None for an unlabelled pool whose
-        task is decided by its first label import)."""
-        if self._task is None:
-            self._task = read_task(self.path)
-        return self._task
-
-    @property
-    def graph_ids(self) -> np.ndarray:
-        if self._dataset is not None:
-            return self._dataset.graph_ids
-        if getattr(self, "_ids", None) is None:
-            self._ids = read_graph_ids(self.path)
-        return self._ids
-
-    @property
-    def has_smiles(self) -> bool:
-        """Whether the graphs are molecules with their SMILES (molecule models can train on them)."""
-        import pyarrow.parquet as pq
-
-        return "smiles" in pq.read_schema(self.path).names
-
-    def smiles(self, positions=None) -> list[str] | None:
-        """SMILES of the graphs at ``positions`` (all when None), or None when the store has none."""
-        if self._smiles is None:
-            import pyarrow.parquet as pq
-
-            if "smiles" not in pq.read_schema(self.path).names:
-                return None
-            self._smiles = [s or "" for s in pq.read_table(self.path, columns=["smiles"]).column("smiles").to_pylist()]
-        return list(self._smiles) if positions is None else [self._smiles[int(p)] for p in positions]
-
-    @property
-    def labelled(self) -> bool:
-        """:func:`store_labelled`."""
-        return store_labelled(self.path)
-
-    def smiles_for(self, positions, method: str | None = None) -> list[str] | None:
-        """:meth:`smiles` of ``positions`` when selection ``method`` reads SMILES (:func:`tmdlib.select.get_method`),
-        else None; only the ``smiles`` column is read."""
-        return store_smiles(self.path, positions, method)
-
-    def stored(self):
-        """The graphs as a :class:`tmdlib.datasets.stored.StoredGraphs` (ids and sizes read; graphs a chunk at a time,
-        for pools too large to hold)."""
-        return open_graph_store(self.path)
-
-    def split(self, sizes: list[int], test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        return store_split(self.path, sizes, test_fraction, seed)
-
-    def segments(self, n: int) -> list[int]:
-        return store_segments(self.path, n)
-
-    def content_hash(self) -> str:
-        """:func:`store_content_hash` of the graphs (computed once): from the graphs in memory when they are loaded,
-        else read a chunk at a time (:func:`streamed_content_hash`, the same value; a pool of millions is never
-        loaded for it)."""
-        if getattr(self, "_hash", None) is None:
-            self._hash = (store_content_hash(self._dataset) if self._dataset is not None
-                          else streamed_content_hash(self.path))
-        return self._hash
-
-    @property
-    def y(self) -> np.ndarray | None:
-        """The stored labels as the dataset's ``y`` (:func:`tmdlib.datasets.arrow.labels_of`): only the ``y`` column
-        is read unless the graphs are loaded."""
-        if self._dataset is not None:
-            return self._dataset.y
-        if getattr(self, "_y", None) is None:
-            import pyarrow.parquet as pq
-
-            from tmdlib.datasets.arrow import labels_of
-
-            names = pq.read_schema(self.path).names
-            self._y = labels_of(pq.read_table(self.path, columns=["y"])) if "y" in names else None
-        return self._y
-
-    @property
-    def num_features(self) -> int:
-        """Node feature width (the schema's feature table; no graph read unless they are loaded)."""
-        return self._dataset.num_features if self._dataset is not None else int(self.stored().num_features)
+    def streamed_hash(self) -> str:
+        return streamed_content_hash(self.path)
 
 
 def open_store(path: str) -> Store:

@@ -22,7 +22,7 @@ def select_task(pool: GraphDataset, method: str, **kwargs):
 def learn_options(cfg, method: str, graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger, exact: bool,
                   task=None) -> dict:
     """The options a label-reading method gets (none for a label-free one): ``cfg.control``
-    (:class:`tasks.config.SelectStageConfig`) and :func:`round_options`.  ``cfg.goal`` and ``cfg.target`` are checked
+    (:class:`flows.config.select.SelectStageConfig`) and :func:`round_options`.  ``cfg.goal`` and ``cfg.target`` are checked
     against the pool's ``task`` or, for a pool stored without labels, the ledger's label columns
     (:func:`tmdlib.select.round_policy.round_ask`); a goal needs ``tmd-rounds``; ``model`` is the rounds as before."""
     cols = [c for c in ledger.column_names if c != "graph_id"] if ledger.num_rows else []
@@ -41,7 +41,7 @@ def round_options(graphs: str, train: np.ndarray, train_ids: np.ndarray, ledger,
     not in the pool) and the pool's SMILES, read when the round steers by them
     (:func:`tmdlib.select.round_policy.reads_labels`), passed to :func:`tmdlib.select.round_policy.steer_round`
     (the strategy, the first round's picker, a difficulty or hit score per member)."""
-    from .graphs import store_smiles
+    from tmdlib.store import store_smiles
 
     cols = label_columns(ledger.column_names, ask.goal, ask.target)
     ids = ledger.column("graph_id").to_numpy()

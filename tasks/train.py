@@ -152,7 +152,7 @@ def train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nod
 def log_trained_model(run: dict, fitted, info: dict, paths, task, spec, store, pos, graph_model: bool) -> None:
     """The trained model to the MLflow run (``model.pt`` saved first: the version names its sha256): for molecules a
     pyfunc that takes SMILES, for any model; else the GIN (registered unless trained on node subsets).  ``paths``:
-    the stage's files (:class:`tasks.config.TrainPaths`).  Sets ``info["mlflow"]`` when a model was logged."""
+    the stage's files (:class:`flows.config.train.TrainPaths`).  Sets ``info["mlflow"]`` when a model was logged."""
     from tmdlib.models.records import model_description, model_tags, smiles_model_description
 
     from .registry import log_gin_model

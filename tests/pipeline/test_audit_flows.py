@@ -12,6 +12,7 @@ import yaml
 
 from helpers import HAVE_CHROMIUM, NO_CHROMIUM, RAW, ROOT, open_in_chromium, run_cli
 from tmdlib import InputError
+from flows.config.nodes import NodesStageConfig
 
 
 BARE_HOLDS = re.compile(r"holds\s*(?:\||:|</th>\s*<td>)\s*yes", re.I)  # "holds | yes", "holds: yes", HTML cells
@@ -30,11 +31,12 @@ def mutag_run(tmp_path_factory):
     from flows.evaluate import evaluate_flow
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import nodes_flow, select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
     from tmdlib.datasets import read_tu, write_graph_parquet
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     d = tmp_path_factory.mktemp("audit-run")
     env = {"MLFLOW_TRACKING_URI": f"sqlite:///{d / 'mlflow.db'}"}
@@ -52,7 +54,7 @@ def mutag_run(tmp_path_factory):
             mp.setenv(k, v)
         tmd_matrix_flow(p["graphs"], p["matrix"], p["tmd_meta"], str(d / "cache"))
         select_flow(p["graphs"], p["selection"], matrix=p["matrix"], cfg=SelectStageConfig(fraction=0.2, restarts=1))
-        nodes_flow(p["graphs"], p["nodes"], fraction=0.5)
+        nodes_flow(p["graphs"], p["nodes"], cfg=NodesStageConfig(fraction=0.5))
         label_requests_flow(p["graphs"], p["selection"], p["labels_dir"])
         labels_import_flow(p["graphs"], p["requests"], "benchmark-standin", p["labels_dir"])
         train_flow(p["graphs"], p["selection"], str(d / "labels/labels.csv"), p["model"], p["train_info"],
@@ -82,7 +84,7 @@ def _audit_args(p: dict) -> list:
 def audited(mutag_run):
     """The audit flow run on :func:`mutag_run`; yields ``(result, paths)``."""
     from flows.audit import audit_flow
-    from tasks.config import AuditPaths
+    from flows.config.audit import AuditPaths
 
     p, _ = mutag_run
     return audit_flow(AuditPaths("MUTAG", *_audit_args(p), params=p["params"], lock=p["lock"])), p
@@ -133,7 +135,7 @@ def test_audit_flow_reports_the_run_and_links_it_from_mlflow(audited):
 def test_bad_input_writes_no_report(mutag_run, tmp_path):
     """A corrupt input is one InputError naming the file, and nothing is written."""
     from flows.audit import audit_flow
-    from tasks.config import AuditPaths
+    from flows.config.audit import AuditPaths
 
     p, env = mutag_run
     bad = {**p, "manifest": str(tmp_path / "manifest.json"), "out_dir": str(tmp_path / "audit")}

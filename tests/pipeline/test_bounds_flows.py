@@ -17,7 +17,8 @@ torch.set_num_threads(1)
 def test_train_and_evaluate_flows(tmp_path):
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", with_nodes=True)
     out = tmp_path / "out"
@@ -68,7 +69,8 @@ def test_training_reads_only_the_label_file(tmp_path):
     """The store has no labels at all: training works from labels.csv; a missing label is an error."""
     from flows.train import train_flow
     from tmdlib import InputError
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", n_train=20, n_test=5, labels_nan=True)
     out = tmp_path / "out"

@@ -37,6 +37,7 @@ def small_store(tmp_path) -> Path:
 def test_tmd_stage_recomputes_every_block_after_an_engine_edit(small_store, tmp_path, monkeypatch):
     """The reported case: after a fix in a kernel file, rerunning the stage recomputed 0 pairs."""
     import tmdlib.distance.fingerprint as fp
+    from flows.config.tmd import TmdStageConfig
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
     flow = tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))
@@ -44,7 +45,8 @@ def test_tmd_stage_recomputes_every_block_after_an_engine_edit(small_store, tmp_
     all_pairs = N_GRAPHS * (N_GRAPHS - 1) // 2
 
     def run() -> dict:
-        return flow(str(small_store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
+        return flow(str(small_store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache),
+                    cfg=TmdStageConfig(block_size=BLOCK))
 
     first = run()
     assert first["pairs_computed"] == all_pairs

@@ -16,7 +16,8 @@ def test_flows_in_certified_mode(tmp_path, monkeypatch):
     from tmdlib.torch.options import resolve_config
     from helpers import make_inputs
     from tmdlib import InputError
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     inp = make_inputs(tmp_path / "in")

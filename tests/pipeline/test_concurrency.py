@@ -144,6 +144,7 @@ with workspace_lock({str(ws)!r}):
 @pytest.fixture(scope="module")
 def ws_store(tmp_path_factory) -> tuple[Path, Path]:
     """A workspace with a 40-graph store, and a lone (in-process) run's artifacts to compare with."""
+    from flows.config.tmd import TmdStageConfig
     from flows.tmd import make_task_runner, tmd_matrix_flow
     from tmdlib.datasets import read_tu
 
@@ -153,7 +154,8 @@ def ws_store(tmp_path_factory) -> tuple[Path, Path]:
     pq.write_table(read_tu(RAW / "MUTAG", "MUTAG").slice(0, 40), store)
     ref = tmp_path_factory.mktemp("lone")
     tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))(
-        str(store), str(ref / "matrix.npy"), str(ref / "meta.json"), str(ref / "cache"), block_size=BLOCK)
+        str(store), str(ref / "matrix.npy"), str(ref / "meta.json"), str(ref / "cache"),
+        cfg=TmdStageConfig(block_size=BLOCK))
     return ws, ref
 
 

@@ -33,6 +33,7 @@ import pytest
 
 from helpers import RAW, ROOT
 from tmdlib.datasets import to_dataset  # noqa: E402
+from flows.config.tmd import TmdStageConfig
 
 N_GRAPHS = 40
 BLOCK = 8  # 5 row blocks -> 15 upper-triangular blocks
@@ -121,11 +122,12 @@ def slow(fn):
     return inner
 T.tmd_block, T.tmd_matrix = slow(T.tmd_block), slow(T.tmd_matrix)
 import flows
+from flows.config.tmd import TmdStageConfig
 from flows.tmd import make_task_runner, tmd_matrix_flow
 from tasks import io
 res = tmd_matrix_flow.with_options(task_runner=make_task_runner({runner!r}, {workers!r}))(
-    {str(store)!r}, {str(out / 'matrix.npy')!r}, {str(out / 'meta.json')!r}, {str(cache)!r}, block_size={BLOCK},
-    threads_per_block=1)
+    {str(store)!r}, {str(out / 'matrix.npy')!r}, {str(out / 'meta.json')!r}, {str(cache)!r},
+    cfg=TmdStageConfig(block_size={BLOCK}, threads_per_block=1))
 io.write_json({str(out / 'result.json')!r}, {{"blocks_computed": res["blocks_computed"]}})
 """
 
@@ -138,7 +140,7 @@ def tmd_reference(store, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tmd-ref")
     meta = tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))(
         str(store), str(root / "out" / "matrix.npy"), str(root / "out" / "meta.json"), str(root / "cache"),
-        block_size=BLOCK)
+        cfg=TmdStageConfig(block_size=BLOCK))
     assert meta["blocks"] == N_BLOCKS and meta["blocks_computed"] == N_BLOCKS
     return root
 
@@ -308,14 +310,16 @@ def test_disk_full_in_flow_then_rerun_completes(store, tmd_reference, tmp_path, 
     out, cache = tmp_path / "out", tmp_path / "cache"
     run = tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))
     with pytest.raises(OSError):
-        run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
+        run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache),
+               cfg=TmdStageConfig(block_size=BLOCK))
     left = sorted(p.name for p in cache.iterdir() if p.name != "chunks")  # chunks/: the plan's chunk index
     assert len(left) == 4 and all(n.endswith(".npy") for n in left), left
     for n in left:
         assert (cache / n).read_bytes() == (tmd_reference / "cache" / n).read_bytes()
     assert not (out / "matrix.npy").exists()
     monkeypatch.setattr(io, "write_npy", real)
-    meta = run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
+    meta = run(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache),
+               cfg=TmdStageConfig(block_size=BLOCK))
     assert meta["blocks_computed"] == N_BLOCKS - 4
     assert (out / "matrix.npy").read_bytes() == (tmd_reference / "out" / "matrix.npy").read_bytes()
 
@@ -331,7 +335,7 @@ def test_matrix_too_big_for_memory_is_refused_up_front(store, tmp_path, monkeypa
     monkeypatch.setenv("TMDSUB_MAX_MEMORY", str(matrix_memory_bytes(N_GRAPHS, BLOCK) - 1))
     with pytest.raises(InputError, match=r"the 40 x 40 TMD matrix needs 13\.50 KiB of memory"):
         tmd_matrix_flow(str(store), str(tmp_path / "o" / "matrix.npy"), str(tmp_path / "o" / "meta.json"),
-                        str(tmp_path / "cache"), block_size=BLOCK)
+                        str(tmp_path / "cache"), cfg=TmdStageConfig(block_size=BLOCK))
     assert not (tmp_path / "cache").exists() and not (tmp_path / "o").exists()  # refused before any work
     monkeypatch.delenv("TMDSUB_MAX_MEMORY")
     # one million graphs: 7.28 TiB; refused by size alone (no data are read)
@@ -374,7 +378,7 @@ def marked(*a, **k):
 nn.train_gin = marked
 import flows
 from flows.train import train_flow
-from tasks.config import TrainStageConfig
+from flows.config.train import TrainStageConfig
 train_flow({inputs['graphs']!r}, {inputs['selection']!r}, {inputs['labels']!r}, {str(out / 'model.pt')!r},
            {str(out / 'train.json')!r}, cfg=TrainStageConfig(**{TRAIN_KW!r}))
 """
@@ -388,7 +392,7 @@ def _stable(info: dict) -> dict:
 @pytest.fixture(scope="module")
 def train_reference(store, tmp_path_factory) -> tuple[dict, Path, float]:
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
     root = tmp_path_factory.mktemp("train-ref")
     inputs = _train_inputs(store, root / "in")
@@ -460,7 +464,7 @@ def test_experiment_flow_sigkilled_resumes_without_retraining(tmp_path):
     from flows.experiment import experiment_flow
 
     from prefect.task_runners import ThreadPoolTaskRunner
-    from tasks.experiment_config import ExperimentStageConfig
+    from flows.config.experiment import ExperimentStageConfig
 
     cache = tmp_path / "cache"  # distance matrices: shared, so the runs below go straight to training
     ref = tmp_path / "ref"
@@ -480,7 +484,7 @@ def test_experiment_flow_sigkilled_resumes_without_retraining(tmp_path):
 import flows
 from prefect.task_runners import ThreadPoolTaskRunner
 from flows.experiment import experiment_flow
-from tasks.experiment_config import ExperimentStageConfig
+from flows.config.experiment import ExperimentStageConfig
 experiment_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=1))(
     out_dir={str(out)!r}, cache_dir={str(cache)!r}, cfg=ExperimentStageConfig(**{EXP_KW!r}))
 """

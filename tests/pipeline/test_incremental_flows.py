@@ -27,11 +27,12 @@ def mutag_table():
 def grown(tmp_path_factory, mutag_table):
     """One run on 150 MUTAG graphs (select, requests, stand-in labels, commit to the ledger), then a
     batch of 12 more graphs appended and every stage run again.  Returns the facts of both runs."""
+    from flows.config.tmd import TmdStageConfig
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow, labels_commit_flow, labels_import_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
     ws = tmp_path_factory.mktemp("grow")
@@ -44,7 +45,8 @@ def grown(tmp_path_factory, mutag_table):
     def run(tag: str) -> dict:
         out = ws / tag
         ingest_flow(tu_dir=str(base), name="M", out=str(store), append_dir=str(append_dir))
-        t = tmd(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache), block_size=BLOCK)
+        t = tmd(str(store), str(out / "matrix.npy"), str(out / "meta.json"), str(cache),
+                cfg=TmdStageConfig(block_size=BLOCK))
         sel = select_flow(str(store), str(out / "selection.json"), matrix=str(out / "matrix.npy"),
                           labelled=str(ledger), cfg=SelectStageConfig(fraction=0.1))
         sel = {**json.loads((out / "selection.json").read_text()), **sel}  # the split's lists are in the file
@@ -120,7 +122,7 @@ def test_a_rerun_with_every_medoid_labelled_requests_and_imports_nothing(grown):
     writes the ledger's labels of the medoids, and committing them leaves the ledger as it was."""
     from flows.labels import label_requests_flow, labels_commit_flow, labels_import_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     ws, store, ledger = grown["ws"], grown["store"], grown["ledger"]
     out = ws / "run3"
@@ -140,7 +142,7 @@ def test_a_rerun_with_every_medoid_labelled_requests_and_imports_nothing(grown):
 
 def test_bad_batch_is_one_clear_error_and_no_store(tmp_path, mutag_table):
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from tmdlib import InputError
 
     base = write_tu_folder(mutag_table.slice(0, 20), tmp_path / "raw" / "M", "M")
@@ -169,7 +171,7 @@ def test_smiles_batch_appends_to_a_molecule_dataset(tmp_path):
     import gzip
 
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from tmdlib.datasets import read_graph_parquet, read_smiles_csv
 
     rows = gzip.open(RAW / "ogbg_molbace/mapping/mol.csv.gz", "rt").read().splitlines()[1:26]

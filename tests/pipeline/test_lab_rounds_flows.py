@@ -30,10 +30,10 @@ HIDDEN = {i: float(r["y"]) for i, r in enumerate(ROWS)}
 def pool(tmp_path):
     """An unlabelled pool (smiles only), its selection and label requests."""
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     with open(tmp_path / "pool.csv", "w", newline="") as fh:
         w = csv.writer(fh)
@@ -67,7 +67,7 @@ def test_unlabelled_pool_three_rounds_with_a_conflict(pool):
     """The task is fixed by the first import (regression from the lab's values); a partial answer trains on what
     came back and says what is missing; round 2 completes it; round 3 measures one molecule again differently."""
     from flows.labels import import_summary, labels_commit_flow
-    from tasks.graphs import read_task
+    from tmdlib.store import read_task
     from tasks.labels import task_of
     from tasks.ledger import read_ledger_history
 

@@ -21,10 +21,10 @@ ROWS = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newli
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     tmp = tmp_path_factory.mktemp("sheets")
     with open(tmp / "pool.csv", "w", newline="") as fh:
@@ -110,10 +110,10 @@ def test_compound_ids_go_to_the_requests_and_key_the_answers(tmp_path):
     """A pool with the user's own ids (a `Compound ID` column, found by its name) stores them; the requests carry
     them; the lab answers by them, with a `Comment` column; the predictions' reader finds them."""
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from tasks.predict import compound_ids
 
     with open(tmp_path / "pool.csv", "w", newline="") as fh:

@@ -50,7 +50,8 @@ def toy():
 def test_a_registered_toy_model_runs_the_train_and_evaluate_stages(tmp_path, toy):
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", n_train=60, n_test=40)
     out = tmp_path / "out"
@@ -70,7 +71,7 @@ def test_a_registered_toy_model_runs_the_train_and_evaluate_stages(tmp_path, toy
 def test_an_unknown_model_is_refused_before_any_file_is_read(tmp_path):
     from flows.train import train_flow
     from tmdlib import InputError
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
     with pytest.raises(InputError, match="unknown model 'nope'"):
         train_flow(str(tmp_path / "missing.parquet"), "s.json", "l.csv", str(tmp_path / "m.pt"),

@@ -22,7 +22,7 @@ FILES = ("predictions.parquet", "predictions.csv", "predictions.json")
 def workspace(tmp_path_factory):
     """A MUTAG workspace in the CLI's default layout with a small trained GIN."""
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
     ws = tmp_path_factory.mktemp("predict-kill")
     inp = make_inputs(ws / "in", n_train=40, n_test=20)

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import RAW
+from flows.config.predict import PredictStageConfig
 
 N = 360
 
@@ -36,14 +37,15 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
     train → evaluate → predict; returns what each step gave."""
     from flows.evaluate import evaluate_flow
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.predict import predict_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     with open(tmp / "pool.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["smiles"]] + [[s] for s in smiles])
@@ -68,7 +70,7 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
                             str(tmp / "p.png"), matrix=str(tmp / "tmd" / "matrix.npy"),
                             tmd_meta=str(tmp / "tmd" / "meta.json"), cfg=EvaluateStageConfig(log_mlflow=False))
     pred = predict_flow(store, sel_path, str(tmp / "model.pt"), str(tmp / "train.json"), str(tmp / "pred"),
-                        log_mlflow=False)
+                        cfg=PredictStageConfig(log_mlflow=False))
     table = pq.read_table(tmp / "pred" / "predictions.parquet").to_pylist()
     return {"store": store, "sel": json.loads(open(sel_path).read()), "req": req, "answered": answered,
             "info": info, "metrics": metrics, "pred": pred, "table": table, "of": of}
@@ -77,8 +79,8 @@ def _walk(tmp, smiles, hidden, model, skip_every=8):
 def test_regression_pool_without_labels(tmp_path, monkeypatch):
     from flows.labels import label_requests_flow, labels_commit_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
-    from tasks.graphs import read_task
+    from flows.config.select import SelectStageConfig
+    from tmdlib.store import read_task
 
     smiles, hidden = _regression_rows()
     w = _walk(tmp_path, smiles, hidden, "auto")  # nothing set: the measured default for molecule regression
@@ -134,15 +136,15 @@ def test_regression_pool_without_labels(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tp, "CHUNK", 100)  # 4 chunks of the 360 molecules
     args = (w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"))
-    one = predict_flow(*args, str(tmp_path / "pred1"), log_mlflow=False, workers=1)
-    two = predict_flow(*args, str(tmp_path / "pred2"), log_mlflow=False, workers=2)
+    one = predict_flow(*args, str(tmp_path / "pred1"), cfg=PredictStageConfig(log_mlflow=False, workers=1))
+    two = predict_flow(*args, str(tmp_path / "pred2"), cfg=PredictStageConfig(log_mlflow=False, workers=2))
     assert (one["workers"], two["workers"]) == (1, 2)
     assert pq.read_table(tmp_path / "pred2" / "predictions.parquet").equals(
         pq.read_table(tmp_path / "pred1" / "predictions.parquet"))
     assert pq.read_table(tmp_path / "pred1" / "predictions.parquet").to_pylist() == w["table"]
     # the audit report leads with the estimate and says what cannot be measured
     from flows.audit import audit_flow
-    from tasks.config import AuditPaths, AuditStageConfig
+    from flows.config.audit import AuditPaths, AuditStageConfig
     from flows.select import nodes_flow
     from helpers import ROOT
 
@@ -202,7 +204,7 @@ def test_predict_for_new_smiles_gives_a_reason_per_bad_row(tmp_path):
     new = tmp_path / "new.csv"
     new.write_bytes(b"smiles\nCCO\nnot-a-smiles\n\nc1ccccc1O\n")
     meta = predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                        str(tmp_path / "pred"), smiles_csv=str(new), log_mlflow=False)
+                        str(tmp_path / "pred"), smiles_csv=str(new), cfg=PredictStageConfig(log_mlflow=False))
     rows = pq.read_table(tmp_path / "pred" / "new.predictions.parquet").to_pylist()
     assert [r["reason"] is None for r in rows] == [True, False, False, True] and meta["rows_without_prediction"] == 2
     assert rows[0]["prediction"] is not None and rows[1]["prediction"] is None and "parse" in rows[1]["reason"]
@@ -219,7 +221,7 @@ def test_a_graph_model_predicts_for_new_smiles_too(tmp_path):
     assert w["metrics"]["bound"]["c_epsilon"] is not None
     (tmp_path / "new.csv").write_text(f"smiles\n{smiles[0]}\nnope\n")
     predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), cfg=PredictStageConfig(log_mlflow=False))
     rows = pq.read_table(tmp_path / "pred" / "new.predictions.parquet").to_pylist()
     pool_row = next(r for r in w["table"] if r["smiles"] == smiles[0])
     assert rows[0]["prediction"] == pytest.approx(pool_row["prediction"], rel=1e-6)  # same molecule, same number
@@ -233,7 +235,7 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     import pandas as pd
 
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -261,7 +263,7 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     with open(tmp_path / "new.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["smiles"], [smiles[3]], ["not a smiles"], [smiles[7]]])
     predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), log_mlflow=False)
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), cfg=PredictStageConfig(log_mlflow=False))
     file_cols = pq.read_schema(tmp_path / "pred" / "new.predictions.parquet").names
     assert list(out.columns) == [c for c in file_cols if c != "line"]
     # each evaluate stage's MLflow run has its own name (issue 61): evaluate@POOL, evaluate_nodes@POOL
@@ -280,7 +282,7 @@ def test_node_stages_are_off_on_a_production_molecule_pool(tmp_path, monkeypatch
     nodes.parquet without rows that says why, train_nodes trains nothing, evaluate_nodes measures nothing and starts
     no MLflow run, and the audit report and `tmdsub summary` say it once, with no number."""
     from flows.audit import audit_flow
-    from tasks.config import AuditPaths, AuditStageConfig
+    from flows.config.audit import AuditPaths, AuditStageConfig
     from flows.evaluate import evaluate_flow
     from flows.select import nodes_flow
     from flows.summary import metrics_lines

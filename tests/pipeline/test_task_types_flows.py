@@ -12,6 +12,7 @@ import pytest
 
 from helpers import RAW, ROOT
 from tmdlib import InputError
+from flows.config.nodes import NodesStageConfig
 
 N = 48  # molecules per test set (the first rows of MoleculeACE's CHEMBL2835_Ki)
 
@@ -65,17 +66,18 @@ def _label_file(path: Path, store: str, requests: str, columns: list[str], sourc
 @pytest.mark.parametrize("kind", ["regression", "multiclass", "multitask"])
 def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     from flows.audit import audit_flow
-    from tasks.config import AuditPaths
+    from flows.config.audit import AuditPaths
     from flows.evaluate import evaluate_flow
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from flows.train import train_flow
-    from tasks.graphs import read_task
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from tmdlib.store import read_task
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     source, columns = _dataset(tmp_path, kind)
@@ -123,7 +125,7 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
     nodes = tmp_path / "nodes.parquet"
     from flows.select import nodes_flow
 
-    nodes_flow(d["graphs"], str(nodes), fraction=0.5)
+    nodes_flow(d["graphs"], str(nodes), cfg=NodesStageConfig(fraction=0.5))
     (tmp_path / "metrics_nodes.json").write_text(json.dumps({"nodes": None}))
     res = audit_flow(AuditPaths("DS", files["graphs"], files["tmd_meta"], files["selection"], str(nodes),
                                 files["requests"], files["manifest"], files["labels_meta"], files["train_info"],
@@ -141,10 +143,10 @@ def test_task_type_end_to_end(kind, tmp_path, monkeypatch):
 def test_labels_are_checked_where_they_enter(kind, bad, message, tmp_path):
     """A label that does not fit the dataset's task is refused at import, with its line, and nothing is written."""
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     source, columns = _dataset(tmp_path, kind)
     store = str(tmp_path / "DS.parquet")
@@ -168,10 +170,10 @@ def test_labels_are_checked_where_they_enter(kind, bad, message, tmp_path):
 def test_binary_float_label_refused_at_import(tmp_path):
     """The issue's case: a float label for a binary task is refused by `labels import`, not first by `train`."""
     from flows.ingest import ingest_flow
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
     from flows.labels import label_requests_flow, labels_import_flow
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     rows = _rows()
     for r in rows:

@@ -46,9 +46,10 @@ def wrap(fn):
     return inner
 IO.write_npy = wrap(IO.write_npy)
 import flows
+from flows.config.tmd import TmdStageConfig
 from flows.tmd import make_task_runner, tmd_matrix_flow
 tmd_matrix_flow.with_options(task_runner=make_task_runner("threads", 1))(
-    {str(store)!r}, {str(out / 'matrix.npy')!r}, {str(out / 'meta.json')!r}, {str(cache)!r}, block_size={BLOCK})
+    {str(store)!r}, {str(out / 'matrix.npy')!r}, {str(out / 'meta.json')!r}, {str(cache)!r}, cfg=TmdStageConfig(block_size={BLOCK}))
 """
 
 

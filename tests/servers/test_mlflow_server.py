@@ -25,7 +25,8 @@ def test_train_and_evaluate_log_to_mlflow_server(mlflow_server, tmp_path, monkey
 
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     inp = make_inputs(tmp_path / "in", n_train=30, n_test=10)
@@ -94,7 +95,8 @@ def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflo
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
     from tmdlib.torch.serving import dense_batch
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     inp = make_inputs(tmp_path / "in", n_train=30, n_test=10)
@@ -162,7 +164,7 @@ def test_epoch_losses_reach_the_server_while_training_runs(mlflow_server, tmp_pa
 
     import flows.train as train_module
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     client = MlflowClient(tracking_uri=mlflow_server)
@@ -213,7 +215,8 @@ def test_champion_alias_goes_only_to_a_version_that_is_not_worse(mlflow_server, 
     from flows.evaluate import evaluate_flow
     from flows.train import train_flow
     from tasks.registry import consider_for_champion, promote_champions
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     inp = make_inputs(tmp_path / "in", n_train=60, n_test=60, fraction=0.5)

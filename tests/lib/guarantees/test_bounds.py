@@ -201,7 +201,8 @@ def test_evaluate_on_a_sample_of_a_large_pool(tmp_path):
     from tmdlib.guarantees import bounds
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
-    from tasks.config import EvaluateStageConfig, TrainStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.train import TrainStageConfig
 
     inp = make_inputs(tmp_path / "in", n_train=90, n_test=50)
     out = tmp_path / "out"
@@ -259,7 +260,7 @@ def test_bad_selection_and_labels(tmp_path):
 
 
 def test_small_parsers():
-    from tasks.evaluate import parse_fractions
+    from flows.config.evaluate import parse_fractions
     from tmdlib.datasets import metric_for
     from tmdlib import InputError
 

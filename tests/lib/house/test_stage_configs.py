@@ -1,6 +1,6 @@
 """One typed config per stage (issue 69, item 2): parameters no longer travel as long argument lists.
 
-The goal: every stage has one typed config (:mod:`tasks.config`), built once from the command line's options (which
+The goal: every stage has one typed config (:mod:`flows.config`, one module per stage), built once from the command line's options (which
 dvc.yaml fills from params.yaml) and checked there; the flow takes it, the tasks take what they need, and no function
 in ``flows/`` (the command line aside) or ``tasks/`` has more than :data:`MAX_PARAMETERS` parameters.
 
@@ -61,7 +61,7 @@ def over_the_limit(limit: int = MAX_PARAMETERS) -> dict[str, int]:
 def test_no_function_of_flows_or_tasks_takes_more_than_ten_parameters():
     over = over_the_limit()
     new = {f: n for f, n in over.items() if f not in STILL_OVER}
-    assert not new, (f"over {MAX_PARAMETERS} parameters (issue 69: one typed config per stage, tasks/config.py; a "
+    assert not new, (f"over {MAX_PARAMETERS} parameters (issue 69: one typed config per stage, flows/config/; a "
                      f"flow takes its stage's config and paths, a task what it needs of them): {new}")
     grown = {f: (n, STILL_OVER[f]) for f, n in over.items() if n > STILL_OVER[f]}
     assert not grown, f"more parameters than STILL_OVER allows (now, listed): {grown}"
@@ -83,37 +83,55 @@ def _stages():
     from flows.evaluate import evaluate_command, evaluate_flow
     from flows.experiment import experiment_command, experiment_flow
     from flows.ingest import ingest_flow
+    from flows.cli import nodes as nodes_command
+    from flows.cli import predict as predict_command
     from flows.cli import select as select_command
+    from flows.cli import tmd_matrix as tmd_command
+    from flows.config.nodes import NodesPaths, NodesStageConfig
+    from flows.config.predict import PredictPaths, PredictStageConfig
+    from flows.config.tmd import TmdPaths, TmdStageConfig
+    from flows.predict import predict_flow
+    from flows.select import nodes_flow
+    from flows.tmd import tmd_matrix_flow
     from flows.select import select_flow
     from flows.train import train_command, train_flow
-    from tasks.config import (AuditPaths, AuditStageConfig, EvaluatePaths, EvaluateStageConfig, SelectPaths,
-                              SelectStageConfig, TrainPaths, TrainStageConfig)
-    from tasks.experiment_config import ExperimentPaths, ExperimentStageConfig
-    from tasks.ingest_config import IngestPaths, IngestStageConfig
+    from flows.config.audit import AuditPaths, AuditStageConfig
+    from flows.config.evaluate import EvaluatePaths, EvaluateStageConfig
+    from flows.config.select import SelectPaths, SelectStageConfig
+    from flows.config.train import TrainPaths, TrainStageConfig
+    from flows.config.experiment import ExperimentPaths, ExperimentStageConfig
+    from flows.config.ingest import IngestPaths, IngestStageConfig
 
     return {"train": (train_command, train_flow, TrainStageConfig, TrainPaths),
             "evaluate": (evaluate_command, evaluate_flow, EvaluateStageConfig, EvaluatePaths),
             "ingest": (ingest_command, ingest_flow, IngestStageConfig, IngestPaths),
             "audit": (audit_command, audit_flow, AuditStageConfig, AuditPaths),
             "experiment": (experiment_command, experiment_flow, ExperimentStageConfig, ExperimentPaths),
-            "select": (select_command, select_flow, SelectStageConfig, SelectPaths)}
+            "select": (select_command, select_flow, SelectStageConfig, SelectPaths),
+            "tmd": (tmd_command, tmd_matrix_flow, TmdStageConfig, TmdPaths),
+            "nodes": (nodes_command, nodes_flow, NodesStageConfig, NodesPaths),
+            "predict": (predict_command, predict_flow, PredictStageConfig, PredictPaths)}
 
 
 #: Config fields that are no command-line option (a direct call of the flow sets them; ingest's ``sources`` is
 #: params.yaml's ``ingest.sources``, read from ``--params``).
 FLOW_ONLY = {"evaluate": {"confidence"}, "ingest": {"sources"}, "experiment": {"prepare_threads"},
-             "select": {"threads"}}
+             "select": {"threads"}, "tmd": {"matrix_out", "meta_out"},
+             "predict": {"selection", "train_info", "experiment"}}
 #: Stages whose flow takes its paths as one argument, ``paths`` (more files than a flow's parameters may be).
 PATHS_ARGUMENT = {"audit"}
 #: Command-line options that are no config field: the dataset's name (it defaults the paths) and the task runner the
 #: command starts the flow on (``--runner``, ``--workers``, ``--dask-address``: params.yaml's ``tmd:`` group).
-CLI_ONLY = {"select": {"dataset", "runner", "workers", "dask_address"}}
+#: ``tmdsub tmd-matrix``'s ``--out-dir`` names the matrix and its meta (``TmdPaths.from_options``); the dataset names
+#: the default paths of ``nodes`` and ``predict`` (``predict``'s selection and train.json are found from them).
+CLI_ONLY = {"select": {"dataset", "runner", "workers", "dask_address"}, "tmd": {"dataset", "out_dir", "dask_address"},
+            "nodes": {"dataset"}, "predict": {"dataset"}}
 
 
 def test_each_config_covers_its_command_line():
     """Every option of each stage's command is a field of the stage's config or of its paths (but :data:`CLI_ONLY`),
     and every field of them is an option (but :data:`FLOW_ONLY`)."""
-    from tasks.config import RENAMED
+    from flows.config import RENAMED
 
     for stage, (command, _flow, config, paths) in _stages().items():
         options = {RENAMED.get(p, p) for p in inspect.signature(command).parameters} - CLI_ONLY.get(stage, set())
@@ -127,7 +145,7 @@ def test_each_config_covers_its_command_line():
 
 def test_the_flow_takes_the_config_and_its_paths():
     from flows.molecules import molecules_flow
-    from tasks.config import MoleculesPaths, MoleculesStageConfig
+    from flows.config.molecules import MoleculesPaths, MoleculesStageConfig
 
     for stage, (_command, flow, config, paths) in {**_stages(), "molecules": (
             None, molecules_flow, MoleculesStageConfig, MoleculesPaths)}.items():
@@ -144,8 +162,10 @@ def test_params_yaml_groups_are_config_fields_and_valid():
     """params.yaml's stage groups (``train:``, ``evaluate:``, ``ingest:``, ``select:``; ``audit:`` and
     ``experiment:`` when there are) name fields of the stage's config, and the configs it states are built and checked (the defaults of
     dvc.yaml's commands where the file says nothing)."""
-    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.select import SelectStageConfig
+    from flows.config.train import TrainStageConfig
+    from flows.config.ingest import IngestStageConfig
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for group, (_command, _flow, config, _paths) in _stages().items():
@@ -170,9 +190,11 @@ def test_params_yaml_groups_are_config_fields_and_valid():
 def test_a_bad_option_is_refused_when_the_config_is_built():
     import pytest
 
-    from tasks.config import EvaluateStageConfig, SelectStageConfig, TrainStageConfig
-    from tasks.experiment_config import ExperimentStageConfig
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
+    from flows.config.select import SelectStageConfig
+    from flows.config.train import TrainStageConfig
+    from flows.config.experiment import ExperimentStageConfig
+    from flows.config.ingest import IngestStageConfig
     from tmdlib import InputError
 
     for config, bad, match in ((TrainStageConfig, {"weighting": "x"}, "--weighting"),
@@ -210,7 +232,7 @@ def test_dvc_yaml_commands_set_config_fields():
     or paths (the experiment is no DVC stage)."""
     import re
 
-    from tasks.config import RENAMED
+    from flows.config import RENAMED
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for stage, (_command, _flow, config, paths) in _stages().items():
@@ -223,3 +245,36 @@ def test_dvc_yaml_commands_set_config_fields():
             flags = {RENAMED.get(f, f) for f in (f[2:].replace("-", "_")
                                                  for f in re.findall(r"--[a-z][a-z-]*", stages[name]["do"]["cmd"]))}
             assert flags <= names, f"dvc.yaml {name}: options no config field holds: {flags - names}"
+
+
+def test_each_option_help_comes_from_its_config():
+    """The help of every command-line option is its field's entry in the config's (or paths') ``HELP``: one text,
+    which ``--help`` and ``tmdsub params`` both show, and every field of a config has one."""
+    from flows.config import RENAMED
+
+    for stage, (command, _flow, config, paths) in _stages().items():
+        for cls in (config, paths):
+            missing = {f.name for f in dataclasses.fields(cls)} - {k for k, v in cls.HELP.items() if v}
+            assert not missing, f"{stage}: {cls.__name__} fields without HELP: {missing}"
+        for name, parameter in inspect.signature(command).parameters.items():
+            field = RENAMED.get(name, name)
+            owner = config if field in config.HELP else paths if field in paths.HELP else None
+            if owner is None:
+                assert name in CLI_ONLY.get(stage, set()), f"{stage}: option --{name} has no HELP entry"
+                continue
+            assert parameter.default.help == owner.HELP[field], f"{stage}: --{name}'s help is not {owner.__name__}.HELP"
+
+
+def test_params_command_documents_params_yaml():
+    """``tmdsub params`` documents every key of params.yaml's stage groups from the stage's config: the key, the value
+    the stage gets and the field's help."""
+    from flows.cli import STAGE_CONFIGS, params_lines
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    stages = _stages()
+    assert set(STAGE_CONFIGS) == set(stages)
+    for stage, (_command, _flow, config, _paths) in stages.items():
+        text = "\n".join(params_lines(stage, params))
+        for key in params.get(stage) or {}:
+            line = next((ln for ln in text.splitlines() if ln.startswith(f"  {key} = ")), None)
+            assert line is not None and f"[{stage}.{key}]" in line and config.HELP[key] in line, (stage, key, line)

@@ -18,6 +18,7 @@ import pytest
 
 from helpers import RAW, run_cli
 from tmdlib.errors import InputError
+from flows.config.tmd import TmdStageConfig
 
 N = 24
 
@@ -27,7 +28,7 @@ def two_stores(tmp_path_factory) -> dict:
     """Store A (MUTAG 0..23), store B (MUTAG 24..47 under A's graph ids: same ids, same size, other graphs),
     A's TMD matrix + meta.json (depth 4, pascal) and A's selection."""
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
     from flows.tmd import tmd_matrix_flow
     from tmdlib.datasets import read_tu
 
@@ -40,7 +41,7 @@ def two_stores(tmp_path_factory) -> dict:
     pq.write_table(b, d / "B.parquet")
     tmd = d / "tmd"
     meta = tmd_matrix_flow(str(d / "A.parquet"), str(tmd / "matrix.npy"), str(tmd / "meta.json"), str(d / "cache"),
-                           block_size=8)
+                           cfg=TmdStageConfig(block_size=8))
     select_flow(str(d / "A.parquet"), str(d / "selection.json"), matrix=str(tmd / "matrix.npy"),
                 cfg=SelectStageConfig(fraction=0.25, restarts=1))
     return {"dir": d, "A": str(d / "A.parquet"), "B": str(d / "B.parquet"), "matrix": str(tmd / "matrix.npy"),
@@ -48,7 +49,8 @@ def two_stores(tmp_path_factory) -> dict:
 
 
 def _hash(path: str) -> str:
-    from tasks.graphs import load_graph_store, store_content_hash
+    from tmdlib.datasets.identity import store_content_hash
+    from tasks.graphs import load_graph_store
 
     return store_content_hash(load_graph_store(path))
 
@@ -68,7 +70,7 @@ def test_meta_json_is_deterministic_on_a_resumed_run(two_stores, tmp_path):
 
     d = two_stores["dir"]
     res = tmd_matrix_flow(two_stores["A"], str(tmp_path / "matrix.npy"), str(tmp_path / "meta.json"),
-                          str(d / "cache"), block_size=8)
+                          str(d / "cache"), cfg=TmdStageConfig(block_size=8))
     assert res["blocks_computed"] == 0
     assert (tmp_path / "meta.json").read_bytes() == two_stores["meta"].read_bytes()
 
@@ -77,7 +79,7 @@ def test_scalable_meta_records_the_store_hash(two_stores, tmp_path):
     from flows.tmd import tmd_matrix_flow
 
     tmd_matrix_flow(two_stores["A"], str(tmp_path / "matrix.npy"), str(tmp_path / "meta.json"),
-                    str(tmp_path / "cache"), engine="scalable")
+                    str(tmp_path / "cache"), cfg=TmdStageConfig(engine="scalable"))
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["matrix"] is False and meta["store_content_sha256"] == _hash(two_stores["A"])
 
@@ -96,7 +98,7 @@ def _matrix_copy(two_stores, tmp_path, edit=None) -> str:
 
 def test_select_refuses_a_matrix_of_another_store(two_stores, tmp_path):
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     with pytest.raises(InputError) as info:
         select_flow(two_stores["B"], str(tmp_path / "sel.json"), matrix=two_stores["matrix"],
@@ -111,7 +113,7 @@ def test_select_refuses_a_matrix_of_another_store(two_stores, tmp_path):
                                              ({"weights": "1.0"}, "weights [")])
 def test_select_refuses_a_matrix_of_another_depth_or_weights(two_stores, tmp_path, kwargs, problem):
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     with pytest.raises(InputError, match="TMD matrix does not match") as info:
         select_flow(two_stores["A"], str(tmp_path / "sel.json"), matrix=two_stores["matrix"],
@@ -123,7 +125,7 @@ def test_select_accepts_an_old_meta_without_the_hash_and_a_bare_matrix_only_when
     """meta.json written before the field (existing dvc.lock outputs): no store check; no meta.json at all: refused,
     unless the user vouches for the matrix (--trust-matrix)."""
     from flows.select import select_flow
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     old = _matrix_copy(two_stores, tmp_path, lambda m: m.pop("store_content_sha256"))
     sel = select_flow(two_stores["B"], str(tmp_path / "sel.json"), matrix=old,
@@ -144,7 +146,7 @@ def test_select_refuses_a_matrix_that_is_not_the_one_its_meta_describes(two_stor
 
     from flows.select import select_flow
 
-    from tasks.config import SelectStageConfig
+    from flows.config.select import SelectStageConfig
 
     path = _matrix_copy(two_stores, tmp_path, lambda m: None)
     D = np.load(path)
@@ -179,7 +181,7 @@ def test_label_requests_refuse_a_selection_of_another_store(two_stores, tmp_path
 def test_train_refuses_a_selection_of_another_store(two_stores, tmp_path):
     pytest.importorskip("torch")
     from flows.train import train_flow
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
 
     with pytest.raises(InputError) as info:
         train_flow(two_stores["B"], two_stores["selection"], str(tmp_path / "labels.csv"), str(tmp_path / "m.pt"),
@@ -191,7 +193,7 @@ def test_train_refuses_a_selection_of_another_store(two_stores, tmp_path):
 def test_evaluate_refuses_a_selection_or_matrix_meta_of_another_store(two_stores, tmp_path):
     pytest.importorskip("torch")
     from flows.evaluate import evaluate_flow
-    from tasks.config import EvaluateStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
 
     info_path = tmp_path / "train.json"
     info_path.write_text(json.dumps({"config": {"seed": 0, "layers": 3}, "model": {}}))

@@ -21,7 +21,7 @@ def _params(tmp_path: Path, sources: dict) -> str:
 
 def _reading(name: str, params: str | None, **options):
     """How ``tmdsub ingest --params PARAMS [options]`` reads dataset ``name``."""
-    from tasks.ingest_config import IngestStageConfig
+    from flows.config.ingest import IngestStageConfig
 
     return IngestStageConfig(params=params, **options).reading(name)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tasks.config import SelectStageConfig
+from flows.config.select import SelectStageConfig
 from tasks.select import learn_options
 from tmdlib.datasets.task import TaskSpec
 from tmdlib.errors import InputError

@@ -15,7 +15,7 @@ from scipy.stats import spearmanr
 
 from helpers import RAW
 
-from tasks.config import SelectStageConfig
+from flows.config.select import SelectStageConfig
 from tasks.select import learn_options
 from tmdlib.datasets.task import TaskSpec
 from tmdlib.errors import InputError

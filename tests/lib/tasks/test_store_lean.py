@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from tasks.graphs import open_store, streamed_content_hash, store_content_hash
+from tmdlib.datasets.identity import store_content_hash
+from tasks.graphs import open_store, streamed_content_hash
 from tasks.tracking import graph_store_dataset
 from tmdlib.datasets.smiles import write_smiles_parquet
 

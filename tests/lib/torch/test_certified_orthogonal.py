@@ -175,7 +175,7 @@ def test_resolve_config_checks_the_mode():
     from dataclasses import replace
 
     from tmdlib.torch.options import resolve_config
-    from tasks.config import TrainStageConfig
+    from flows.config.train import TrainStageConfig
     from tmdlib import InputError
 
     opts = TrainStageConfig(epochs=5, hidden=None, layers=3, batch_size=None, lr=0.01, seed=0, device="cpu",
@@ -198,7 +198,7 @@ def test_flows_in_orthogonal_mode(tmp_path):
     from flows.cli import app
     from flows.evaluate import evaluate_flow
     from helpers import make_inputs
-    from tasks.config import EvaluateStageConfig
+    from flows.config.evaluate import EvaluateStageConfig
 
     inp = make_inputs(tmp_path / "in")
     out = tmp_path / "out"

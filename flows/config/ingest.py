@@ -2,7 +2,7 @@
 its store goes) and :class:`IngestStageConfig` (how it is read), built once from ``tmdsub ingest``'s options (which
 dvc.yaml fills from ``params.yaml``'s ``ingest:`` group) or from that group directly, and checked there.
 
-Apart from :mod:`tasks.config` (which re-exports both) so that the ingest stage runs none of the other stages'
+Its own module so that the ingest stage runs none of the other stages'
 code: a change to the train stage's policy does not rerun every ingest (``tests/lib/house/test_lineage.py``).
 """
 from __future__ import annotations
@@ -32,6 +32,26 @@ class IngestPaths:
     """Where the dataset comes from (a built-in or a user's ``dataset`` in ``raw_root``, its ``source`` entry of
     ``base.datasets``, or a ``tu_dir`` / ``smiles_csv`` / ``parquet`` source named ``name``), where its store goes
     (``out``; None: ``data/graphs/<NAME>.parquet``) and the folder of batches appended to it (``append_dir``)."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "dataset": ("Built-in dataset (MUTAG, PROTEINS, COX2, NCI1, DD, ogbg-molbace, ogbg-molbbbp, MOSES, the 30 "
+                    "MoleculeACE sets ACE-<set> such as ACE-CHEMBL204_Ki), or a dataset in the raw root (<NAME>/ "
+                    "TU folder, <NAME>.csv/.tsv/.smi/.cxsmiles/.sdf[.gz], <NAME>.parquet), or the file --source "
+                    "names."),
+        "source": ("The dataset's entry in base.datasets: a file (any molecule file: .csv, .tsv, .smi, .cxsmiles, "
+                   ".sdf, .parquet, each may be .gz) or folder under the raw root; ignored for a built-in dataset."),
+        "tu_dir": "A folder in the TU raw layout (NAME_A.txt, ...).",
+        "smiles_csv": ("A molecule file: CSV/TSV/semicolons with a SMILES column (delimiter sniffed), "
+                       ".smi/.cxsmiles (SMILES then name), SD file (.sdf), a Parquet table with a SMILES column; "
+                       "each may be .gz."),
+        "parquet": "A Parquet file already in the graph-store schema.",
+        "name": "Dataset name for user data (letters, digits, _ . -).",
+        "raw_root": "Folder with the shipped raw datasets.",
+        "out": "Output Parquet (default data/graphs/<NAME>.parquet).",
+        "append_dir": ("Folder of batches of new graphs (TU folders, SMILES .csv, graph-store .parquet) appended "
+                       "in name order after the dataset."),
+    }
 
     dataset: str | None = None
     source: str | None = None
@@ -73,6 +93,37 @@ class IngestStageConfig:
     (``base.task``, every dataset's default).  ``workers``: auto or a number of processes converting a molecule
     source; ``limit``: its first molecules only (0: all); ``standin``: a flagged label stand-in for an unlabelled
     pool (benchmark mode only; ``none``); ``invalid``: ``skip`` or ``refuse`` a SMILES rdkit cannot parse."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "sources": ("Per-dataset source settings (params.yaml's ingest.sources.<NAME>: label_columns, split_column, "
+                    "smiles_column, keep_columns, task), used where no option is given."),
+        "features": ("TU node features: 'onehot' (one-hot of node labels, PyG's default) or 'onehot+attributes' "
+                     "(append the node attributes)."),
+        "smiles_column": ("SMILES CSV: the SMILES column (default smiles; case-insensitive when no column has "
+                          "exactly this name)."),
+        "label_column": ("SMILES CSV: the label column(s); repeat it or give a comma list for several targets "
+                         "(default: a column named y or label, if any)."),
+        "split_column": ("SMILES CSV: the column holding each molecule's split, train / test / valid(ation) "
+                         "(default: a column named split, if any; '' = none)."),
+        "keep_column": ("SMILES CSV: further numeric column(s) kept in the store (repeat or comma list), e.g. "
+                        "cliff_mol."),
+        "task": ("auto (from the labels: 0/1 -> binary or multitask, a few integers -> multiclass, else "
+                 "regression) | binary | multiclass | multitask | regression."),
+        "params": ("params.yaml: per-dataset source settings under ingest.sources.<NAME> (label_columns, "
+                   "split_column, smiles_column, keep_columns, task) used where no option is given."),
+        "workers": ("SMILES: processes converting molecules: auto (the cores this process may use: affinity, "
+                    "cgroup quota; printed) or a number."),
+        "limit": "SMILES: only the first N molecules (a smaller pool; 0 = all).",
+        "standin": ("Unlabelled SMILES pools (MOSES), benchmark mode only: fill y with a flagged label stand-in, "
+                    "never a measurement (logp: y = 1 if RDKit's Crippen logP >= 2.75, else 0). none (default): "
+                    "the pool stays unlabelled, as a real one is."),
+        "id_column": ("SMILES CSV: the column of your own compound ids (a registry number), carried to the label "
+                      "requests and the predictions (default: a column named ID, compound id, registry number, "
+                      "name, ..., if any; '' = none)."),
+        "invalid": ("SMILES: a SMILES RDKit cannot parse: skip (default: left out, listed with its line and reason"
+                    " in <store>.invalid.csv beside the store) | refuse (stop, naming its line)."),
+    }
 
     features: str = "onehot"
     smiles_column: str | None = None

@@ -2,7 +2,7 @@
 matrix cache) and :class:`ExperimentStageConfig` (the grid and how it runs), built once from ``tmdsub experiment``'s
 options and checked there.
 
-Apart from :mod:`tasks.config`: its check reads :mod:`tmdlib.experiment`'s grid, which no DVC stage runs (a stage
+Its own module: its check reads :mod:`tmdlib.experiment`'s grid, which no DVC stage runs (a stage
 runs every module its flow imports, ``tests/lib/house/test_lineage.py``).
 """
 from __future__ import annotations
@@ -26,6 +26,13 @@ def _known(cls, options: dict) -> dict:
 class ExperimentPaths:
     """The experiment's folders: ``out_dir`` (``results/``, ``<profile>/``), ``raw_root`` (the shipped raw
     datasets) and the distance-matrix cache ``cache_dir`` (None: ``<out_dir>/cache``)."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "out_dir": "Reports folder (results/, <profile>/, cache/).",
+        "raw_root": "Folder of the shipped raw datasets.",
+        "cache_dir": "Distance-matrix cache (default: <out-dir>/cache).",
+    }
 
     out_dir: str = "reports"
     raw_root: str = "data/raw"
@@ -58,6 +65,33 @@ class ExperimentStageConfig:
     benchmark's (``models``, ``gin_datasets``, ``fractions``), how it runs (``workers``, ``torch_threads``,
     ``device``, ``prepare_threads``: numba threads computing a TMD matrix, None: the cores this process may use),
     and the reports (``report``; ``report_only``: train nothing, regenerate them from the results files)."""
+
+    #: Each option's help (``tmdsub ... --help`` and ``tmdsub params`` show it).
+    HELP = {
+        "prepare_threads": ("numba threads computing a dataset's TMD matrix (no command-line option; None: the cores "
+                            "this process may use)."),
+        "profile": ("quick (CI: MUTAG, 3 fractions, 3 trials, few epochs) | full (the paper's grid) | molecules "
+                    "(TMD coresets against the chemists' pickers on the 30 MoleculeACE sets, or --datasets NAME: "
+                    "your ingested regression set)."),
+        "datasets": "Comma list of built-in datasets (default: the profile's).",
+        "trials": "Trials per cell (default: the profile's; quick 3, full 20).",
+        "epochs": "Training epochs, graph and node runs (default: the profile's).",
+        "kinds": "Comma list of graph,node (default: both).",
+        "archs": "Comma list of gin (paper B.2), gin-wide-mean (2x width, mean pooling).",
+        "methods": ("Comma list replacing the profile's methods: tmd, random, feature, wl, doscond, kidd, doscond-"
+                    "nolabel, kidd-nolabel (graph); tmd, random, rw, kcore (node). doscond/kidd use labels."),
+        "workers": ("Parallel trial processes: auto (the cores this process may use -- affinity, cgroup quota -- /"
+                    " --torch-threads; printed) or a number (default: auto; quick: 1, in-process)."),
+        "torch_threads": "Torch CPU threads per worker.",
+        "device": "cpu | cuda[:N] | auto.",
+        "report": "Write tables and plots at the end.",
+        "report_only": ("Train nothing: regenerate the tables, plots and summary from <out-"
+                        "dir>/results/<profile>/*.csv."),
+        "models": ("molecules profile: comma list of rf (random forest on ECFP4 counts), gin (default both; the "
+                   "GIN on --gin-datasets sets)."),
+        "gin_datasets": "molecules profile: the GIN runs on the first N sets, largest first (default 10).",
+        "fractions": "molecules profile: comma list of budgets (default 0.05,0.1,0.2,0.3).",
+    }
 
     profile: str = "quick"
     datasets: str | None = None
