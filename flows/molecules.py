@@ -12,8 +12,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from tasks.molecules import (MoleculeResults, prepare, record_seconds, run_molecule_cell, select_method,
-                             write_molecule_reports)
+from tasks.molecules import MoleculeResults, prepare, run_molecule_cell, select_method, write_molecule_reports
 from flows.config.molecules import MoleculesPaths, MoleculesStageConfig
 
 
@@ -36,7 +35,7 @@ def molecules_flow(out_dir: str = "reports", raw_root: str = "data/raw", cache_d
     process may use).
     """
     from tasks.cpus import usable_cores
-    from tasks.experiment import collect_cells
+    from tasks.experiment import collect_cells, record_matrix_seconds
 
     c = cfg if cfg is not None else MoleculesStageConfig()
     paths = MoleculesPaths(out_dir, raw_root, cache_dir)
@@ -62,7 +61,7 @@ def molecules_flow(out_dir: str = "reports", raw_root: str = "data/raw", cache_d
                               for s in specs], store, name, total, t0)
         summary["datasets"][name] = {"rows": len(store.rows), "trained": done,
                                      "seconds": round(time.perf_counter() - t0, 1)}
-    seconds = record_seconds(str(results_dir), seconds)
+    seconds = record_matrix_seconds(str(results_dir), seconds)
     if c.report or c.report_only:
         summary["reports"] = write_molecule_reports(str(results_dir), str(Path(out_dir) / "molecules"), seconds)
     return summary

@@ -10,7 +10,7 @@ from prefect.utilities.annotations import quote
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
 from tmdlib.datasets.identity import STORE_HASH_KEY
 from tasks.graphs import check_matrix_meta, load_matrix, matrix_path, open_store
-from tasks.labels import read_ledger
+from tasks.ledger import read_ledger
 from flows.config.nodes import NodesStageConfig
 from flows.config.select import SelectStageConfig
 from tasks.select import learn_options, nodes_off_table, select_task, subsample_nodes_task, write_json, write_parquet

@@ -148,7 +148,8 @@ def version_lines(stages: list[tuple[str, list[str]]], root: str = ".") -> list[
 
 def summary_text(root: str = ".") -> str:
     """Human-readable summary: the verdict on the bounds first, then artifacts, headline metrics and MLflow runs."""
-    from tasks.tracking import redact_uri, tracking_uri
+    from tasks.tracking import tracking_uri
+    from tmdlib.reporting.provenance import redact_uri
 
     artifacts = ["Artifacts (from dvc.yaml):"]
     metrics_files, requests = [], []

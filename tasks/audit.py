@@ -15,15 +15,17 @@ import datetime as _dt
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import task
 
 from tmdlib import InputError
 from tmdlib.reporting import audit
+from tmdlib.reporting.audit_facts import REPORT_HTML, REPORT_MD
 
 from . import io
 from .io import read_json
 
-REPORT_MD, REPORT_HTML, COUNTS_PNG, BOUND_PNG = "report.md", "report.html", "counts.png", "bound_vs_gap.png"
 DOCUMENTS = {"tmd_meta": "TMD meta file", "manifest": "label manifest", "labels_meta": "labels metadata",
              "train_info": "train info", "metrics": "metrics file", "metrics_nodes": "node metrics file"}
 
@@ -34,9 +36,7 @@ DOCUMENTS = {"tmd_meta": "TMD meta file", "manifest": "label manifest", "labels_
 def read_documents(paths: dict) -> dict:
     """The JSON inputs named in :data:`DOCUMENTS`, by key (``paths`` maps the same keys to files)."""
     docs = {key: read_json(paths[key], what) for key, what in DOCUMENTS.items()}
-    from .io import read_labels_meta
-
-    docs["labels_meta"] = read_labels_meta(paths["labels_meta"], paths["labels_meta"])  # with import.json beside it
+    docs["labels_meta"] = io.read_labels_meta(paths["labels_meta"], paths["labels_meta"])  # with import.json beside it
     return docs
 
 
@@ -54,24 +54,13 @@ def store_facts(graphs: str) -> tuple:
 
 def node_counts(path: str, ds, medoids: np.ndarray) -> tuple[dict, dict]:
     """Nodes kept and dropped over all graphs and over the ``medoids`` (:func:`tmdlib.reporting.audit.node_facts`)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if not Path(path).is_file():
-        raise InputError(path, "node-subsampling file not found")
-    try:
-        table = pq.read_table(path, columns=["graph_id", "k"])
-    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
-        raise InputError(path, f"not a readable nodes Parquet (graph_id, k): {err}") from None
+    table = io.nodes_table(path, ("graph_id", "k"))
     return audit.node_facts(table.column("graph_id").to_numpy(), table.column("k").to_numpy(), ds.graph_ids,
                             ds.nodes_per_graph, medoids, path)
 
 
 def count_rows(path: str) -> int:
     """Rows of a Parquet file (the label requests)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     if not Path(path).is_file():
         raise InputError(path, "label requests not found")
     try:
@@ -88,9 +77,6 @@ def molecule_facts(graphs: str, sel: dict, requests: str, selection: str,
     """The selected molecules, largest clusters first (:func:`tmdlib.reporting.audit.molecule_rows`), the first
     ``limit`` with an RDKit depiction (:func:`tmdlib.chem.depict.depict_svg`, deterministic); ``{"omitted": why}``
     when the graph store has no ``smiles`` column (TU graphs)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     if "smiles" not in pq.read_schema(graphs).names:
         return {"omitted": NO_SMILES}
     from tmdlib.chem.depict import depict_svg
@@ -111,7 +97,7 @@ def read_params(path: str) -> dict:
     """Flat ``{"group.key": value}`` of ``params.yaml``, credentials in URL-like values redacted."""
     import yaml
 
-    from .tracking import redact_uri
+    from tmdlib.reporting.provenance import shown_params
 
     if not Path(path).is_file():
         raise InputError(path, "params file not found")
@@ -121,7 +107,7 @@ def read_params(path: str) -> dict:
         raise InputError(path, f"not valid YAML: {err}") from None
     if not isinstance(params, dict):
         raise InputError(path, "params file must be a mapping")
-    return {k: redact_uri(v) if isinstance(v, str) else v for k, v in audit.flat_items(params).items()}
+    return shown_params(audit.flat_items(params))
 
 
 def read_plot(path: str) -> bytes:
@@ -147,7 +133,9 @@ def mlflow_run(info: dict, train_info: str, check: bool = True) -> dict:
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
-    from .tracking import redact_uri, tracking_uri
+    from tmdlib.reporting.provenance import redact_uri
+
+    from .tracking import tracking_uri
 
     logged = info.get("mlflow") or {}
     run_id = logged.get("run_id")
@@ -181,49 +169,25 @@ def gather_facts(dataset: str, paths: dict, lock: str, check_mlflow: bool = True
     :data:`DOCUMENTS` to files; ``lock`` is ``dvc.lock`` (may be missing); ``check_mlflow``: the train run
     named by ``train.json`` must exist in the tracking store.
     """
+    from tmdlib.reporting.audit_facts import report_facts
+
     from .tracking import dvc_lock_hashes, git_info, lock_entries
-    from .io import read_selection
 
     docs = read_documents(paths)
-    sel = read_selection(paths["selection"])
-    ds, data = store_facts(paths["graphs"])
-    meta = docs["tmd_meta"]
-    data.update({"matrix_sha256": meta.get("matrix_sha256"), "depth": meta.get("depth"),
-                 "weights": meta.get("weights")})
-    nodes_all, nodes_sel = node_counts(paths["nodes"], ds, sel["medoids"])
+    sel = io.read_selection(paths["selection"])
+    ds, store = store_facts(paths["graphs"])
+    nodes = node_counts(paths["nodes"], ds, sel["medoids"])
     rows = count_rows(paths["requests"])
     molecules = molecule_facts(paths["graphs"], sel, paths["requests"], paths["selection"])
     run = mlflow_run(docs["train_info"], paths["train_info"], check_mlflow)
-    graphs = audit.graph_facts(sel, len(ds))
     files = [paths[k] for k in ("graphs", "selection", "nodes", "requests", "plot", *DOCUMENTS)]
-    md5 = {k.removeprefix("dvc.md5."): v for k, v in dvc_lock_hashes(files, lock).items()}
-    return {
-        "dataset": dataset, "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        "provenance": {**git_info(), **run},
-        "data": data, "graphs": graphs, "nodes": nodes_all, "nodes_selected": nodes_sel,
-        "bound": {"certified": docs["metrics"].get("certified"), **(docs["metrics"].get("bound") or {})},
-        "test": docs["metrics"].get("test") or {},
-        "pool_estimate": docs["metrics"].get("pool_estimate"), "control": docs["metrics"].get("control"),
-        "constant_predictor": docs["metrics"].get("constant_predictor"), "mode": docs["metrics"].get("mode", "benchmark"),
-        "not_measurable": docs["metrics"].get("not_measurable"),
-        "coreset_loss_weighted": docs["metrics"].get("coreset_loss_weighted"),
-        "node_bound": docs["metrics_nodes"].get("nodes") or {},
-        "node_subsampling": (io.nodes_off(paths["nodes"]) or {}).get("line"),  # off: the one line that says so
-        "labels": audit.label_facts(docs["manifest"], docs["labels_meta"], rows, len(sel["train_ids"])),
-        "molecules": molecules,
-        "manifest": audit.scalars(docs["manifest"]),
-        "checks": same_store(docs, sel, data, paths) + audit.consistency_checks(
-            docs, data, io.sha256_file(paths["selection"]), rows),
-        "task": docs["metrics"].get("task"), "reference": docs["metrics"].get("reference"),
-        "task_head": docs["metrics"].get("task_head"),
-        "params": read_params(paths["params"]), "inputs": md5,
-        "lock": {k: v for k, v in lock_entries(dataset, lock).items() if not k.startswith("audit@")} or None,
-    }
-
-
-def counts_plot(facts: dict) -> bytes:
-    """PNG of graphs, nodes and labels kept versus dropped (:func:`tmdlib.reporting.audit.counts_png`)."""
-    return audit.counts_png(audit.counts_bars(facts), title=f"{facts['dataset']}: kept versus dropped")
+    read = {"generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+            "provenance": {**git_info(), **run}, "nodes": nodes, "requests": rows, "molecules": molecules,
+            "inputs": dvc_lock_hashes(files, lock),
+            "node_line": (io.nodes_off(paths["nodes"]) or {}).get("line"),  # off: the one line that says so
+            "store_checks": same_store(docs, sel, store, paths), "selection_sha256": io.sha256_file(paths["selection"]),
+            "params": read_params(paths["params"]), "lock": lock_entries(dataset, lock)}
+    return report_facts(dataset, docs, sel, store, read)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -239,32 +203,22 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     (:func:`tmdlib.reporting.predictions.audit_positions`).  ``goal`` ``maximize`` / ``minimize`` (``select.goal``)
     adds ``hits`` (:func:`_hits`) of the target ``hunt`` names (``select.target``).
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from tmdlib.datasets.task import TaskSpec
     from tmdlib.reporting import predictions as rp
     from tmdlib.reporting.hits import ranks_hits
 
-    from .io import read_labels, read_selection
     from .predict import read_prediction_set
 
-    folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
-    meta = read_prediction_set(str(folder), stem)
+    meta = read_prediction_set(str(Path(predictions).parent), Path(predictions).name.removesuffix(".parquet"))
     spec = TaskSpec.from_dict(task_dict or meta.get("task") or {})
-    suffix = spec.column_suffix(0)
-    col = f"prediction{suffix}"
     try:
-        names = pq.read_schema(predictions).names
-        if col not in names:
-            raise InputError(predictions, f"no {col} column (columns {', '.join(names)})")
-        wanted = ["graph_id", col, "in_domain", *(f"{b}{suffix}" for b in ("lower", "upper"))]
-        table = pq.read_table(predictions, columns=[c for c in wanted if c in names])  # not the SMILES
+        table = pq.read_table(predictions, columns=rp.audit_columns(spec, pq.read_schema(predictions).names,
+                                                                    predictions))
     except (pa.ArrowException, OSError) as err:
         raise InputError(predictions, f"not a readable predictions Parquet: {err}") from None
-    label_map, _ = read_labels(labels, None, spec)
-    rows, measured = rp.audit_positions(table.column("graph_id").to_numpy(), read_selection(selection).get("audit_ids"),
-                                        label_map, labels)
+    label_map, _ = io.read_labels(labels, None, spec)
+    audit_ids = io.read_selection(selection).get("audit_ids")
+    rows, measured = rp.audit_positions(table.column("graph_id").to_numpy(), audit_ids, label_map, labels)
     hits = _hits(predictions, labels, spec, goal, hunt) if ranks_hits(goal, spec) else None
     return rp.prediction_facts(table, spec, meta, predictions, rows, measured, hits)
 
@@ -272,16 +226,12 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
 def _hits(predictions: str, labels: str, spec, goal: str, hunt=None, n: int | None = None) -> dict:
     """The hit report's facts (:func:`tmdlib.reporting.hits.table_hits`, ``n`` per list) from the predictions and
     every label, of the target ``hunt`` names on a multi-target pool (``select.target``), else of the first."""
-    import pyarrow.parquet as pq
-
     from tmdlib.reporting.hits import hunted, table_hits
-
-    from .io import read_labels
 
     names = pq.read_schema(predictions).names
     table = pq.read_table(predictions, columns=[c for c in ("graph_id", *hunted(spec, hunt)[2], "compound_id")
                                                 if c in names])
-    return table_hits(goal, spec, table, read_labels(labels, None, spec)[0], hunt, n)
+    return table_hits(goal, spec, table, io.read_labels(labels, None, spec)[0], hunt, n)
 
 
 def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None) -> list[str]:
@@ -295,8 +245,8 @@ def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None)
 
     if goal not in GOALS or not Path(labels).is_file():
         return []
-    folder, stem = Path(predictions).parent, Path(predictions).name.removesuffix(".parquet")
-    spec = TaskSpec.from_dict(read_prediction_set(str(folder), stem).get("task") or {})
+    meta = read_prediction_set(str(Path(predictions).parent), Path(predictions).name.removesuffix(".parquet"))
+    spec = TaskSpec.from_dict(meta.get("task") or {})
     if not ranks_hits(goal, spec):  # no values to rank
         return []
     return hit_lines(_hits(predictions, labels, spec, goal, hunt, n))
@@ -317,17 +267,12 @@ def write_report(out_dir: str, facts: dict, bound_plot: bytes, extra: list | Non
     dict
         ``{"markdown", "html", "plots": [...]}`` paths.
     """
+    from tmdlib.reporting.audit_facts import report_pages
+
     out = Path(out_dir)
     facts = {**facts, "files": {"markdown": str(out / REPORT_MD), "html": str(out / REPORT_HTML)}}
-    images = [(COUNTS_PNG, "Graphs, nodes and labels kept versus dropped", counts_plot(facts)),
-              (BOUND_PNG, "Bound versus observed gap across coreset fractions (evaluate stage)", bound_plot),
-              *(extra or [])]
-    markdown, page = audit.render_markdown(facts, images), audit.render_html(facts, images)
-    for name, _, png in images:
-        io.write_bytes(out / name, png)
-    io.write_text(out / REPORT_MD, markdown)
-    io.write_text(out / REPORT_HTML, page)
-    return {**facts["files"], "plots": [str(out / name) for name, _, _ in images]}
+    written = io.write_pages(out, report_pages(facts, bound_plot, extra))  # rendered before the first write
+    return {**facts["files"], "plots": written[:-2]}
 
 
 @task(name="link-audit-report", persist_result=False)

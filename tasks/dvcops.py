@@ -15,8 +15,7 @@ from pathlib import Path
 import yaml
 
 from tmdlib.errors import InputError
-
-from .tracking import redact_uri
+from tmdlib.reporting.provenance import redact_uri
 
 __all__ = ["read_group", "remote_settings", "configure_remote", "tool_env", "run_tool", "stages_ran",
            "git_commit", "is_git_repo"]

@@ -26,8 +26,8 @@ from tmdlib import GraphDataset, InputError
 from tmdlib.datasets import to_dataset
 from tmdlib.experiment.grid import DEPTH, WEIGHTS
 from tmdlib.experiment.matrices import (MATRICES, check_matrix_seconds, compute_matrix, dataset_key, matrix_file,
-                                       merge_matrix_seconds, progress_line)
-from tmdlib.experiment.results import read_results, row_key, rows_to_csv
+                                       merge_matrix_seconds)
+from tmdlib.experiment.results import gather_rows, read_results, row_key, rows_to_csv
 
 from . import io
 
@@ -62,11 +62,7 @@ def prepare_dataset(name: str, raw_root: str, cache_dir: str, threads: int = 2,
     key = dataset_key(ds)
     paths = {m: p for m, p in matrix_paths(cache_dir, name, key).items() if m in matrices}
     meta_path = Path(cache_dir) / name / f"meta-{key}.json"
-    try:
-        old = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        old = {}
-    known = dict(old.get("compute_seconds") or {})
+    known = dict(io.cached_json(meta_path).get("compute_seconds") or {})
     seconds = {}
     for m, path in paths.items():
         t0 = time.perf_counter()
@@ -114,49 +110,14 @@ def _node_subsample(name: str, raw_root: str, paths_json: str, method: str, frac
 # One cell: (dataset, kind, arch, method, trial) x fractions
 # ----------------------------------------------------------------------------------------------
 def collect_cells(futures, store, name: str, total: int, t0: float) -> int:
-    """Each finished cell's rows appended to ``store`` as the cells complete (the experiment and the molecules
-    benchmark), a progress line with an ETA on stderr after each; a failed cell does not stop the others.
-
-    Parameters
-    ----------
-    futures : list of PrefectFuture
-        One per cell, each giving its rows (a list of dicts).
-    store
-        Where rows go (``store.append(rows)``: :class:`ResultStore`, :class:`tasks.molecules.MoleculeResults`).
-    name : str
-        The dataset, in the progress lines.
-    total : int
-        Rows (models) the cells will give, for the ETA.
-    t0 : float
-        ``time.perf_counter()`` when the dataset's work began.
-
-    Returns
-    -------
-    int
-        Rows appended.
-
-    Raises
-    ------
-    RuntimeError
-        After every cell finished, when some failed (how many, and the first error).
-    """
+    """Each finished cell's rows appended to ``store`` (:class:`ResultStore`) as the cells complete, a progress line
+    on stderr after each (:func:`tmdlib.experiment.results.gather_rows`; ``futures``: one per cell)."""
     import sys
 
     from prefect.futures import as_completed
 
-    done, failures = 0, []
-    for fut in as_completed(futures):
-        try:
-            rows = fut.result()
-        except Exception as err:  # noqa: BLE001 - keep the other cells' rows; report at the end
-            failures.append(str(err))
-            continue
-        store.append(rows)
-        done += len(rows)
-        print(progress_line(name, done, total, time.perf_counter() - t0), file=sys.stderr, flush=True)
-    if failures:
-        raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
-    return done
+    return gather_rows(as_completed(futures), store, name, total, t0,
+                       lambda line: print(line, file=sys.stderr, flush=True))
 
 
 @task(name="experiment-cell", persist_result=False)
@@ -180,38 +141,47 @@ def run_cell(spec: dict) -> list[dict]:
 class ResultStore:
     """``<dir>/<dataset>.csv`` per dataset; each :meth:`append` rewrites the file atomically.
 
-    A crash leaves the previous complete file; a rerun reads it and skips finished keys.  The store
-    holds an exclusive lock file (``.<dataset>.csv.lock``, ``fcntl.flock``) while open, so two runs
-    cannot write the same file.
+    A crash leaves the previous complete file; a rerun reads it and skips finished keys (a row already stored, or
+    twice in one :meth:`append`, is kept once: the first).  ``table``: the results table's ``(read, key, csv)``
+    functions (the experiment's, :mod:`tmdlib.experiment.results`, by default).  With ``lock`` the store holds an
+    exclusive lock file (``.<dataset>.csv.lock``, ``fcntl.flock``) while open, so two runs cannot write the same
+    file.
     """
 
-    def __init__(self, directory: str, dataset: str):
+    def __init__(self, directory: str, dataset: str, table: tuple = (read_results, row_key, rows_to_csv),
+                 lock: bool = True):
         import fcntl
 
         self.path = Path(directory) / f"{dataset}.csv"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.path.parent / f".{self.path.name}.lock", "w")  # noqa: SIM115 - held open
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._lock.close()
-            raise InputError(str(self.path), "another experiment run is writing this results file") from None
-        self.rows = read_results(str(self.path))
-        self.keys = {row_key(r) for r in self.rows}
+        self._read, self._key, self._csv = table
+        self._lock = None
+        if lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.path.parent / f".{self.path.name}.lock", "w")  # noqa: SIM115 - held open
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                self._lock.close()
+                raise InputError(str(self.path), "another experiment run is writing this results file") from None
+        self.rows = self._read(str(self.path))
+        self.keys = {self._key(r) for r in self.rows}
 
     def done(self, key: tuple) -> bool:
         return key in self.keys
 
     def append(self, rows: list[dict]) -> None:
-        new = [r for r in rows if row_key(r) not in self.keys]
-        if not new:
-            return
-        self.rows.extend(new)
-        self.keys.update(row_key(r) for r in new)
-        io.write_text(self.path, rows_to_csv(self.rows))
+        new = []
+        for r in rows:
+            if self._key(r) not in self.keys:
+                self.keys.add(self._key(r))
+                new.append(r)
+        if new:
+            self.rows.extend(new)
+            io.write_text(self.path, self._csv(self.rows))
 
     def close(self) -> None:
-        self._lock.close()
+        if self._lock is not None:
+            self._lock.close()
 
 
 MATRIX_TIMES = "matrices.json"
@@ -258,37 +228,8 @@ def write_reports(results_dir: str, report_dir: str, profile: str, paper_csv: st
     ``matrix_seconds``: ``{dataset: {matrix: seconds}}``, what computing each distance matrix (once per
     dataset) took, reported beside the per-selection costs.
     """
-    import matplotlib
+    from tmdlib.reporting.paper import experiment_pages, read_paper
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from tmdlib.reporting.paper import dataset_report, read_paper, summary_markdown
-    from tmdlib.reporting.tables import plot_curves
-
-    paper = read_paper(paper_csv)
-    files, summaries = [], []
-    for csv_path in sorted(Path(results_dir).glob("*.csv")):
-        rows = read_results(str(csv_path))
-        if not rows:
-            continue
-        name = csv_path.stem
-        text, summ, panels = dataset_report(name, rows, paper, (matrix_seconds or {}).get(name))
-        summaries += summ
-        md_path = Path(report_dir) / f"{name}.md"
-        io.write_text(md_path, text)
-        files.append(str(md_path))
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
-        for ax, (title, cells, methods, ptmd) in zip(axes[0], panels):
-            plot_curves(ax, cells, methods, ptmd, title=f"{name}: {title}", ylabel=f"test {rows[0]['metric']}")
-        fig.tight_layout()
-        png = Path(report_dir) / f"{name}.png"
-        with io.atomic_path(png) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-        plt.close(fig)
-        files.append(str(png))
-    if summaries:
-        sp = Path(report_dir) / "summary.md"
-        io.write_text(sp, summary_markdown(summaries, profile))
-        files.append(str(sp))
-    return {"files": files, "summaries": summaries}
+    results = {p.stem: rows for p in sorted(Path(results_dir).glob("*.csv")) if (rows := read_results(str(p)))}
+    pages, summaries = experiment_pages(results, read_paper(paper_csv), matrix_seconds, profile)
+    return {"files": io.write_pages(report_dir, pages), "summaries": summaries}

@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from prefect import task
 
 from tmdlib import datasets as tds
-from tmdlib.datasets.identity import duplicate_counts
-from tmdlib.datasets.sources import SourceReading, batch_kind, csv_columns, tu_name
+from tmdlib.datasets.identity import streamed_summary, structure_duplicates, table_summary
+from tmdlib.datasets.sources import (SourceReading, batch_kind, batch_reading, expected_molecules,
+                                    invalid_csv_text, progress_line, tu_name)
 from tmdlib.datasets.task import TaskSpec, store_task, table_task
 
 from . import io
@@ -26,9 +26,7 @@ def verify_checksums(raw_root: str, folder: str) -> list[str]:
 def _print_progress(name: str, total: int | None, unit: str = "molecules"):
     """A progress callback printing items (``unit``) done, rate and ETA (every chunk)."""
     def report(done: int, seconds: float) -> None:
-        rate = done / max(seconds, 1e-9)
-        share = f" ({100 * done / total:.1f} %, ETA {(total - done) / rate / 60:.1f} min)" if total else ""
-        print(f"ingest {name}: {done:,} {unit}{share}, {rate:,.0f}/s", file=sys.stderr, flush=True)
+        print(progress_line(name, done, seconds, total, unit), file=sys.stderr, flush=True)
     return report
 
 
@@ -50,25 +48,12 @@ def read_source(kind: str, path: str, name: str, reading: SourceReading = Source
     if kind == "ogb":
         return tds.read_ogb(path, name=name, task=task)
     if kind == "smiles":
-        return tds.read_smiles_csv(path, **_smiles_options(reading), workers=resolve_workers(workers),
-                                   progress=_print_progress(name, _smiles_total(name, reading.limit)), name=name,
+        return tds.read_smiles_csv(path, **reading.smiles_options(), workers=resolve_workers(workers),
+                                   progress=_print_progress(name, expected_molecules(name, reading.limit)), name=name,
                                    skipped=skipped)
     if kind == "parquet":
         return store_task(tds.read_graph_parquet(path), task, path)
     raise ValueError(f"unknown source kind {kind!r}")
-
-
-def _smiles_options(reading: SourceReading) -> dict:
-    """The SMILES readers' keyword arguments of ``reading`` (an empty choice as none)."""
-    return {"smiles_column": reading.smiles_column, "label_column": reading.label_columns or None,
-            "split_column": reading.split_column or None, "keep_columns": reading.keep_columns or (),
-            "task": reading.task, "standin": reading.standin, "limit": reading.limit, "id_column": reading.id_column}
-
-
-def _smiles_total(name: str, limit: int | None) -> int | None:
-    """Molecules a SMILES source will give, when known (a built-in pool), for the progress lines' ETA."""
-    info = tds.DATASETS.get(name)
-    return min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit
 
 
 @task(name="write-smiles-store", persist_result=False)
@@ -78,9 +63,9 @@ def write_smiles_store(path: str, out: str, name: str, reading: SourceReading, w
     per chunk as the molecules are converted (:func:`tmdlib.datasets.write_smiles_parquet`: memory that does not
     grow with the pool); return the same summary as :func:`write_graph_store`."""
     with io.atomic_path(out) as tmp:
-        stats = tds.write_smiles_parquet(path, tmp, **_smiles_options(reading), task_source=task_source,
+        stats = tds.write_smiles_parquet(path, tmp, **reading.smiles_options(), task_source=task_source,
                                          workers=resolve_workers(workers),
-                                         progress=_print_progress(name, _smiles_total(name, reading.limit)),
+                                         progress=_print_progress(name, expected_molecules(name, reading.limit)),
                                          name=name, skip_invalid=skip_invalid)
     return {**_streamed_summary(out, stats), "invalid": stats["invalid"]}
 
@@ -95,59 +80,28 @@ def invalid_report_path(out: str | Path) -> Path:
 def write_invalid_report(out: str, invalid: list) -> str | None:
     """``line,smiles,reason`` of every SMILES left out, beside the store (atomically); an earlier report is
     removed when this ingest skipped none, so the report always describes the store beside it."""
-    import csv
-    import io as _io
-
     path = invalid_report_path(out)
     if not invalid:
         path.unlink(missing_ok=True)
         return None
-    buf = _io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["line", "smiles", "reason"])
-    w.writerows(sorted(invalid))
-    io.write_text(path, buf.getvalue())
+    io.write_text(path, invalid_csv_text(invalid))
     return str(path)
-
-
-#: A store without the canonical key column (older, or an OGB source) has its duplicate structures counted on
-#: RDKit's canonical SMILES up to this size (about 0.2 ms a molecule on one core, measured: 10 s at this size),
-#: larger ones on the SMILES as written.
-CANONICAL_DUPLICATES_LIMIT = 50_000
 
 
 def count_duplicates(store: str) -> dict | None:
     """Structures stored more than once in a molecule store (None: no ``smiles`` column): ``structures`` (how many
     structures have copies), ``graphs`` (the graphs beyond each structure's first), ``compared`` (on what)."""
-    import pyarrow.parquet as pq
-
     if "smiles" not in pq.read_schema(store).names:
         return None
     index = io.canonical_keys(store)
     if index is not None:  # the key index written at ingest: canonical at any size, no parsing
-        keys, compared = index.to_pylist(), "RDKit's canonical SMILES"
-    else:
-        smiles = pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist()
-        if len(smiles) <= CANONICAL_DUPLICATES_LIMIT:
-            from tmdlib.datasets.smiles import canonical_smiles
-
-            keys, compared = [canonical_smiles(s) or s for s in smiles], "RDKit's canonical SMILES"
-        else:
-            keys, compared = smiles, "the SMILES as written (a pool this large is not canonicalised)"
-    return {**duplicate_counts(keys), "compared": compared}
+        return structure_duplicates(index=index.to_pylist())
+    return structure_duplicates(smiles=pq.read_table(store, columns=["smiles"]).column("smiles").to_pylist())
 
 
 def _streamed_summary(out: str, stats: dict) -> dict:
     """:func:`write_graph_store`'s summary of a store written a slice at a time (``stats``: its counts and task)."""
-    graphs = stats["graphs"]
-    return {
-        "path": str(Path(out)),
-        "task": stats["task"].describe(),
-        "graphs": graphs,
-        "mean_nodes": stats["nodes"] / graphs if graphs else 0.0,
-        "mean_edges": stats["edges"] / graphs if graphs else 0.0,
-        "sha256": io.sha256_file(out),
-    }
+    return {"path": str(Path(out)), **streamed_summary(stats), "sha256": io.sha256_file(out)}
 
 
 @task(name="copy-parquet-store", persist_result=False)
@@ -180,11 +134,8 @@ def read_batch(path: str, node_attributes: bool = False, smiles_column: str = "s
     """
     p = Path(path)
     kind = batch_kind(p)
-    reading = SourceReading(smiles_column=smiles_column, node_attributes=node_attributes)
-    if kind == "smiles":  # TU batches: their classes are mapped to the dataset's when appended
-        named = [label_column] if isinstance(label_column, str) else label_column
-        labels, split, keep = csv_columns(str(p), named, split_column, keep_columns, optional=True)
-        reading = replace(reading, label_columns=list(labels), split_column=split, keep_columns=keep, task=task)
+    reading = batch_reading(p, kind, node_attributes, smiles_column, label_column, split_column=split_column,
+                            keep_columns=keep_columns, task=task)
     table = read_source.fn(kind, str(p), tu_name(p) if kind == "tu" else p.stem, reading)
     tds.validate_graph_table(table, p)
     return table
@@ -211,13 +162,4 @@ def write_graph_store(table, out: str) -> dict:
     """Validate ``table`` and write it atomically to ``out``; return summary statistics."""
     tds.validate_graph_table(table, out)
     io.write_parquet(out, table)
-    n_nodes = table.column("num_nodes").to_numpy()
-    n_edges = pc.list_value_length(table.column("edge_src")).to_numpy() // 2
-    return {
-        "path": str(Path(out)),
-        "task": table_task(table).describe(),
-        "graphs": int(table.num_rows),
-        "mean_nodes": float(n_nodes.mean()) if table.num_rows else 0.0,
-        "mean_edges": float(n_edges.mean()) if table.num_rows else 0.0,
-        "sha256": io.sha256_file(out),
-    }
+    return {"path": str(Path(out)), **table_summary(table), "sha256": io.sha256_file(out)}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -28,15 +27,13 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
-from tmdlib.datasets.documents import (check_selection, node_subsets_for, positions,  # noqa: F401  (for the tasks)
-                                       read_json, read_text_csv)
-from tmdlib.datasets.documents import parse_int as _parse_int  # noqa: F401  (the ledger's)
-from tmdlib.datasets.molfiles import sniff_delimiter  # noqa: F401  (the label intake's)
+from tmdlib.datasets.documents import (check_selection, node_subsets, node_subsets_for,  # noqa: F401  (tasks)
+                                       positions, read_json, read_text_csv)
 from tmdlib.errors import InputError
 
-__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "write_parquet", "write_npy", "write_npz",
-           "sha256_file", "remove_stale_temps", "file_set", "settle_file_set",
-           "read_text_csv", "sniff_delimiter", "read_json", "read_selection", "read_labels",
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_pages", "write_json", "write_parquet", "write_npy",
+           "write_npz", "sha256_file", "remove_stale_temps", "file_set", "settle_file_set", "cached_json",
+           "read_text_csv", "read_json", "read_selection", "read_labels",
            "read_nodes", "nodes_off", "positions", "dataset_name", "node_subsets_for", "tool_version", "stamped",
            "VERSION_FIELD"]
 
@@ -226,6 +223,13 @@ def write_text(dest, text: str) -> Path:
     return _write_with(dest, lambda p: p.write_text(text, encoding="utf-8"))
 
 
+def write_pages(folder, pages: dict) -> list[str]:
+    """Atomically write each ``{file name: text or bytes}`` of ``pages`` into ``folder``; returns the paths."""
+    folder = Path(folder)
+    return [str(write_bytes(folder / n, c) if isinstance(c, bytes) else write_text(folder / n, c))
+            for n, c in pages.items()]
+
+
 def write_json(dest, obj: Any) -> Path:
     """Atomically write ``obj`` as indented, key-sorted JSON.
 
@@ -308,6 +312,14 @@ def _json_default(o: Any) -> Any:
 
 # Artifact readers
 # ----------------------------------------------------------------------------------------------
+def cached_json(path) -> Any:
+    """The JSON a cache kept at ``path``, or ``{}`` when it is missing or unreadable (then it is computed again)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def dataset_name(graphs_path: str) -> str:
     """Dataset name recorded in the graph store's schema metadata (``tmdlib.name``), else the file stem."""
     import pyarrow.parquet as pq
@@ -327,7 +339,7 @@ def canonical_keys(store_path: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tmdlib.datasets.smiles import CANONICAL_COLUMN, canonical_smiles
+    from tmdlib.datasets.smiles import CANONICAL_COLUMN, filled_keys
 
     if CANONICAL_COLUMN not in pq.read_schema(store_path).names:
         return None
@@ -335,8 +347,7 @@ def canonical_keys(store_path: str):
     if not keys.null_count:
         return keys
     written = pq.read_table(store_path, columns=["smiles"]).column("smiles").to_pylist()
-    return pa.array([k if k is not None else canonical_smiles(s) or s for k, s in zip(keys.to_pylist(), written)],
-                    pa.string())
+    return pa.array(filled_keys(keys.to_pylist(), written), pa.string())
 
 
 def read_selection(path: str) -> dict:
@@ -352,23 +363,12 @@ def read_labels(csv_path: str, meta_path: str | None = None, task=None) -> tuple
     write (multi-class: the class values).  ``meta_path`` defaults to ``labels.json`` next to the CSV; missing →
     ``{"source": "unknown"}``.
     """
-    from tmdlib.datasets.labels import label_columns, validate_label_import
+    from tmdlib.datasets.labels import label_columns, labels_of_table
     from tmdlib.datasets.task import BINARY
 
     task = task or BINARY
     cols = ["y"] if task.num_targets == 1 else label_columns(task)
-    table = read_text_csv(csv_path, ("graph_id", *cols), what="labels file")
-    ids = [_parse_int(g) for g in table.column("graph_id").to_pylist()]
-    if any(g is None for g in ids):
-        row = [g is None for g in ids].index(True)
-        raise InputError(csv_path, f"graph_id {table.column('graph_id')[row].as_py()!r} is not an integer",
-                         line=row + 2)
-    checked = validate_label_import(table, [], [g for g in ids if -2 ** 63 <= g < 2 ** 63], csv_path, task=task,
-                                    label_column="y")
-    Y = np.column_stack([np.asarray(checked.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
-                         for c in checked.column_names[1:]])
-    gids = checked.column("graph_id").to_pylist()
-    labels = {int(g): (float(row[0]) if task.num_targets == 1 else row) for g, row in zip(gids, Y)}
+    labels = labels_of_table(read_text_csv(csv_path, ("graph_id", *cols), what="labels file"), task, csv_path)
     return labels, read_labels_meta(csv_path, meta_path)
 
 
@@ -382,27 +382,23 @@ def read_labels_meta(csv_path: str, meta_path: str | None = None) -> dict:
     return {**read_json(str(imp), "label import record"), **meta} if imp.is_file() else meta
 
 
-def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
-    """``{graph_id: (kept local node ids, epsilon)}`` from ``nodes.parquet``."""
+def nodes_table(path: str, columns: tuple):
+    """``columns`` of ``nodes.parquet`` (InputError naming the file: missing, or not readable with them)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    p = Path(path)
-    if not p.is_file():
+    if not Path(path).is_file():
         raise InputError(path, "node-subsampling file not found")
     try:
-        table = pq.read_table(p, columns=["graph_id", "nodes", "epsilon"])
+        return pq.read_table(path, columns=list(columns))
     except (pa.ArrowException, OSError, ValueError, KeyError) as err:
-        raise InputError(path, f"not a readable nodes Parquet (graph_id, nodes, epsilon): {err}") from None
-    out = {}
-    gids = table.column("graph_id").to_pylist()
-    nodes = table.column("nodes").to_pylist()
-    eps = table.column("epsilon").to_pylist()
-    for row, (g, s, e) in enumerate(zip(gids, nodes, eps)):
-        if g is None or s is None or e is None or not math.isfinite(e) or e < -1e-9:
-            raise InputError(path, "null graph_id/nodes or a missing/negative epsilon", line=row + 1)
-        out[int(g)] = (np.asarray(s, dtype=np.int64), max(float(e), 0.0))
-    return out
+        raise InputError(path, f"not a readable nodes Parquet ({', '.join(columns)}): {err}") from None
+
+
+def read_nodes(path: str) -> dict[int, tuple[np.ndarray, float]]:
+    """``{graph_id: (kept local node ids, epsilon)}`` from ``nodes.parquet``."""
+    table = nodes_table(path, ("graph_id", "nodes", "epsilon"))
+    return node_subsets(*(table.column(c).to_pylist() for c in ("graph_id", "nodes", "epsilon")), path)
 
 
 #: The schema-metadata key of ``nodes.parquet`` that records node subsampling as off, and why.
@@ -412,10 +408,10 @@ NODES_META_KEY = b"tmdsub.nodes"
 def nodes_off(path: str | None) -> dict | None:
     """``{"method": "off", "requested", "reason", "line"}`` when ``nodes.parquet`` records node subsampling as off
     (:func:`tasks.select.nodes_off_table`), else None (also for no path or a missing file: its reader says so)."""
-    import json
-
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from tmdlib.datasets.documents import nodes_off_record
 
     if not path or not Path(path).is_file():
         return None
@@ -423,7 +419,4 @@ def nodes_off(path: str | None) -> dict | None:
         raw = (pq.read_schema(path).metadata or {}).get(NODES_META_KEY)
     except (pa.ArrowException, OSError) as err:
         raise InputError(path, f"not a readable nodes Parquet: {err}") from None
-    doc = json.loads(raw) if raw else {}
-    if doc.get("method") != "off":
-        return None
-    return {"requested": None, "reason": "nodes.method: off", "line": "node subsampling: off", **doc}
+    return nodes_off_record(raw)

@@ -8,21 +8,21 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from prefect import task
 
 from tmdlib import InputError
 from tmdlib.datasets import intake
+from tmdlib.datasets.molfiles import sniff_delimiter
 
 from . import io
-from .ledger import MEASUREMENTS, read_ledger  # noqa: F401 - read_ledger: flows/select.py imports it from here
+from .ledger import MEASUREMENTS
 
 
 @task(name="label-requests", persist_result=False)
 def build_requests(store_path: str, selection: dict, labelled: set | None = None):
     """Label-request table of a selection (:func:`tmdlib.datasets.intake.label_requests`): graph_id, source id
     (SMILES for molecules), τ, rank; medoids in ``labelled`` (graph ids already in the ledger) are left out."""
-    import pyarrow.parquet as pq
     from tmdlib.datasets.smiles import ID_COLUMN
 
     cols = pq.read_schema(store_path).names
@@ -40,8 +40,6 @@ NO_MOLECULES = "no molecules in this dataset"
 def request_smiles(store_path: str, requests: pa.Table) -> list | None:
     """SMILES of the requested graphs in the order of ``requests`` (``None`` for a graph stored without one), or
     ``None`` when the graph store has no ``smiles`` column (TU graphs, PyG exports)."""
-    import pyarrow.parquet as pq
-
     if "smiles" not in pq.read_schema(store_path).names:
         return None
     table = pq.read_table(store_path, columns=["graph_id", "smiles"])
@@ -67,13 +65,9 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
 
     sdf = ""
     if smiles is not None:
-        from tmdlib.chem.sdf import requests_sdf
+        from tmdlib.chem.sdf import requests_table_sdf
 
-        col = lambda name: requests.column(name).to_pylist()  # noqa: E731
-        from tmdlib.datasets.smiles import ID_COLUMN
-
-        ids = col(ID_COLUMN) if ID_COLUMN in requests.column_names else None  # the user's compound ids, if any
-        sdf = requests_sdf(smiles, col("graph_id"), col("tau"), col("rank"), col("source_id"), compound_ids=ids)
+        sdf = requests_table_sdf(smiles, requests)
     out = Path(out_dir)
     with io.atomic_path(out / "label_requests.csv") as tmp:
         pacsv.write_csv(requests, tmp)
@@ -81,11 +75,6 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
     io.write_text(out / REQUESTS_SDF, sdf)
     io.write_json(out / "manifest.json", io.stamped(manifest))
     return str(out)
-
-
-def read_label_file(path: str) -> pa.Table:
-    """Read a user's ``graph_id,label`` CSV with every cell as text (validation parses them)."""
-    return io.read_text_csv(path, what="label file")
 
 
 def label_params(params_path: str | None, dataset: str) -> dict:
@@ -123,13 +112,15 @@ def read_answer_sheet(source: str, sheet=None) -> tuple:
         return table, lines, "SD file"
     if suffix in XLSX:
         return (*_read_xlsx(source, sheet), f"spreadsheet{'' if sheet is None else f' (sheet {sheet!r})'}")
-    delim = io.sniff_delimiter(source)
+    delim = sniff_delimiter(source)
     form = {",": "CSV", ";": "CSV (semicolons)", "\t": "CSV (tabs)"}[delim]
     return io.read_text_csv(source, what="label file", delimiter=delim), None, form
 
 
 def _read_xlsx(source: str, sheet=None) -> tuple:
     import pandas as pd
+
+    from tmdlib.datasets.labsheet import frame_table
 
     if not Path(source).is_file():
         raise InputError(source, "label file not found")
@@ -140,12 +131,7 @@ def _read_xlsx(source: str, sheet=None) -> tuple:
         raise InputError(source, f"cannot read the spreadsheet: {err}") from None
     except Exception as err:  # noqa: BLE001 - openpyxl's errors on a damaged file
         raise InputError(source, f"not a readable spreadsheet: {type(err).__name__}: {err}") from None
-    # a column without a header and without a value (a formatted but empty column) is no column
-    frame = frame[[c for c in frame.columns if not str(c).startswith("Unnamed: ") or frame[c].str.strip().any()]]
-    names = [str(c) for c in frame.columns]
-    cols = {n: pa.array(["" if v is None else str(v) for v in frame[c].tolist()], pa.string())
-            for n, c in zip(names, frame.columns)}
-    return pa.table(cols), np.arange(2, len(frame) + 2)
+    return frame_table(frame)
 
 
 @task(name="read-answers", persist_result=False)
@@ -156,42 +142,27 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
     (:func:`tmdlib.datasets.labsheet.normalize_answers`; ``sheet``: :func:`tmdlib.datasets.intake.sheet_params`),
     keys resolved against the requests (``source_id``) and the pool (``graph_id``, canonical ``smiles``); one error
     naming every offending line, nothing written."""
-    import pyarrow.parquet as pq
-
-    from tmdlib.datasets.labels import read_answers
+    from tmdlib.datasets.labels import answer_key, key_index, read_answers, source_index, wanted_keys
     from tmdlib.datasets.labsheet import normalize_answers
+    from tmdlib.datasets.smiles import ID_COLUMN, canonical_smiles
 
     sheet = sheet or {}
     table, lines, form = read_answer_sheet(source, sheet.get("sheet"))
     table, how = normalize_answers(table, targets, columns=sheet.get("columns"), transform=sheet.get("transform",
                                    "none"), units=sheet.get("units"), path=source, line_numbers=lines)
-    names = table.column_names
     request_sources = pool = canonical = index = None
-    key = next((k for k in ("graph_id", "source_id", "smiles") if k in names), None)
+    key = answer_key(table.column_names)
     stored = pq.read_schema(store_path).names
     if key == "source_id":  # the requests' source ids, and the user's compound ids of the whole pool
-        from tmdlib.datasets.labels import key_index
-        from tmdlib.datasets.smiles import ID_COLUMN
-
-        wanted = {str(k).strip() for k in table.column("source_id").to_pylist() if k is not None}
         req = pq.read_table(requests_path, columns=["graph_id", "source_id"])
-        request_sources = key_index(pc.utf8_trim_whitespace(req.column("source_id").cast(pa.string())),
-                                    req.column("graph_id"), wanted)
-        if ID_COLUMN in stored:  # the pool's ids filtered to the lab's (vectorised): no loop over the pool
-            t = pq.read_table(store_path, columns=["graph_id", ID_COLUMN])
-            for k, gids in key_index(t.column(ID_COLUMN), t.column("graph_id"), wanted).items():
-                hits = request_sources.setdefault(k, [])
-                hits.extend(g for g in gids if g not in hits)
+        ids = pq.read_table(store_path, columns=["graph_id", ID_COLUMN]) if ID_COLUMN in stored else None
+        request_sources = source_index(req, wanted_keys(table, "source_id"), ids, ID_COLUMN)
     elif key == "smiles" and "smiles" in stored:
-        from tmdlib.datasets.labels import key_index
-        from tmdlib.datasets.smiles import canonical_smiles
-
         canonical = functools.lru_cache(maxsize=None)(canonical_smiles)  # each lab SMILES parsed once
         keys = io.canonical_keys(store_path)
         if keys is not None:  # the key index written at ingest: only the lab's molecules are parsed
-            wanted = {canonical(str(s).strip()) for s in table.column("smiles").to_pylist() if s}
             gids = pq.read_table(store_path, columns=["graph_id"]).column("graph_id")
-            index = key_index(keys, gids, wanted - {None})
+            index = key_index(keys, gids, wanted_keys(table, "smiles", canonical))
         else:  # a store from before the key index (or an OGB source): every pool molecule canonicalised
             t = pq.read_table(store_path, columns=["graph_id", "smiles"])
             pool = (t.column("graph_id").to_pylist(), t.column("smiles").to_pylist())

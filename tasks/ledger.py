@@ -32,7 +32,7 @@ def read_ledger_history(path: str | None, known: np.ndarray | None = None) -> tu
     :func:`~tmdlib.datasets.ledger.legacy_history`).  A missing file is an empty ledger.  Returns
     ``(history, meta)``."""
     if not path or not Path(path).exists():
-        return lg.empty_history(), {"format": lg.LEDGER_FORMAT, "task": None, "digest_checked": False, "sha256": None}
+        return lg.empty_history(), lg.unsealed_meta()
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -41,8 +41,7 @@ def read_ledger_history(path: str | None, known: np.ndarray | None = None) -> tu
     fmt, seal = lg.ledger_format(text), seal_path(p)
     if fmt == 1:
         raw = io.read_text_csv(path, ("graph_id",), what="label ledger")
-        return lg.legacy_history(raw, path, known), {"format": 1, "task": None, "digest_checked": False,
-                                                      "sha256": None}
+        return lg.legacy_history(raw, path, known), lg.unsealed_meta(1)
     record = None
     if fmt == lg.LEDGER_FORMAT and seal.is_file():
         try:
@@ -91,9 +90,7 @@ def commit_labels(ledger_path: str, labels_csv: str, known: np.ndarray, task=Non
     if rewrite:
         write_ledger(ledger_path, pa.concat_tables([hist, add.select(hist.column_names)]), spec,
                      lmeta.get("name") or meta.get("name"))
-    graphs = len(set(hist.column("graph_id").to_pylist()) | set(add.column("graph_id").to_pylist()))
-    return {"ledger": str(ledger_path), "added": int(add.num_rows), "round": rnd if add.num_rows else None,
-            "measurements": int(hist.num_rows + add.num_rows), "total": graphs}
+    return lg.commit_summary(ledger_path, hist, add, rnd)
 
 
 def read_measurements(path: Path, known=None) -> pa.Table:

@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from tmdlib import InputError
 
 from . import io
+from .experiment import ResultStore
 
 
 def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
@@ -44,8 +45,10 @@ def load_set(name: str, raw_root: str, graphs_dir: str = "data/graphs") -> dict:
 
 
 def _paths(cache_dir: str, name: str) -> dict:
+    from tmdlib.experiment.molecules import SET_ARRAYS
+
     d = Path(cache_dir) / "molecules" / name
-    return {m: str(d / f"{m}.npy") for m in ("tmd", "feature", "wl", "counts")} | {"meta": str(d / "meta.json")}
+    return {m: str(d / f"{m}.npy") for m in SET_ARRAYS} | {"meta": str(d / "meta.json")}
 
 
 @task(name="prepare-molecules", persist_result=False, cache_policy=NO_CACHE)
@@ -54,25 +57,14 @@ def prepare(name: str, raw_root: str, cache_dir: str, threads: int = 2) -> dict:
 
     Returns ``{"paths", "pool", "test", "seconds"}`` (``seconds``: what computing each took when it was computed).
     """
-    from tmdlib import tmd_matrix
-    from tmdlib.chem.fingerprints import ecfp4_counts
-    from tmdlib.experiment.grid import DEPTH, WEIGHTS
-    from tmdlib.select import baselines
+    from tmdlib.experiment.molecules import set_arrays, set_key
 
     s = load_set(name, raw_root)
-    pool = s["ds"].take(s["train"])
     paths = _paths(cache_dir, name)
-    try:
-        meta = json.loads(Path(paths["meta"]).read_text())
-    except (OSError, ValueError):
-        meta = {}
-    key = f"{len(s['ds'])}:{len(s['train'])}:{int(s['train'].sum())}:{DEPTH}:{WEIGHTS}"
+    meta = io.cached_json(paths["meta"])
+    key = set_key(s)
     seconds = dict(meta.get("seconds") or {}) if meta.get("key") == key else {}
-    compute = {"tmd": lambda: tmd_matrix(pool, DEPTH, WEIGHTS, num_threads=threads),
-               "feature": lambda: baselines.feature_distance_matrix(pool),
-               "wl": lambda: baselines.wl_distance_matrix(pool, iterations=3),
-               "counts": lambda: ecfp4_counts(s["smiles"])}
-    for m, fn in compute.items():
+    for m, fn in set_arrays(s, threads).items():
         if m in seconds and Path(paths[m]).is_file():
             continue
         t0 = time.perf_counter()
@@ -101,16 +93,12 @@ def select_method(name: str, raw_root: str, paths: dict, method: str, fractions:
     """Every pick of one (set, method) (:func:`tmdlib.experiment.molecules.select_all`), cached in
     ``picks-<method>.json`` beside the matrices; picks already there for the same budgets and at least as many trials
     are kept.  Returns how many selections were made now."""
-    from tmdlib.experiment.molecules import select_all
+    from tmdlib.experiment.molecules import picks_cover, select_all
 
     path = picks_path(paths, method)
     grid = {"fractions": [float(f) for f in fractions], "trials": int(trials)}
-    try:
-        old = json.loads(path.read_text())
-        if old["fractions"] == grid["fractions"] and int(old["trials"]) >= grid["trials"]:
-            return 0  # the cached picks include this grid's (trial t's picks do not depend on how many trials)
-    except (OSError, ValueError, KeyError):
-        pass
+    if picks_cover(io.cached_json(path), fractions, trials):
+        return 0  # the cached picks include this grid's
     s, mats, _ = _loaded(name, raw_root, json.dumps(paths, sort_keys=True))
     pool = s["ds"].take(s["train"])
     picks = select_all(pool, [s["smiles"][int(p)] for p in s["train"]], mats, [method], fractions, trials)
@@ -120,11 +108,9 @@ def select_method(name: str, raw_root: str, paths: dict, method: str, fractions:
 
 def load_picks(paths: dict, methods) -> dict:
     """``{(method, fraction, trial): pick}`` of the cached picks."""
-    out = {}
-    for method in methods:
-        doc = json.loads(picks_path(paths, method).read_text())
-        out.update({(p["method"], round(float(p["fraction"]), 6), int(p["trial"])): p for p in doc["picks"]})
-    return out
+    from tmdlib.experiment.molecules import picks_index
+
+    return picks_index(json.loads(picks_path(paths, method).read_text()) for method in methods)
 
 
 @task(name="molecule-cell", persist_result=False, cache_policy=NO_CACHE)
@@ -140,77 +126,27 @@ def run_molecule_cell(spec: dict, raw_root: str, paths: dict, device: str = "cpu
                     load_picks(paths, [spec["method"]]), device, smiles=s["smiles"])
 
 
-class MoleculeResults:
-    """``<directory>/<set>.csv`` (columns :data:`tmdlib.experiment.molecules.COLUMNS`); each :meth:`append` rewrites
-    it atomically, so a crash leaves the previous complete file and a rerun skips the finished rows."""
+class MoleculeResults(ResultStore):
+    """``<directory>/<set>.csv`` (columns :data:`tmdlib.experiment.molecules.COLUMNS`), a :class:`ResultStore`
+    without a lock file: each :meth:`append` rewrites it atomically, a rerun skips the finished rows."""
 
     def __init__(self, directory: str, name: str):
-        from tmdlib.experiment.molecules import row_key
+        from tmdlib.experiment.molecules import read_rows, row_key, rows_csv
 
-        from tmdlib.experiment.molecules import read_rows
-
-        self.path = Path(directory) / f"{name}.csv"
-        self.rows = read_rows(str(self.path))
-        self.keys = {row_key(r) for r in self.rows}
-
-    def done(self, key: tuple) -> bool:
-        return key in self.keys
-
-    def append(self, rows: list[dict]) -> None:
-        from tmdlib.experiment.molecules import row_key
-
-        new, seen = [], set(self.keys)
-        for r in rows:  # a row already stored, or twice in ``rows`` (two merged runs), is kept once: the first
-            if row_key(r) not in seen:
-                seen.add(row_key(r))
-                new.append(r)
-        if new:
-            self.rows.extend(new)
-            self.keys.update(row_key(r) for r in new)
-            from tmdlib.experiment.molecules import rows_csv
-
-            io.write_text(self.path, rows_csv(self.rows))
+        super().__init__(directory, name, (read_rows, row_key, rows_csv), lock=False)
 
 
 @task(name="write-molecule-reports", persist_result=False)
 def write_molecule_reports(results_dir: str, report_dir: str, seconds: dict) -> dict:
     """Per-set tables and plots and the summary (:mod:`tmdlib.reporting.molecules`) from the results CSVs."""
-    from tmdlib.experiment.molecules import read_rows
-    from tmdlib.reporting.molecules import dataset_page, plot_dataset, summary_page
+    from tmdlib.experiment.molecules import is_results_header, read_rows
+    from tmdlib.reporting.molecules import molecule_pages
 
-    from tmdlib.experiment.molecules import KEY
-
-    files, per_set = [], {}
+    per_set = {}
     for csv_path in sorted(Path(results_dir).glob("*.csv")):
         with open(csv_path, encoding="utf-8") as fh:
             header = fh.readline().strip().split(",")
-        if not set(KEY) <= set(header):  # another table kept beside the results (full-data runs, tuning)
-            continue
-        rows = read_rows(str(csv_path))
-        if not rows:
-            continue
-        name = csv_path.stem
-        per_set[name] = rows
-        io.write_text(Path(report_dir) / f"{name}.md", dataset_page(name, rows, (seconds or {}).get(name)))
-        io.write_bytes(Path(report_dir) / f"{name}.png", plot_dataset(name, rows))
-        files += [str(Path(report_dir) / f"{name}.md"), str(Path(report_dir) / f"{name}.png")]
-    if per_set:
-        io.write_text(Path(report_dir) / "summary.md", summary_page(per_set, seconds or {}))
-        files.append(str(Path(report_dir) / "summary.md"))
-    return {"files": files, "sets": len(per_set)}
-
-
-def record_seconds(results_dir: str, seconds: dict) -> dict:
-    """Merge ``{set: {matrix: seconds}}`` into ``<results_dir>/matrices.json`` (kept beside the results: the cache is
-    not versioned) and return the merge."""
-    path = Path(results_dir) / "matrices.json"
-    try:
-        old = json.loads(path.read_text())
-    except (OSError, ValueError):
-        old = {}
-    merged = {k: dict(v) for k, v in old.items()}
-    for k, v in (seconds or {}).items():
-        merged.setdefault(k, {}).update(v)
-    if merged != old:
-        io.write_text(path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
-    return merged
+        rows = read_rows(str(csv_path)) if is_results_header(header) else []  # else: another table kept beside
+        if rows:
+            per_set[csv_path.stem] = rows
+    return {"files": io.write_pages(report_dir, molecule_pages(per_set, seconds)), "sets": len(per_set)}

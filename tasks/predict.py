@@ -8,14 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tmdlib import InputError
-from tmdlib.models.predict import prediction_columns, rows_columns, trained_ids
+from tmdlib.models.predict import pool_chunk, prediction_columns, rows_columns, smiles_table, trained_ids
 
 from . import io
-from .train import calibration_set  # noqa: F401 - shared with the registered model
+from .train import calibration_set, set_torch_threads
 
 #: Pool members predicted per batch (a pool of millions streams through).
 CHUNK = 16384
@@ -29,16 +30,14 @@ def calibrate_store(model, store, sel: dict, info: dict, task, confidence: float
     from tmdlib.models import Inputs
     from tmdlib.chem.domain import calibrate_with_domain
 
-    from .io import positions
-
     pos, y_cal, what = calibration_set(store, sel, info, task)
     X = Inputs(store.dataset if model.inputs == "graphs" else None,
                store.smiles() if model.inputs == "molecules" else None, pos)
     train = None
     if store.has_smiles:
         ids = trained_ids(info, sel)
-        train = store.smiles(positions(np.asarray(ids, dtype=np.int64), store.graph_ids, "selection.json",
-                                       "medoids")) if ids else None
+        train = store.smiles(io.positions(np.asarray(ids, dtype=np.int64), store.graph_ids, "selection.json",
+                                          "medoids")) if ids else None
     cal, domain = calibrate_with_domain(train, model.outputs(X) if len(pos) else [],
                                         store.smiles(pos) if store.has_smiles and len(pos) else [], y_cal, task,
                                         confidence)
@@ -64,12 +63,7 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None,
         return
     from tmdlib.chem.domain import outputs_with_domain
 
-    torch = threads = None
-    if model.inputs == "graphs" and workers > 1:
-        import torch
-
-        threads = torch.get_num_threads()
-        torch.set_num_threads(workers)
+    threads = set_torch_threads(workers) if model.inputs == "graphs" and workers > 1 else None  # the old count
     try:
         for a in starts:
             pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
@@ -77,7 +71,7 @@ def _chunk_outputs(model, store, smiles, workers: int, model_file: tuple | None,
                                       store.dataset if model.inputs == "graphs" else None)
     finally:
         if threads is not None:
-            torch.set_num_threads(threads)
+            set_torch_threads(threads)
 
 
 @task(name="predict-pool", persist_result=False, cache_policy=NO_CACHE)
@@ -95,17 +89,9 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
     work = _chunk_outputs(model, store, smiles, int(workers), model_file, domain if smiles is not None else None)
     for a, (outputs, dom) in zip(range(0, n, CHUNK), work):
         pos = np.arange(a, min(n, a + CHUNK), dtype=np.int64)
-        chunk = [smiles[int(p)] for p in pos] if smiles is not None else None
-        cols = prediction_columns(cal, outputs, model.head.task, dom=dom)
-        gid = store.graph_ids[pos]
-        head = {"graph_id": pa.array(gid, pa.int64())}
-        if smiles is not None:
-            head["smiles"] = pa.array(chunk, pa.string())
-        if ids is not None:  # the user's own compound ids, as ingested
-            head["compound_id"] = pa.array([ids[int(p)] for p in pos], pa.string())
-        head.update({k: pa.array(v) for k, v in cols.items()})
-        head["labelled"] = pa.array(np.isin(gid, labelled))
-        parts.append(pa.table(head))
+        parts.append(pool_chunk(store.graph_ids[pos], prediction_columns(cal, outputs, model.head.task, dom=dom),
+                                labelled, None if smiles is None else [smiles[int(p)] for p in pos],
+                                None if ids is None else [ids[int(p)] for p in pos]))
         if progress:
             progress(min(n, a + CHUNK), n)
     return pa.concat_tables(parts)
@@ -113,8 +99,6 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
 
 def compound_ids(store_path: str) -> list | None:
     """The user's compound ids of a store, in store order (:data:`tmdlib.datasets.smiles.ID_COLUMN`), or None."""
-    import pyarrow.parquet as pq
-
     from tmdlib.datasets.smiles import ID_COLUMN
 
     if ID_COLUMN not in pq.read_schema(store_path).names:
@@ -129,10 +113,7 @@ def predict_smiles(model, cal, path: str, domain=None) -> pa.Table:
     from tmdlib.datasets.smiles_input import read_prediction_smiles
 
     rows = read_prediction_smiles(path)
-    out = {"line": pa.array(rows.line, pa.int64()), "smiles": pa.array(rows.smiles, pa.string())}
-    out.update({k: pa.array(v) for k, v in rows_columns(model, cal, domain, rows.smiles, rows.reason).items()})
-    out["reason"] = pa.array(rows.reason, pa.string())
-    return pa.table(out)
+    return smiles_table(rows, rows_columns(model, cal, domain, rows.smiles, rows.reason))
 
 
 @task(name="write-predictions", persist_result=False)
@@ -147,7 +128,6 @@ def write_predictions(out_dir: str, table: pa.Table, meta: dict, stem: str = "pr
     reader.
     """
     import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
 
     out = Path(out_dir)
     with io.file_set(out, stem, last=f"{stem}.json") as stage:

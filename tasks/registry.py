@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 from pathlib import Path
 
 from prefect import task
 
 from tmdlib.errors import InputError
-from tmdlib.models.policy import champion_decision
+from tmdlib.models.policy import DECISION, REASON, champion_verdict, decision_line, evaluation_tags, registered_version
 
 from .tracking import tracking_uri
 
@@ -25,8 +24,6 @@ __all__ = ["registered_name", "log_gin_model", "log_smiles_model", "tag_evaluati
            "promote_champions", "CHAMPION"]
 
 CHAMPION = "champion"
-#: Model-version tags.
-TEST_METRIC, TEST_VALUE, DECISION, REASON = "test_metric", "test_value", "champion_decision", "champion_reason"
 
 
 def registered_name(dataset: str) -> str:
@@ -101,10 +98,7 @@ def log_gin_model(run_id: str, model, data: list, dataset: str, description: str
     from tmdlib.torch.serving import ARTIFACT_NAME, DenseBatchGIN, export_example
 
     in_dim = int(model.config["in_dim"])
-    scale = None
-    if head is not None and head.standardizer.scales:
-        scale = (head.standardizer.mean, head.standardizer.std)
-    wrapped = DenseBatchGIN(model, target_scale=scale).eval()
+    wrapped = DenseBatchGIN(model, target_scale=None if head is None else head.standardizer.target_scale).eval()
     name = registered_name(dataset) if register else None
     torch_version = torch.__version__.split("+")[0]
     with _fluent_run(run_id):
@@ -155,19 +149,9 @@ def tag_evaluation(registered: dict | None, metric: str, value, evaluate_run_id:
         return False
     client = MlflowClient(tracking_uri=tracking_uri())
     name, version = registered["registered_model"], str(registered["version"])
-    client.set_model_version_tag(name, version, TEST_METRIC, metric)
-    client.set_model_version_tag(name, version, TEST_VALUE, "nan" if value is None else repr(float(value)))
-    if evaluate_run_id:
-        client.set_model_version_tag(name, version, "evaluate_run_id", evaluate_run_id)
+    for key, tag in evaluation_tags(metric, value, evaluate_run_id).items():
+        client.set_model_version_tag(name, version, key, tag)
     return True
-
-
-def _value(tags: dict) -> float | None:
-    try:
-        v = float(tags[TEST_VALUE])
-    except (KeyError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def consider_for_champion(name: str, version: str, when: str = "") -> dict:
@@ -190,22 +174,15 @@ def consider_for_champion(name: str, version: str, when: str = "") -> dict:
         champ = client.get_model_version_by_alias(name, CHAMPION)
     except MlflowException:
         champ = None
-    metric, value = new.tags.get(TEST_METRIC), _value(new.tags)
-    c_version = None if champ is None else str(champ.version)
-    c_metric = None if champ is None else champ.tags.get(TEST_METRIC)
-    c_value = None if champ is None else _value(champ.tags)
-    if c_version == str(version):
-        promoted, reason = True, "already the champion"
-    else:
-        promoted, reason = champion_decision(metric, value, c_version, c_metric, c_value)
-        if promoted:
-            client.set_registered_model_alias(name, CHAMPION, str(version))
-    client.set_model_version_tag(name, version, DECISION, "promoted" if promoted else "not promoted")
-    client.set_model_version_tag(name, version, REASON, reason)
-    line = f"Champion decision{f' ({when})' if when else ''}: {'promoted' if promoted else 'not promoted'} - {reason}."
+    verdict = champion_verdict(str(version), new.tags, None if champ is None else str(champ.version),
+                               {} if champ is None else champ.tags)
+    if verdict["promoted"] and verdict["champion_before"] != str(version):
+        client.set_registered_model_alias(name, CHAMPION, str(version))
+    client.set_model_version_tag(name, version, DECISION, "promoted" if verdict["promoted"] else "not promoted")
+    client.set_model_version_tag(name, version, REASON, verdict["reason"])
+    line = decision_line(verdict["promoted"], verdict["reason"], when)
     client.update_model_version(name, version, description="\n\n".join(filter(None, [new.description, line])))
-    return {"registered_model": name, "version": str(version), "metric": metric, "value": value,
-            "champion_before": c_version, "champion_value": c_value, "promoted": promoted, "reason": reason}
+    return {"registered_model": name, "version": str(version), **verdict}
 
 
 @task(name="promote-champions", persist_result=False)
@@ -223,10 +200,9 @@ def promote_champions(datasets: list[str], when: str = "") -> list[dict]:
             out.append({"dataset": ds, "promoted": False, "reason": f"no {path}"})
             continue
         try:
-            model = (json.loads(path.read_text()).get("mlflow") or {}).get("model") or {}
+            name, version = registered_version(json.loads(path.read_text()))
         except json.JSONDecodeError as err:
             raise InputError(path, f"not valid JSON: {err}") from None
-        name, version = model.get("registered_model"), model.get("version")
         if not name or not version:
             out.append({"dataset": ds, "promoted": False, "reason": "the model of train.json is not registered"})
             continue

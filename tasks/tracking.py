@@ -5,17 +5,17 @@ Runs are tagged with the git sha, a dirty flag, the dvc.lock md5s of the stage i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import yaml
 
-DEFAULT_URI = "sqlite:///mlflow.db"
+from tmdlib.datasets.checksums import file_digest
+from tmdlib.reporting.provenance import (labels_profile, lock_stages, params_hash, recorded_outs, redact_uri,
+                                         run_values, selection_profile, stage_md5s, store_profile)
 
 
 def set_run_tag(run_id: str, key: str, value) -> None:
@@ -55,14 +55,7 @@ def read_lock(lock_path: str | os.PathLike = "dvc.lock") -> dict:
         lock = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as err:
         raise InputError(lock_path, f"not valid YAML: {err}") from None
-    if not isinstance(lock, dict) or not isinstance(lock.get("stages") or {}, dict):
-        raise InputError(lock_path, "not a dvc.lock (no 'stages' mapping)")
-    return lock.get("stages") or {}
-
-
-def _md5s(entries) -> dict:
-    """``{path: md5}`` of a lock entry's ``deps`` or ``outs`` list."""
-    return {e["path"]: e["md5"] for e in entries or [] if "path" in e and "md5" in e}
+    return lock_stages(lock, lock_path)
 
 
 def lock_entries(dataset: str, lock_path: str | os.PathLike = "dvc.lock") -> dict:
@@ -73,8 +66,7 @@ def lock_entries(dataset: str, lock_path: str | os.PathLike = "dvc.lock") -> dic
     dict
         ``{"<stage>@<dataset>": {"deps": {path: md5}, "outs": {path: md5}}}`` (``{}`` without a lock).
     """
-    return {name: {"deps": _md5s(e.get("deps")), "outs": _md5s(e.get("outs"))}
-            for name, e in read_lock(lock_path).items() if name.endswith(f"@{dataset}")}
+    return stage_md5s(read_lock(lock_path), dataset)
 
 
 def dvc_lock_hashes(inputs: list[str], lock_path: str | os.PathLike = "dvc.lock") -> dict:
@@ -89,24 +81,14 @@ def dvc_lock_hashes(inputs: list[str], lock_path: str | os.PathLike = "dvc.lock"
     dict
         ``{"dvc.md5.<path>": md5}``.
     """
-    recorded = {path: md5 for entry in read_lock(lock_path).values()
-                for path, md5 in _md5s(entry.get("outs")).items()}
+    recorded = recorded_outs(read_lock(lock_path))
     tags = {}
     for path in inputs:
         md5 = recorded.get(path)
         if md5 is None and Path(path).is_file():
-            h = hashlib.md5()
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            md5 = h.hexdigest()
+            md5 = file_digest(path, "md5")
         tags[f"dvc.md5.{path}"] = md5 or "unknown"
     return tags
-
-
-def params_hash(params: dict) -> str:
-    """sha256 (first 16 hex) of the canonical JSON of ``params``."""
-    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def run_tags(stage: str, params: dict, inputs: list[str], root: str | os.PathLike = ".") -> dict:
@@ -117,16 +99,6 @@ def run_tags(stage: str, params: dict, inputs: list[str], root: str | os.PathLik
             **git_info(root)}
     tags.update(dvc_lock_hashes(inputs, Path(root) / "dvc.lock"))
     return tags
-
-
-def redact_uri(uri: str) -> str:
-    """``scheme://user:secret@host`` -> ``scheme://***@host``, and secret query values
-    (``?token=...``, ``password``, ``key``, ``sig``...) -> ``***`` (never print or log credentials)."""
-    import re
-
-    uri = re.sub(r"//[^/@]+@", "//***@", uri)
-    return re.sub(r"(?i)([?&;](?:[a-z_]*token|password|passwd|pwd|secret|[a-z_]*key|sig|signature|auth)=)[^&;#]*",
-                  r"\1***", uri)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,10 +135,6 @@ def experiment_id(client, name: str) -> str:
 DIGEST_CHARS = 32
 
 
-def _canonical_sha256(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
 def _dataset(path: str, name: str, sha256: str, profile: dict, columns: list):
     """An ``mlflow.data`` dataset that holds metadata only: source = ``path`` (local), digest = the first
     :data:`DIGEST_CHARS` hex digits of ``sha256`` (the whole hash is in the profile), schema = ``columns``."""
@@ -194,8 +162,7 @@ def graph_store_dataset(path: str, store, name: str):
     from mlflow.types.schema import Array
 
     sha, pool = store.content_hash(), store.stored()  # ids, sizes and the feature table: one read
-    profile = {"graphs": len(pool), "nodes": int(pool.nodes_per_graph.sum()), "features": int(pool.num_features),
-               "content_sha256": sha}
+    profile = store_profile(sha, len(pool), pool.nodes_per_graph.sum(), pool.num_features)
     columns = [("graph_id", "long"), ("num_nodes", "long"), ("x", Array(Array("float"))),
                ("edge_src", Array("integer")), ("edge_dst", Array("integer")), ("y", "double")]
     return _dataset(path, name, sha, profile, columns)
@@ -204,27 +171,13 @@ def graph_store_dataset(path: str, store, name: str):
 def labels_dataset(path: str, labels: dict, meta: dict, name: str):
     """The label file as an MLflow dataset: digest = sha256 of its ``(graph_id, y)`` pairs in id order (``y`` a
     number, or a list for several targets, missing as null)."""
-    def value(y):
-        if np.ndim(y) == 0:
-            return float(y)
-        return [None if np.isnan(v) else float(v) for v in np.asarray(y, dtype=np.float64)]
-
-    pairs = sorted((int(g), value(y)) for g, y in labels.items())
-    sha = _canonical_sha256(pairs)
-    single = all(not isinstance(y, list) for _, y in pairs)
-    profile = {"labels": len(pairs), "source": str(meta.get("source", "unknown")), "content_sha256": sha}
-    if single:
-        profile["positive"] = int(sum(y == 1.0 for _, y in pairs))
+    sha, profile = labels_profile(labels, meta)
     return _dataset(path, f"{name}-labels", sha, profile, [("graph_id", "long"), ("y", "double")])
 
 
 def selection_dataset(path: str, sel: dict, name: str):
     """The selection as an MLflow dataset: digest = sha256 of its medoids, τ and split (canonical JSON)."""
-    content = {key: [float(v) if key == "tau" else int(v) for v in sel[key]]
-               for key in ("medoids", "tau", "train_ids", "test_ids")}
-    sha = _canonical_sha256(content)
-    profile = {"method": sel.get("method"), "k": len(content["medoids"]), "train": len(content["train_ids"]),
-               "test": len(content["test_ids"]), "epsilon": sel.get("epsilon"), "epsilon_mean": sel.get("epsilon_mean", sel.get("epsilon")), "content_sha256": sha}
+    sha, profile = selection_profile(sel)
     return _dataset(path, f"{name}-selection", sha, profile, [("graph_id", "long"), ("tau", "double")])
 
 
@@ -243,20 +196,6 @@ def log_datasets(run_id: str, datasets: list, context: str, model_ids: list[str]
 # ----------------------------------------------------------------------------------------------
 # Runs (called from the flow process only)
 # ----------------------------------------------------------------------------------------------
-def flatten(d: dict, prefix: str = "") -> dict:
-    """Nested dict → ``{"a.b": number}`` of its finite numeric (and bool) leaves."""
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, key + "."))
-        elif isinstance(v, bool):
-            out[key] = float(v)
-        elif isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(float(v)):
-            out[key] = float(v)
-    return out
-
-
 def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tmdsub", run_name: str | None = None,
               extra_tags: dict | None = None) -> dict:
     """Create an MLflow run (status RUNNING) with an explicit :class:`mlflow.MlflowClient`.
@@ -273,7 +212,6 @@ def start_run(stage: str, params: dict, inputs: list[str], experiment: str = "tm
     """
     from mlflow import MlflowClient
 
-    
     uri = tracking_uri()
     client = MlflowClient(tracking_uri=uri)
     exp_id = experiment_id(client, experiment)
@@ -325,10 +263,8 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
     client = MlflowClient(tracking_uri=tracking_uri())
     try:
         now = int(time.time() * 1000)
-        plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
-        mlist = [Metric(k, v, now, 0) for k, v in sorted(flatten(metrics).items())]
-        for name, values in (step_metrics or {}).items():
-            mlist += [Metric(name, float(v), now, s) for s, v in enumerate(values) if math.isfinite(float(v))]
+        plain, values = run_values(params, metrics, step_metrics)
+        plist, mlist = [Param(k, v) for k, v in plain], [Metric(k, v, now, s) for k, v, s in values]
         for i in range(0, len(plist), 100):
             client.log_batch(run_id, params=plist[i:i + 100])
         for i in range(0, len(mlist), 1000):
@@ -341,7 +277,6 @@ def log_run(stage: str, params: dict, metrics: dict, inputs: list[str], artifact
         client.set_terminated(run_id, "FAILED")
         raise
     return run
-
 
 
 class LiveMetric:

@@ -15,7 +15,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tmdlib import InputError
-from tmdlib.models.policy import selection_labels, train_model
+from tmdlib.models.policy import train_model
+from tmdlib.models.records import model_state_of, state_arrays
 
 from . import io
 
@@ -43,20 +44,12 @@ def calibration_set(store, sel: dict, info: dict, task) -> tuple[np.ndarray, np.
     """``(positions, labels as stored, what)`` of the held-out labelled members the intervals are calibrated on:
     the labelled audit sample (production: the lab's labels), else the test split with the dataset's labels
     (benchmark mode)."""
-    from .io import positions, read_labels
+    from tmdlib.models.predict import calibration_members
 
-    ids = store.graph_ids
     if not store.labelled:
-        label_map, _ = read_labels(info["labels"], None, task)
-        audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in label_map]
-        y = selection_labels(label_map, audit, task, info["labels"]) if audit else np.zeros(0)
-        return positions(np.asarray(audit, dtype=np.int64), ids, info["labels"], "audit"), y, \
-            f"{len(audit)} labelled audit graphs (production)"
-    test = positions(np.asarray(sel["test_ids"], dtype=np.int64), ids, "selection.json", "test_ids")
-    y = store.y
-    y = y[test] if y.ndim == 1 else y[test]
-    return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
-        f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
+        labels, _ = io.read_labels(info["labels"], None, task)
+        return calibration_members(store.graph_ids, sel, task, labels=labels, where=info["labels"])
+    return calibration_members(store.graph_ids, sel, task, y=store.y)
 
 
 @task(name="fit-model", persist_result=False, cache_policy=NO_CACHE)
@@ -80,24 +73,13 @@ def save_model(model, path: str) -> dict:
     import torch
 
     config, arrays = model.state()
-    text = {k: np.asarray(v).tolist() for k, v in arrays.items() if np.asarray(v).dtype.kind in "US"}
-    bad = [k for k, v in arrays.items() if np.asarray(v).dtype.kind not in "biufUS"]
-    if bad:
-        raise InputError(path, f"model {model.name!r}: arrays {bad[:5]} are neither numbers nor text")
+    try:
+        numeric, text = state_arrays(arrays, model.name)
+    except ValueError as err:
+        raise InputError(path, str(err)) from None
     with io.atomic_path(path) as tmp:
-        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items() if k not in text}, tmp)
+        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in numeric.items()}, tmp)
     return {**config, "text_arrays": text} if text else config
-
-
-def model_state_of(info: dict) -> dict:
-    """``train.json``'s model config (``model_state``); a train.json written before models were registered holds a
-    GIN's ``model`` / ``config`` / ``task_head`` instead."""
-    if info.get("model_state"):
-        return info["model_state"]
-    from tmdlib.models.registry import graph_default
-
-    return {"name": graph_default(bool(info.get("certified"))), "config": info.get("config"),
-            "model": info.get("model"), "head": info.get("task_head"), "lipschitz": info.get("lipschitz")}
 
 
 def load_model(path: str, info: dict):
@@ -132,10 +114,10 @@ def domain_artifact(store, pos, info: dict, task) -> dict:
     """What the registered model needs to give the predictions file's columns: the trained molecules (its
     applicability domain) and the calibration members' SMILES and labels (:func:`calibration_set`: the labelled
     audit sample in production) — it calibrates at load time as the predict stage does."""
+    from tmdlib.models.records import domain_record
+
     cal, y, what = calibration_set(store, io.read_selection(info["selection"]), info, task)
-    return {"train_smiles": store.smiles(pos), "calibration_smiles": store.smiles(cal) if len(cal) else [],
-            "calibration_labels": np.asarray(y, dtype=np.float64).tolist(),  # NaN (missing) as JSON's NaN
-            "calibration": what, "confidence": PYFUNC_CONFIDENCE}
+    return domain_record(store.smiles(pos), store.smiles(cal) if len(cal) else [], y, what, PYFUNC_CONFIDENCE)
 
 
 def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, dataset: str, description: str,
@@ -171,7 +153,7 @@ def log_trained_model(run: dict, fitted, info: dict, paths, task, spec, store, p
     """The trained model to the MLflow run (``model.pt`` saved first: the version names its sha256): for molecules a
     pyfunc that takes SMILES, for any model; else the GIN (registered unless trained on node subsets).  ``paths``:
     the stage's files (:class:`flows.config.train.TrainPaths`).  Sets ``info["mlflow"]`` when a model was logged."""
-    from tmdlib.models.records import model_description
+    from tmdlib.models.records import model_description, model_tags, smiles_model_description
 
     from .registry import log_gin_model
     from .tracking import set_run_tag
@@ -180,15 +162,12 @@ def log_trained_model(run: dict, fitted, info: dict, paths, task, spec, store, p
 
     set_run_tag(run["run_id"], "device", info["device"])
     sha = io.sha256_file(model_out)
-    tags = {"dataset": name, "stage": stage, "train_run_id": run["run_id"], "model_sha256": sha,
-            "labels_source": info["labels_source"], "task": task.type, "certified": info["certified"],
-            "model": spec.name}
+    tags = model_tags(info, task, spec, name, stage, run["run_id"], sha)
     if store.has_smiles and not nodes:  # molecules: a pyfunc that takes SMILES, for any model
         info["mlflow"] = {**run, "model": log_smiles_model_task(
-            run["run_id"], fitted, model_out, info, name, f"{spec.name} for a {task.describe()} task, trained "
-            f"by {stage} (run {run['run_id']}) on {info['labels_used']} coreset molecules; input: a DataFrame with "
-            f"a smiles column; same weights as {model_out} (sha256 {sha})", tags, store.smiles(pos[:3]),
-            domain_artifact(store, pos, info, task))}
+            run["run_id"], fitted, model_out, info, name,
+            smiles_model_description(info, task, spec, stage, run["run_id"], model_out, sha), tags,
+            store.smiles(pos[:3]), domain_artifact(store, pos, info, task))}
     elif graph_model:
         info["mlflow"] = {**run, "model": log_gin_model(
             run["run_id"], fitted.model, fitted.result.data, name,
@@ -203,11 +182,12 @@ def skip_training(off: dict, graphs: str, model_out: str, info_out: str) -> dict
     the stage was skipped and why (``skipped``, ``reason``, ``line``)."""
     import torch
 
+    from tmdlib.models.records import skipped_record
+
     name = io.dataset_name(graphs)
     with io.atomic_path(model_out) as tmp:
         torch.save({"skipped": off["line"]}, tmp)
-    info = {"skipped": True, "stage": f"train_nodes@{name}", "dataset": name, "node_subsampling": "off",
-            "nodes_method": off.get("requested"), "reason": off["reason"], "line": off["line"]}
+    info = skipped_record(off, name)
     print(f"{off['line']}: train_nodes@{name} skipped (no model trained, no MLflow run)", flush=True)
     return write_model(None, model_out, info_out, info)
 

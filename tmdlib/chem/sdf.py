@@ -22,7 +22,7 @@ from typing import Sequence
 
 from .depict import mol_2d
 
-__all__ = ["requests_sdf", "SDF_PROPERTIES", "HEADER_LINE", "TITLE_MAX"]
+__all__ = ["requests_sdf", "requests_table_sdf", "SDF_PROPERTIES", "HEADER_LINE", "TITLE_MAX"]
 
 #: The SD properties of every record, in the order written (``compound_id`` after ``graph_id`` when given).
 SDF_PROPERTIES = ("graph_id", "source_id", "tau", "rank", "smiles")
@@ -114,3 +114,13 @@ def requests_sdf(smiles: Sequence[str | None], graph_ids: Sequence[int], tau: Se
             props["warning"] = "RDKit cannot parse this SMILES (or it has no atoms): no structure"
         out.append(block + "".join(f"> <{name}>\n{_value(v)}\n\n" for name, v in props.items()) + "$$$$\n")
     return "".join(out)
+
+
+def requests_table_sdf(smiles: Sequence[str | None], requests) -> str:
+    """:func:`requests_sdf` of a label-request table (``graph_id``, ``tau``, ``rank``, ``source_id`` and, when the
+    pool has them, the user's compound ids) and its molecules ``smiles`` (aligned with its rows)."""
+    from ..datasets.smiles import ID_COLUMN
+
+    col = lambda name: requests.column(name).to_pylist()  # noqa: E731
+    ids = col(ID_COLUMN) if ID_COLUMN in requests.column_names else None  # the user's compound ids, if any
+    return requests_sdf(smiles, col("graph_id"), col("tau"), col("rank"), col("source_id"), compound_ids=ids)

@@ -9,14 +9,20 @@ from typing import Iterable
 
 from ..errors import InputError
 
-__all__ = ["verify_sha256sums", "sha256_file", "parse_sha256sums"]
+__all__ = ["verify_sha256sums", "sha256_file", "file_digest", "parse_sha256sums"]
 
 _LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     """Hex sha256 of a file, read in ``chunk``-byte blocks."""
-    h = hashlib.sha256()
+    return file_digest(path, "sha256", chunk)
+
+
+def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
+    """Hex digest of a file by a :mod:`hashlib` ``algorithm`` (``md5``: what DVC records), read in ``chunk``-byte
+    blocks."""
+    h = hashlib.new(algorithm)
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
             h.update(block)

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import InputError
 
 __all__ = ["read_text_csv", "read_json", "read_id_pairs", "check_selection", "positions", "node_subsets_for",
+           "node_subsets", "nodes_off_record",
            "parse_int"]
 
 
@@ -226,3 +227,46 @@ def read_id_pairs(path: str, known_ids: np.ndarray) -> tuple[np.ndarray, np.ndar
             pos[row] = lookup[gid]
         out.append(pos)
     return out[0], out[1]
+
+
+def node_subsets(gids: list, nodes: list, eps: list, path: str | os.PathLike | None = None) -> dict:
+    """The node subsets of ``nodes.parquet``'s columns, checked.
+
+    Parameters
+    ----------
+    gids, nodes, eps : list
+        The ``graph_id``, ``nodes`` (kept local node ids) and ``epsilon`` columns, row by row.
+    path : str, optional
+        The file, in messages.
+
+    Returns
+    -------
+    dict
+        ``{graph_id: (kept node ids as int64 array, ε ≥ 0)}`` (a rounding error below 0, down to -1e-9, as 0).
+
+    Raises
+    ------
+    InputError
+        A null ``graph_id`` / ``nodes``, or a missing, non-finite or negative ε (its 1-based row named).
+    """
+    out = {}
+    for row, (g, s, e) in enumerate(zip(gids, nodes, eps)):
+        if g is None or s is None or e is None or not math.isfinite(e) or e < -1e-9:
+            raise InputError(path, "null graph_id/nodes or a missing/negative epsilon", line=row + 1)
+        out[int(g)] = (np.asarray(s, dtype=np.int64), max(float(e), 0.0))
+    return out
+
+
+def nodes_off_record(raw: bytes | str | None) -> dict | None:
+    """What ``nodes.parquet``'s schema metadata says of node subsampling (``raw``: the JSON it keeps, or None).
+
+    Returns
+    -------
+    dict or None
+        ``{"method": "off", "requested", "reason", "line"}`` when node subsampling was off (defaults: no requested
+        method, reason ``nodes.method: off``, line ``node subsampling: off``); None otherwise.
+    """
+    doc = json.loads(raw) if raw else {}
+    if doc.get("method") != "off":
+        return None
+    return {"requested": None, "reason": "nodes.method: off", "line": "node subsampling: off", **doc}

@@ -20,7 +20,8 @@ from ..errors import InputError
 __all__ = ["label_request_table", "key_index", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA",
            "label_columns", "labels_schema", "KEY_COLUMNS", "QUALIFIERS", "CENSORED", "MISSING_NOTES",
            "REPLICATE_RULES", "CENSORED_RULES", "MEASUREMENT_SCHEMA", "parse_value", "read_answers", "apply_censored",
-           "aggregate_measurements"]
+           "aggregate_measurements", "labels_of_table",
+           "ANSWER_KEYS", "answer_key", "wanted_keys", "source_index"]
 
 #: Columns of :func:`label_request_table`.
 LABEL_REQUEST_SCHEMA = pa.schema([
@@ -707,3 +708,73 @@ def aggregate_measurements(measurements: pa.Table, task, rule: str = "mean", max
         _raise(path, problems, 50, "among the measurements")
     return ids, Y, {"rule": rule, "max_spread": float(max_spread), "replicated": len(replicated),
                     "flagged": flagged, "conflicts": conflicts}
+
+
+def labels_of_table(table: pa.Table, task, path: str | os.PathLike | None = None) -> dict:
+    """``{graph_id: label}`` of a ``labels.csv`` read as text, every value checked against the dataset's ``task``.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        ``graph_id`` and ``y`` (one target) or one column per target (:func:`label_columns`), every cell as text.
+    task : TaskSpec
+        The dataset's task (:mod:`tmdlib.datasets.task`); its values are checked by :func:`validate_label_import`.
+    path : str, optional
+        The file, in messages.
+
+    Returns
+    -------
+    dict
+        ``{graph_id: y}``: ``y`` a float for one target, else a float array of shape ``(T,)`` (NaN = not measured),
+        in the values users write (multi-class: the class values).
+
+    Raises
+    ------
+    InputError
+        A ``graph_id`` that is not an integer (its line named), or what :func:`validate_label_import` refuses.
+    """
+    from .documents import parse_int
+
+    ids = [parse_int(g) for g in table.column("graph_id").to_pylist()]
+    if any(g is None for g in ids):
+        row = [g is None for g in ids].index(True)
+        raise InputError(path, f"graph_id {table.column('graph_id')[row].as_py()!r} is not an integer", line=row + 2)
+    checked = validate_label_import(table, [], [g for g in ids if -2 ** 63 <= g < 2 ** 63], path, task=task,
+                                    label_column="y")
+    Y = np.column_stack([np.asarray(checked.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
+                         for c in checked.column_names[1:]])
+    gids = checked.column("graph_id").to_pylist()
+    return {int(g): (float(row[0]) if task.num_targets == 1 else row) for g, row in zip(gids, Y)}
+
+
+#: The columns a lab's answers may be keyed by, in the order one is chosen.
+ANSWER_KEYS = ("graph_id", "source_id", "smiles")
+
+
+def answer_key(names) -> str | None:
+    """The column a lab's answers are keyed by: the first of :data:`ANSWER_KEYS` among ``names`` (None: none)."""
+    return next((k for k in ANSWER_KEYS if k in names), None)
+
+
+def wanted_keys(table: pa.Table, column: str, canonical=None) -> set:
+    """The distinct keys of a lab's answers in ``column``, stripped (``canonical``: each made canonical, e.g. a
+    SMILES by :func:`tmdlib.datasets.smiles.canonical_smiles`; a key it cannot read left out)."""
+    if canonical is None:
+        return {str(k).strip() for k in table.column(column).to_pylist() if k is not None}
+    return {canonical(str(s).strip()) for s in table.column(column).to_pylist() if s} - {None}
+
+
+def source_index(requests: pa.Table, wanted: set, pool: pa.Table | None = None,
+                 id_column: str = "compound_id") -> dict[str, list[int]]:
+    """The graph ids each wanted source id names: among the requests' ``source_id`` (stripped), then among the
+    pool's compound ids (``pool``'s ``id_column``, when the pool has them), each graph id once per key
+    (:func:`key_index`)."""
+    import pyarrow.compute as pc
+
+    index = key_index(pc.utf8_trim_whitespace(requests.column("source_id").cast(pa.string())),
+                      requests.column("graph_id"), wanted)
+    if pool is not None:  # the pool's ids filtered to the lab's (vectorised): no loop over the pool
+        for k, gids in key_index(pool.column(id_column), pool.column("graph_id"), wanted).items():
+            hits = index.setdefault(k, [])
+            hits.extend(g for g in gids if g not in hits)
+    return index

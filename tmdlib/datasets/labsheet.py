@@ -34,7 +34,8 @@ import pyarrow as pa
 from ..errors import InputError
 
 __all__ = ["normalize_answers", "header_key", "MOLAR", "TRANSFORMS", "SMILES_NAMES", "ID_NAMES", "VALUE_NAMES",
-           "RELATION_NAMES", "UNITS_NAMES", "COLUMN_ROLES", "molar_factor", "magnitude_warning", "property_name"]
+           "RELATION_NAMES", "UNITS_NAMES", "COLUMN_ROLES", "molar_factor", "magnitude_warning", "property_name",
+           "frame_table"]
 
 #: ``labels.transform``.
 TRANSFORMS = ("none", "log10", "p")
@@ -422,3 +423,23 @@ def _rule(sheet: _SheetColumns, conv: _Conversion, transform: str, units) -> tup
         if w:
             warnings.append(w)
     return rule, warnings, name
+
+
+def frame_table(frame) -> tuple[pa.Table, np.ndarray]:
+    """A spreadsheet read as text (a pandas DataFrame of strings) as the text table the sheet's rules read.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The sheet, every cell a string (empty for a blank cell).
+
+    Returns
+    -------
+    tuple
+        ``(table, lines)``: every column as strings (a column without a header and without a value — a formatted
+        but empty column — left out), and each row's spreadsheet row number (the header is row 1), shape ``(n,)``.
+    """
+    frame = frame[[c for c in frame.columns if not str(c).startswith("Unnamed: ") or frame[c].str.strip().any()]]
+    cols = {str(c): pa.array(["" if v is None else str(v) for v in frame[c].tolist()], pa.string())
+            for c in frame.columns}
+    return pa.table(cols), np.arange(2, len(frame) + 2)

@@ -401,3 +401,16 @@ def labels_as_measurements(labels: dict, labels_meta: dict, task) -> pa.Table:
                     rows[k].append(x)
     src = labels_meta.get("file") or labels_meta.get("source", "unknown")
     return with_origin(pa.table(rows, schema=MEASUREMENT_SCHEMA), 0, src, labels_meta.get("sha256", ""))
+
+
+def unsealed_meta(fmt: int = LEDGER_FORMAT) -> dict:
+    """What a ledger without a checked seal records: its format, no task, the digest not checked."""
+    return {"format": fmt, "task": None, "digest_checked": False, "sha256": None}
+
+
+def commit_summary(ledger: str, hist: pa.Table, add: pa.Table, rnd: int) -> dict:
+    """What ``tmdsub labels commit`` reports: the ledger, the measurements ``add``-ed to ``hist`` (their round, none
+    when nothing was added), the measurements and the graphs the ledger holds now."""
+    graphs = len(set(hist.column("graph_id").to_pylist()) | set(add.column("graph_id").to_pylist()))
+    return {"ledger": str(ledger), "added": int(add.num_rows), "round": rnd if add.num_rows else None,
+            "measurements": int(hist.num_rows + add.num_rows), "total": graphs}

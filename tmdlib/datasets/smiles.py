@@ -41,7 +41,7 @@ from .task import TaskSpec, label_array, task_and_labels, with_task
 
 __all__ = ["read_smiles_csv", "write_smiles_parquet", "smiles_to_graph", "mol_graph", "STANDIN_RULES", "standin_label", "csv_header",
            "default_csv_columns", "smiles_column_index", "DEFAULT_LABEL_COLUMNS", "DEFAULT_SPLIT_COLUMN", "SPLIT_VALUES", "canonical_smiles",
-           "MAX_PREDICTION_ATOMS"]
+           "MAX_PREDICTION_ATOMS", "filled_keys"]
 
 
 @contextmanager
@@ -822,6 +822,12 @@ def canonical_smiles(smiles: str | None) -> str | None:
     with _quiet_rdkit():
         mol = _parse(str(smiles).strip()) if smiles else None
         return Chem.MolToSmiles(mol) if mol is not None else None
+
+
+def filled_keys(keys: list, smiles: list) -> list:
+    """The key index of a store with its gaps filled: a molecule appended without a key (``None``) gets
+    :func:`canonical_smiles` of its SMILES as stored, or those SMILES when RDKit cannot parse them."""
+    return [k if k is not None else canonical_smiles(s) or s for k, s in zip(keys, smiles)]
 
 
 #: The most heavy atoms a molecule given for prediction may have (a larger one gets a row-level reason).

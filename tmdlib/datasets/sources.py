@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["SOURCE_KEYS", "DEFAULT_ID_COLUMNS", "INVALID_RULES", "FEATURES", "SourceReading", "Source",
+__all__ = ["expected_molecules", "batch_reading", "invalid_csv_text", "progress_line", "SOURCE_KEYS", "DEFAULT_ID_COLUMNS", "INVALID_RULES", "FEATURES", "SourceReading", "Source",
            "resolve_source", "check_sources", "check_source", "split_names", "choose_reading", "plan_reading",
            "csv_columns", "id_column_of", "file_columns", "batch_kind", "tu_name"]
 
@@ -76,6 +76,13 @@ class SourceReading:
     standin: str | None = None
     node_attributes: bool = False
     limit: int | None = None
+
+    def smiles_options(self) -> dict:
+        """The SMILES readers' keyword arguments (:func:`tmdlib.datasets.read_smiles_csv`,
+        :func:`~tmdlib.datasets.write_smiles_parquet`), an empty choice as none."""
+        return {"smiles_column": self.smiles_column, "label_column": self.label_columns or None,
+                "split_column": self.split_column or None, "keep_columns": self.keep_columns or (),
+                "task": self.task, "standin": self.standin, "limit": self.limit, "id_column": self.id_column}
 
 
 @dataclass(frozen=True)
@@ -357,3 +364,47 @@ def tu_name(folder: str | os.PathLike) -> str:
     if len(names) != 1:
         raise InputError(folder, f"a TU folder holds exactly one NAME_A.txt file; found {len(names)}")
     return names[0]
+
+
+def expected_molecules(name: str, limit: int | None) -> int | None:
+    """Molecules a SMILES source will give, when known (a built-in pool: its size, at most ``limit``), else
+    ``limit``: the progress lines' ETA."""
+    from .registry import DATASETS
+
+    info = DATASETS.get(name)
+    return min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit
+
+
+def batch_reading(path: str | os.PathLike, kind: str, node_attributes: bool = False, smiles_column: str = "smiles",
+                  label_column=None, *, split_column: str | None = None, keep_columns=(), task=None) -> SourceReading:
+    """How one appended batch of ``kind`` (:func:`batch_kind`) is read: a SMILES batch with the dataset's label
+    columns (``label_column``; None: its own ``y`` or ``label`` column, if any), split and kept columns (one it
+    lacks left null, :func:`csv_columns`) and the dataset's ``task`` (its labels must fit it); TU batches with
+    ``node_attributes`` (their classes are mapped to the dataset's when appended)."""
+    reading = SourceReading(smiles_column=smiles_column, node_attributes=node_attributes)
+    if kind != "smiles":
+        return reading
+    named = [label_column] if isinstance(label_column, str) else label_column
+    labels, split, keep = csv_columns(str(path), named, split_column, keep_columns, optional=True)
+    return replace(reading, label_columns=list(labels), split_column=split, keep_columns=keep, task=task)
+
+
+def invalid_csv_text(invalid) -> str:
+    """``line,smiles,reason`` of the SMILES an ingest left out (``invalid``: ``(line, smiles, reason)`` rows),
+    sorted, as CSV text."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["line", "smiles", "reason"])
+    w.writerows(sorted(invalid))
+    return buf.getvalue()
+
+
+def progress_line(name: str, done: int, seconds: float, total: int | None = None, unit: str = "molecules") -> str:
+    """``ingest NAME: done unit (share %, ETA min), rate/s``: a reading's progress (share and ETA when ``total``
+    is known)."""
+    rate = done / max(seconds, 1e-9)
+    share = f" ({100 * done / total:.1f} %, ETA {(total - done) / rate / 60:.1f} min)" if total else ""
+    return f"ingest {name}: {done:,} {unit}{share}, {rate:,.0f}/s"

@@ -348,3 +348,56 @@ def read_rows(path: str) -> list[dict]:
                          floats=("fraction", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon",
                                  "select_seconds", "train_seconds"),
                          ints=("trial", "epochs", "k", "n_train", "n_test", "n_cliff"), bools=("weighted",))
+
+
+#: The arrays a set's cache holds: the pool's three distance matrices and every molecule's ECFP4 counts.
+SET_ARRAYS = ("tmd", "feature", "wl", "counts")
+
+
+def set_key(s: dict) -> str:
+    """The key a set's cached arrays are valid for: its size, the pool's size and members' sum, the TMD's depth and
+    weights (:func:`molecule_set`'s ``ds`` and ``train``)."""
+    from .grid import DEPTH, WEIGHTS
+
+    return f"{len(s['ds'])}:{len(s['train'])}:{int(s['train'].sum())}:{DEPTH}:{WEIGHTS}"
+
+
+def set_arrays(s: dict, threads: int = 2) -> dict:
+    """How each of :data:`SET_ARRAYS` is computed for a set (:func:`molecule_set`).
+
+    Returns
+    -------
+    dict
+        ``{name: callable}``, each returning an array: ``tmd``, ``feature``, ``wl`` the pool's ``(m, m)`` distance
+        matrices (TMD at the grid's depth and weights on ``threads`` threads, Feature, WL with 3 iterations),
+        ``counts`` the ECFP4 counts of every molecule of the set.
+    """
+    from ..chem.fingerprints import ecfp4_counts
+    from ..distance.engine import tmd_matrix
+    from ..select import baselines
+    from .grid import DEPTH, WEIGHTS
+
+    pool = s["ds"].take(s["train"])
+    return {"tmd": lambda: tmd_matrix(pool, DEPTH, WEIGHTS, num_threads=threads),
+            "feature": lambda: baselines.feature_distance_matrix(pool),
+            "wl": lambda: baselines.wl_distance_matrix(pool, iterations=3),
+            "counts": lambda: ecfp4_counts(s["smiles"])}
+
+
+def picks_cover(cached: dict, fractions, trials: int) -> bool:
+    """Whether cached picks (``{"fractions", "trials", ...}``) hold this grid's: the same budgets and at least as
+    many trials (trial t's picks do not depend on how many trials are run)."""
+    try:
+        return cached["fractions"] == [float(f) for f in fractions] and int(cached["trials"]) >= int(trials)
+    except (KeyError, ValueError):
+        return False
+
+
+def picks_index(docs) -> dict:
+    """``{(method, fraction rounded to 6 places, trial): pick}`` of cached picks documents (each ``{"picks"}``)."""
+    return {(p["method"], round(float(p["fraction"]), 6), int(p["trial"])): p for doc in docs for p in doc["picks"]}
+
+
+def is_results_header(header) -> bool:
+    """Whether a CSV's columns are a results table's (:data:`KEY` among them), not another table kept beside."""
+    return set(KEY) <= set(header)

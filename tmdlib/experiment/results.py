@@ -84,3 +84,52 @@ def read_csv_rows(path: str, what: str, required: tuple, *, floats: tuple = (), 
                 raise InputError(str(p), f"bad row: {err}", line=line) from None
             out.append(row)
     return out
+
+
+def gather_rows(finished, store, name: str, total: int, t0: float, log=None) -> int:
+    """Each finished cell's rows appended to ``store`` as the cells complete (the experiment and the molecules
+    benchmark), a progress line with an ETA after each; a failed cell does not stop the others.
+
+    Parameters
+    ----------
+    finished : iterable
+        The cells in the order they finish, each with ``result()`` giving its rows (a list of dicts) or raising.
+    store
+        Where rows go (``store.append(rows)``).
+    name : str
+        The dataset, in the progress lines.
+    total : int
+        Rows (models) the cells will give, for the ETA.
+    t0 : float
+        ``time.perf_counter()`` when the dataset's work began.
+    log : callable, optional
+        Called with each progress line (:func:`tmdlib.experiment.matrices.progress_line`).
+
+    Returns
+    -------
+    int
+        Rows appended.
+
+    Raises
+    ------
+    RuntimeError
+        After every cell finished, when some failed (how many, and the first error).
+    """
+    import time
+
+    from .matrices import progress_line
+
+    done, failures = 0, []
+    for fut in finished:
+        try:
+            rows = fut.result()
+        except Exception as err:  # noqa: BLE001 - keep the other cells' rows; report at the end
+            failures.append(str(err))
+            continue
+        store.append(rows)
+        done += len(rows)
+        if log is not None:
+            log(progress_line(name, done, total, time.perf_counter() - t0))
+    if failures:
+        raise RuntimeError(f"{name}: {len(failures)} cells failed, first: {failures[0]}")
+    return done

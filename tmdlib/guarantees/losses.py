@@ -244,6 +244,12 @@ class Standardizer:
         """Whether the map changes anything (False: the identity, which every task but regression trains with)."""
         return bool(np.any(self.mean != 0.0) or np.any(self.std != 1.0))
 
+    @property
+    def target_scale(self) -> tuple | None:
+        """``(mean, std)`` that a served model maps its outputs back to the targets' units with; None when
+        :attr:`scales` is False."""
+        return (self.mean, self.std) if self.scales else None
+
     def _rows(self, a) -> np.ndarray:
         """``a`` as ``(n, T)`` rows (no rows: ``(0, T)``, which ``reshape(0, -1)`` cannot infer)."""
         A = np.asarray(a, dtype=np.float64)

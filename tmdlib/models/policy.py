@@ -17,7 +17,8 @@ from ..errors import InputError
 from .registry import auto_recipe, default_model, graph_default, resolve_model
 
 __all__ = ["parse_target", "budget_given", "certified_asked", "check_loss_option", "model_for", "train_model",
-           "recipe_for", "certified_setting", "selection_labels", "champion_decision"]
+           "recipe_for", "certified_setting", "selection_labels", "champion_decision", "champion_verdict",
+           "decision_line", "registered_version", "tagged_value", "evaluation_tags"]
 
 #: What a ``--lipschitz-budget`` that sets no budget reads as (lower case, stripped).
 NO_BUDGET = ("", "0", "0.0", "none", "null", "off")
@@ -187,3 +188,65 @@ def champion_decision(metric: str | None, value: float | None, champion_version:
         return True, (f"test {metric} {value:.6g} {ge} {champion_value:.6g} of champion v{champion_version} "
                       "(not worse)")
     return False, f"test {metric} {value:.6g} {lt} {champion_value:.6g} of champion v{champion_version} (worse)"
+
+
+#: The registered model versions' tags the champion rule reads (set by the evaluate stage) and writes.
+TEST_METRIC, TEST_VALUE, DECISION, REASON = "test_metric", "test_value", "champion_decision", "champion_reason"
+
+
+def tagged_value(tags: dict) -> float | None:
+    """The test value a model version's tags record (:data:`TEST_VALUE`), None when absent or not finite."""
+    try:
+        v = float(tags[TEST_VALUE])
+    except (KeyError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def champion_verdict(version: str, tags: dict, champion_version: str | None, champion_tags: dict) -> dict:
+    """:func:`champion_decision` on a model version's tags against the current champion's.
+
+    Parameters
+    ----------
+    version : str
+        The version considered.
+    tags : dict
+        Its tags (:data:`TEST_METRIC`, :data:`TEST_VALUE`).
+    champion_version : str or None
+        The version holding the alias now (None: no champion).
+    champion_tags : dict
+        The champion's tags (ignored without one).
+
+    Returns
+    -------
+    dict
+        ``{"metric", "value", "champion_before", "champion_value", "promoted", "reason"}``; a version that already
+        is the champion stays it ("already the champion").
+    """
+    metric, value = tags.get(TEST_METRIC), tagged_value(tags)
+    c_metric = None if champion_version is None else champion_tags.get(TEST_METRIC)
+    c_value = None if champion_version is None else tagged_value(champion_tags)
+    if champion_version == str(version):
+        promoted, reason = True, "already the champion"
+    else:
+        promoted, reason = champion_decision(metric, value, champion_version, c_metric, c_value)
+    return {"metric": metric, "value": value, "champion_before": champion_version, "champion_value": c_value,
+            "promoted": promoted, "reason": reason}
+
+
+def decision_line(promoted: bool, reason: str, when: str = "") -> str:
+    """The line a decided version's description gets: ``Champion decision (when): promoted - reason.``"""
+    return f"Champion decision{f' ({when})' if when else ''}: {'promoted' if promoted else 'not promoted'} - {reason}."
+
+
+def registered_version(train_info: dict) -> tuple:
+    """``(registered model, version)`` that ``train.json`` names (``mlflow.model``); None for each it lacks."""
+    model = (train_info.get("mlflow") or {}).get("model") or {}
+    return model.get("registered_model"), model.get("version")
+
+
+def evaluation_tags(metric: str, value, evaluate_run_id: str | None = None) -> dict:
+    """The tags the evaluate stage sets on a model version, which :func:`champion_verdict` reads: its test metric,
+    its value (``nan`` when there is none) and, when known, the evaluate run."""
+    tags = {TEST_METRIC: metric, TEST_VALUE: "nan" if value is None else repr(float(value))}
+    return {**tags, "evaluate_run_id": evaluate_run_id} if evaluate_run_id else tags

@@ -51,7 +51,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Calibrated", "calibrate", "probabilities", "min_bin", "fit_power", "MIN_BIN", "MIN_POWER", "MAX_POWER",
-           "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns"]
+           "trained_ids", "prediction_columns", "smiles_outputs", "rows_columns", "calibration_members",
+           "pool_chunk", "smiles_table"]
 
 #: The fewest labelled calibration members a Mondrian bin is calibrated on (at 90 %: its expected coverage
 #: :math:`\lceil 0.9(n+1)\rceil/(n+1)` is 0.902 and the spread of its realised coverage about 0.04).
@@ -368,3 +369,87 @@ def rows_columns(model, cal: Calibrated, domain, smiles: list, reasons: list) ->
             arr[i] = None if isinstance(val, float) and np.isnan(val) else (val.item() if hasattr(val, "item") else val)
         out[k] = arr
     return out
+
+
+def calibration_members(graph_ids: np.ndarray, sel: dict, task, labels: dict | None = None, y: np.ndarray | None = None,
+                        where: str | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """The held-out labelled members the intervals are calibrated on.
+
+    Parameters
+    ----------
+    graph_ids : ndarray of int64, shape (n,)
+        The graph store's ids, in store order.
+    sel : dict
+        ``selection.json`` (``audit_ids``, ``test_ids``).
+    task : TaskSpec
+        The dataset's task.
+    labels : dict, optional
+        Production: the lab's ``{graph_id: label}``; the labelled members of the audit sample are calibrated on.
+    y : ndarray, optional
+        Benchmark mode (no ``labels``): the store's labels, shape ``(n,)`` or ``(n, T)``; the test split is
+        calibrated on.
+    where : str, optional
+        The labels' file, in messages.
+
+    Returns
+    -------
+    tuple
+        ``(positions in the store, labels as stored, what)``: labels of shape ``(m,)`` for one target.
+    """
+    from ..datasets.documents import positions
+    from .policy import selection_labels
+
+    if labels is not None:
+        audit = [int(g) for g in sel.get("audit_ids") or [] if int(g) in labels]
+        cal = selection_labels(labels, audit, task, where) if audit else np.zeros(0)
+        return positions(np.asarray(audit, dtype=np.int64), graph_ids, where, "audit"), cal, \
+            f"{len(audit)} labelled audit graphs (production)"
+    test = positions(np.asarray(sel["test_ids"], dtype=np.int64), graph_ids, "selection.json", "test_ids")
+    y = y[test]
+    return test, (y[:, 0] if y.ndim == 2 and task.num_targets == 1 else y), \
+        f"{len(test)} test-split graphs with the dataset's labels (benchmark mode)"
+
+
+def pool_chunk(graph_ids: np.ndarray, cols: dict, labelled: np.ndarray, smiles=None, compound_ids=None):
+    """One chunk of the pool's predictions table.
+
+    Parameters
+    ----------
+    graph_ids : ndarray of int64, shape (m,)
+        The chunk's graph ids.
+    cols : dict
+        Its prediction columns (:func:`prediction_columns`).
+    labelled : ndarray of int64
+        The graph ids already labelled.
+    smiles, compound_ids : list of str, optional
+        The chunk's SMILES and the user's compound ids (as ingested), when the pool has them.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``graph_id``, ``smiles`` and ``compound_id`` when given, the prediction columns, ``labelled`` (bool).
+    """
+    import pyarrow as pa
+
+    head = {"graph_id": pa.array(graph_ids, pa.int64())}
+    if smiles is not None:
+        head["smiles"] = pa.array(smiles, pa.string())
+    if compound_ids is not None:
+        head["compound_id"] = pa.array(compound_ids, pa.string())
+    head.update({k: pa.array(v) for k, v in cols.items()})
+    head["labelled"] = pa.array(np.isin(graph_ids, labelled))
+    return pa.table(head)
+
+
+def smiles_table(rows, cols: dict):
+    """The predictions table of a user's SMILES file: ``line``, ``smiles``, the prediction columns ``cols``
+    (:func:`rows_columns`) and ``reason`` (why a row gives no molecule; null predictions there).
+
+    ``rows``: the file's rows (``line``, ``smiles``, ``reason``, :func:`tmdlib.datasets.smiles_input.read_prediction_smiles`).
+    """
+    import pyarrow as pa
+
+    out = {"line": pa.array(rows.line, pa.int64()), "smiles": pa.array(rows.smiles, pa.string())}
+    out.update({k: pa.array(v) for k, v in cols.items()})
+    out["reason"] = pa.array(rows.reason, pa.string())
+    return pa.table(out)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["train_record", "train_info", "train_params", "train_summary", "collapse_warning", "partial_answers_line",
-           "model_description"]
+           "model_description", "model_state_of", "state_arrays", "model_tags", "smiles_model_description",
+           "skipped_record", "domain_record"]
 
 
 def _no_constant(model) -> dict:
@@ -161,3 +162,71 @@ def model_description(info: dict, stage: str, run_id: str, model_out: str, sha: 
             f"{head.get('loss', 'bce')} loss; labels: {info['labels_source']}; stability constant c = {lip['c']:.4g}. "
             f"Input: float32 (B, n, 1 + d + n) dense batch (node mask, {in_dim} features, adjacency), output: {output} "
             f"(tmdlib.torch.serving). Same weights as {model_out} (sha256 {sha}).")
+
+
+def model_state_of(info: dict) -> dict:
+    """``train.json``'s model config (``model_state``), which rebuilds the model; a ``train.json`` written before
+    models were registered holds a GIN's ``model`` / ``config`` / ``task_head`` instead (read as the graph model)."""
+    if info.get("model_state"):
+        return info["model_state"]
+    from .registry import graph_default
+
+    return {"name": graph_default(bool(info.get("certified"))), "config": info.get("config"),
+            "model": info.get("model"), "head": info.get("task_head"), "lipschitz": info.get("lipschitz")}
+
+
+def state_arrays(arrays: dict, what: str) -> tuple[dict, dict]:
+    """A fitted model's arrays split into those saved as tensors and those recorded as text in its config.
+
+    Parameters
+    ----------
+    arrays : dict
+        ``{name: array}`` of :meth:`tmdlib.models.base.Model.state`.
+    what : str
+        The model, in the message.
+
+    Returns
+    -------
+    tuple of dict
+        ``(numeric, text)``: numeric arrays (bool, int, float), and the text arrays as lists.
+
+    Raises
+    ------
+    ValueError
+        An array that is neither numbers nor text.
+    """
+    text = {k: np.asarray(v).tolist() for k, v in arrays.items() if np.asarray(v).dtype.kind in "US"}
+    bad = [k for k, v in arrays.items() if np.asarray(v).dtype.kind not in "biufUS"]
+    if bad:
+        raise ValueError(f"model {what!r}: arrays {bad[:5]} are neither numbers nor text")
+    return {k: v for k, v in arrays.items() if k not in text}, text
+
+
+def model_tags(info: dict, task, spec, name: str, stage: str, run_id: str, sha: str) -> dict:
+    """The tags of a trained model's MLflow version: dataset, stage, train run, the model file's sha256, the labels'
+    source, the task type, certified or not and the model's name."""
+    return {"dataset": name, "stage": stage, "train_run_id": run_id, "model_sha256": sha,
+            "labels_source": info["labels_source"], "task": task.type, "certified": info["certified"],
+            "model": spec.name}
+
+
+def smiles_model_description(info: dict, task, spec, stage: str, run_id: str, model_out: str, sha: str) -> str:
+    """The description of a molecule pool's registered model (a pyfunc that takes SMILES)."""
+    return (f"{spec.name} for a {task.describe()} task, trained by {stage} (run {run_id}) on {info['labels_used']} "
+            f"coreset molecules; input: a DataFrame with a smiles column; same weights as {model_out} (sha256 {sha})")
+
+
+def skipped_record(off: dict, name: str) -> dict:
+    """``train_nodes.json`` when node subsampling was off (``off``: the record of ``nodes.parquet`` that says so): the stage
+    was skipped, and why (``skipped``, ``reason``, ``line``)."""
+    return {"skipped": True, "stage": f"train_nodes@{name}", "dataset": name, "node_subsampling": "off",
+            "nodes_method": off.get("requested"), "reason": off["reason"], "line": off["line"]}
+
+
+def domain_record(train_smiles, cal_smiles, cal_labels, what: str, confidence: float) -> dict:
+    """What the registered molecule model is handed to give the predictions file's columns: the trained molecules
+    (its applicability domain), the calibration members' SMILES and labels (NaN, missing, as JSON's NaN), what they
+    are and the intervals' confidence; it calibrates at load time as the predict stage does."""
+    return {"train_smiles": train_smiles, "calibration_smiles": cal_smiles,
+            "calibration_labels": np.asarray(cal_labels, dtype=np.float64).tolist(), "calibration": what,
+            "confidence": confidence}

@@ -21,7 +21,7 @@ from collections import defaultdict
 import numpy as np
 
 __all__ = ["entries", "unweighted_field", "cell_means", "dataset_page", "plot_dataset", "summary_page", "goal",
-           "model_title"]
+           "model_title", "molecule_pages"]
 GOAL_BUDGETS = (0.1, 0.2, 0.3)
 #: The goal's thresholds: share of cells where TMD beats Random and MaxMin (GIN, random forest).
 GOAL_SHARE = {"gin": 2 / 3, "rf": 1 / 2}
@@ -350,3 +350,28 @@ def summary_page(per_set: dict, seconds: dict) -> str:
                   + ", ".join(f"{k} {np.mean([v[k] for v in seconds.values() if k in v]):.3g}" for k in keys)
                   + " (tmd: the pool's exact TMD matrix, which the certificate of every picker reads)"]
     return "\n".join(lines) + "\n"
+
+
+def molecule_pages(per_set: dict, seconds: dict | None) -> dict:
+    """Every page of the molecules benchmark's report.
+
+    Parameters
+    ----------
+    per_set : dict
+        ``{set: rows}``, each with at least one row, in the order the pages are listed.
+    seconds : dict or None
+        ``{set: {matrix: seconds}}``, what computing each set's arrays took.
+
+    Returns
+    -------
+    dict
+        ``{file name: text or PNG bytes}``: per set ``<set>.md`` (:func:`dataset_page`) and ``<set>.png``
+        (:func:`plot_dataset`), then ``summary.md`` (:func:`summary_page`) when there is any set.
+    """
+    pages = {}
+    for name, rows in per_set.items():
+        pages[f"{name}.md"], pages[f"{name}.png"] = dataset_page(name, rows, (seconds or {}).get(name)), \
+            plot_dataset(name, rows)
+    if per_set:
+        pages["summary.md"] = summary_page(per_set, seconds or {})
+    return pages

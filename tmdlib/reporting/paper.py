@@ -228,3 +228,68 @@ def summary_markdown(summaries: list[dict], profile: str) -> str:
                               f"{d}: " + ", ".join(f"{k} {v:.1f} s" for k, v in m.items()) for d, m in mats) + ".")
         md.append("")
     return "\n".join(md) + "\n"
+
+
+def dataset_plot(name: str, rows: list[dict], panels: list) -> bytes:
+    """PNG of a dataset's curves: one panel per entry of ``panels`` (:func:`dataset_report`'s third value).
+
+    Parameters
+    ----------
+    name : str
+        The dataset, in each panel's title.
+    rows : list of dict
+        Its result rows (the first one's ``metric`` labels the y axis).
+    panels : list of tuple
+        ``(title, cells, methods, paper_tmd)`` each, drawn by :func:`tmdlib.reporting.tables.plot_curves`.
+
+    Returns
+    -------
+    bytes
+        The figure as PNG (110 dpi, width 4.6 inches per panel).
+    """
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for ax, (title, cells, methods, ptmd) in zip(axes[0], panels):
+        tables.plot_curves(ax, cells, methods, ptmd, title=f"{name}: {title}", ylabel=f"test {rows[0]['metric']}")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def experiment_pages(results: dict, paper: dict, matrix_seconds: dict | None, profile: str) -> tuple[dict, list]:
+    """Every page of the experiment's report: per dataset its Markdown (:func:`dataset_report`) and plot
+    (:func:`dataset_plot`), and the summary (:func:`summary_markdown`) when there is any.
+
+    Parameters
+    ----------
+    results : dict
+        ``{dataset: rows}``, each with at least one row, in the order the pages are listed.
+    paper : dict
+        The paper's numbers (:func:`read_paper`).
+    matrix_seconds : dict or None
+        ``{dataset: {matrix: seconds}}``, what computing each distance matrix took.
+    profile : str
+        The grid's profile, in the summary.
+
+    Returns
+    -------
+    tuple
+        ``(pages, summaries)``: ``{file name: text or PNG bytes}`` (``<dataset>.md``, ``<dataset>.png``,
+        ``summary.md``) and the per-group summaries.
+    """
+    pages, summaries = {}, []
+    for name, rows in results.items():
+        text, summ, panels = dataset_report(name, rows, paper, (matrix_seconds or {}).get(name))
+        summaries += summ
+        pages[f"{name}.md"], pages[f"{name}.png"] = text, dataset_plot(name, rows, panels)
+    if summaries:
+        pages["summary.md"] = summary_markdown(summaries, profile)
+    return pages, summaries

@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 __all__ = ["audit_agreement", "domain_share", "confusion_counts", "parity_png", "distribution_png", "audit_positions",
-           "prediction_facts", "PARITY_PNG", "PREDICTIONS_PNG"]
+           "prediction_facts", "audit_columns", "PARITY_PNG", "PREDICTIONS_PNG"]
 
 _IN, _OUT, _LINE = "#2b8a3e", "#e8590c", "#495057"
 
@@ -314,3 +314,21 @@ def prediction_facts(table, spec, meta: Mapping, file: str, rows, measured, hits
         facts["hits"] = hits
     facts["plots"] = [(name, cap) for name, cap, _ in images]
     return facts, images
+
+
+def audit_columns(spec, names, where=None) -> list[str]:
+    """The columns of a predictions table the audit report reads (not the SMILES): ``graph_id``, the first target's
+    ``prediction`` and, those it has of them, ``in_domain``, ``lower`` and ``upper``.
+
+    Raises
+    ------
+    InputError
+        Naming ``where`` when the table has no ``prediction`` column of the first target.
+    """
+    suffix = spec.column_suffix(0)
+    col = f"prediction{suffix}"
+    if col not in names:
+        from ..errors import InputError
+
+        raise InputError(where, f"no {col} column (columns {', '.join(names)})")
+    return [c for c in ("graph_id", col, "in_domain", f"lower{suffix}", f"upper{suffix}") if c in names]

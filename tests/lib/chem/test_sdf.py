@@ -138,3 +138,14 @@ def test_compound_ids_title_the_records_and_travel_as_a_property():
     assert "compound_id" not in requests_sdf(POOL[:1], [5], [1], [1])
     with pytest.raises(ValueError, match="differ in length"):
         requests_sdf(POOL[:2], [5, 6], [1, 1], [1, 2], compound_ids=["a"])
+
+
+def test_sdf_of_a_request_table():
+    """The SD file of a label-request table is :func:`requests_sdf` of its columns (compound ids when it has them)."""
+    import pyarrow as pa
+
+    from tmdlib.chem.sdf import requests_table_sdf
+
+    t = pa.table({"graph_id": [3, 4], "source_id": ["CCO", "CCN"], "tau": [2, 1], "rank": [1, 2]})
+    assert requests_table_sdf(["CCO", "CCN"], t) == requests_sdf(["CCO", "CCN"], [3, 4], [2, 1], [1, 2],
+                                                                  ["CCO", "CCN"])

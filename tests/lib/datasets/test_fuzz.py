@@ -126,6 +126,13 @@ LABELS_EXPECT = {  # imported against requests [0] of known ids 0..4, binary lab
 }
 
 
+def _label_table(path):
+    """A user's label CSV with every cell as text (validation parses them), as the label intake reads it."""
+    from tmdlib.datasets.documents import read_text_csv
+
+    return read_text_csv(path, what="label file")
+
+
 # SMILES CSVs of the task types (several label columns, forced types, split and kept columns):
 # name -> (read_smiles_csv options, None or a substring of the error).  Every error names its line.
 _T2 = {"label_column": ["t1", "t2"]}
@@ -285,11 +292,10 @@ def test_corpus_loaded_graphs_are_simple_symmetric_and_give_finite_tmd():
 
 @pytest.mark.parametrize("case", sorted(LABELS_EXPECT))
 def test_corpus_label_import(case, monkeypatch):
-    from tasks.labels import read_label_file
     from tmdlib.datasets.labels import validate_label_import
 
     path = MALFORMED / "labels" / case
-    _outcome(lambda: validate_label_import(read_label_file(str(path)), np.array([0]), np.arange(5), str(path),
+    _outcome(lambda: validate_label_import(_label_table(str(path)), np.array([0]), np.arange(5), str(path),
                                            allowed_labels={0.0, 1.0}), path, LABELS_EXPECT[case], monkeypatch)
 
 
@@ -319,12 +325,11 @@ def test_corpus_smiles_tasks(case, monkeypatch):
 
 @pytest.mark.parametrize("case", sorted(LABELS_TASKS_EXPECT))
 def test_corpus_label_import_of_a_task(case, monkeypatch):
-    from tasks.labels import read_label_file
     from tmdlib.datasets.labels import validate_label_import
 
     path = MALFORMED / "labels_tasks" / case
     task, expected = _task_of_labels(case), _located(MALFORMED / "labels_tasks" / case, LABELS_TASKS_EXPECT[case])
-    _outcome(lambda: validate_label_import(read_label_file(str(path)), np.array([0]), np.arange(5), str(path),
+    _outcome(lambda: validate_label_import(_label_table(str(path)), np.array([0]), np.arange(5), str(path),
                                            task=task), path, expected, monkeypatch)
 
 
@@ -424,14 +429,13 @@ def test_fuzz_smiles_csv_bytes(data):
        rows=st.lists(st.lists(_cell, max_size=3), max_size=6), eol=st.sampled_from(["\n", "\r\n"]))
 def test_fuzz_label_files(header, rows, eol):
     """Label import (validator) and the training reader: loads or one InputError, never anything else."""
-    from tasks.labels import read_label_file
     from tasks.io import read_labels
     from tmdlib.datasets.labels import validate_label_import
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "labels.csv"
         path.write_bytes(_csv(header, rows, eol))
-        table = _loads_or_input_error(read_label_file, str(path))
+        table = _loads_or_input_error(_label_table, str(path))
         if table is not None:
             out = _loads_or_input_error(validate_label_import, table, np.array([0, 1]), np.arange(5), str(path),
                                         allowed_labels={0.0, 1.0})
@@ -491,7 +495,6 @@ def test_fuzz_multi_target_label_files(header, rows, eol, kind):
     """Label files of a dataset's task (one column per target for multi-task and multi-target regression): the
     import validator and the training reader load values that fit the task, or raise one InputError."""
     from tasks.io import read_labels
-    from tasks.labels import read_label_file
     from tmdlib.datasets.labels import validate_label_import
     from tmdlib.datasets.task import TaskSpec
 
@@ -509,7 +512,7 @@ def test_fuzz_multi_target_label_files(header, rows, eol, kind):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "labels.csv"
         path.write_bytes(_csv(header, rows, eol))
-        table = _loads_or_input_error(read_label_file, str(path))
+        table = _loads_or_input_error(_label_table, str(path))
         if table is not None:
             out = _loads_or_input_error(validate_label_import, table, np.array([0, 1]), np.arange(5), str(path),
                                         task=task)
@@ -752,14 +755,13 @@ def test_pair_list_repeated_header(tmp_path):
 
 @pytest.mark.parametrize("header", ["graph_id,graph_id,label", "graph_id,y,y"])
 def test_label_file_repeated_header(header, tmp_path):
-    from tasks.labels import read_label_file
     from tasks.io import read_labels
     from tmdlib.datasets.labels import validate_label_import
 
     path = tmp_path / "labels.csv"
     path.write_text(header + "\n0,0,1\n")
     with pytest.raises(InputError):
-        validate_label_import(read_label_file(str(path)), np.array([0]), np.arange(5), str(path))
+        validate_label_import(_label_table(str(path)), np.array([0]), np.arange(5), str(path))
     with pytest.raises(InputError):
         read_labels(str(path))
 
@@ -818,7 +820,7 @@ def test_model_loader_refuses_pickled_objects(tmp_path):
     ("databricks://profile?password=p;api_key=k", "databricks://profile?password=***;api_key=***"),
 ])
 def test_tracking_uri_redaction(uri, shown):
-    from tasks.tracking import redact_uri
+    from tmdlib.reporting.provenance import redact_uri
 
     assert redact_uri(uri) == shown
 

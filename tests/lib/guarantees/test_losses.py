@@ -82,6 +82,7 @@ def test_standardizer_round_trip_and_weights():
     assert s.mean[0] == pytest.approx((1 + 3 + 10) / 4)
     assert np.allclose(s.inverse(s.transform(y)), y, equal_nan=True)
     assert Standardizer.from_dict(s.to_dict()).mean.tolist() == s.mean.tolist()
+    assert s.target_scale[0] is s.mean and Standardizer.identity(2).target_scale is None
 
 
 def test_metrics_per_task():

@@ -135,3 +135,32 @@ def test_production_measurement_of_a_model_worse_than_the_mean_calls_no_bound_in
     lines = verdict_lines({**m, "mode": "production"})
     assert "worse than predicting the mean" in lines[1]
     assert lines[2].startswith("Lemma 3.2 (coreset loss gap): Bound not informative")
+
+
+def test_calibration_members_and_a_pool_chunk():
+    """Production calibrates on the labelled audit members, benchmark mode on the test split; a chunk of the pool's
+    predictions carries its ids, SMILES, compound ids, columns and whether each member is labelled."""
+    from tmdlib.datasets.task import BINARY
+    from tmdlib.models.predict import calibration_members, pool_chunk
+
+    ids = np.array([10, 11, 12, 13], dtype=np.int64)
+    sel = {"audit_ids": [12, 13], "test_ids": [11, 10]}
+    pos, y, what = calibration_members(ids, sel, BINARY, labels={13: 1.0}, where="labels.csv")
+    assert pos.tolist() == [3] and y.tolist() == [1.0] and what.startswith("1 labelled audit graphs")
+    pos, y, what = calibration_members(ids, sel, BINARY, y=np.array([[0.0], [1.0], [0.0], [1.0]]))
+    assert pos.tolist() == [1, 0] and y.tolist() == [1.0, 0.0] and what.startswith("2 test-split graphs")
+    t = pool_chunk(ids[:2], {"prediction": [0.1, 0.9]}, np.array([11]), ["C", "CC"], ["a", None])
+    assert t.column_names == ["graph_id", "smiles", "compound_id", "prediction", "labelled"]
+    assert t.column("labelled").to_pylist() == [False, True]
+    assert pool_chunk(ids[:1], {}, np.array([], dtype=np.int64)).column_names == ["graph_id", "labelled"]
+
+
+def test_the_table_of_a_users_smiles_file():
+    from types import SimpleNamespace
+
+    from tmdlib.models.predict import smiles_table
+
+    rows = SimpleNamespace(line=[2, 3], smiles=["CCO", None], reason=[None, "no molecule"])
+    t = smiles_table(rows, {"prediction": [0.5, None]})
+    assert t.column_names == ["line", "smiles", "prediction", "reason"]
+    assert t.column("reason").to_pylist() == [None, "no molecule"]

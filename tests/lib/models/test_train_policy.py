@@ -63,6 +63,21 @@ def test_champion_rule():
     assert champion_decision("roc_auc", 0.9, "1", "roc_auc", 0.8)[0] is True
 
 
+def test_champion_verdict_reads_the_versions_tags():
+    from tmdlib.models.policy import champion_verdict, decision_line, registered_version
+
+    new = {"test_metric": "rmse", "test_value": "0.6"}
+    v = champion_verdict("2", new, "1", {"test_metric": "rmse", "test_value": "0.5"})
+    assert v == {"metric": "rmse", "value": 0.6, "champion_before": "1", "champion_value": 0.5, "promoted": False,
+                 "reason": "test rmse 0.6 > 0.5 of champion v1 (worse)"}
+    assert champion_verdict("2", new, None, {})["promoted"] is True
+    assert champion_verdict("2", {"test_value": "nan"}, None, {})["value"] is None
+    assert champion_verdict("1", new, "1", new)["reason"] == "already the champion"
+    assert decision_line(False, "worse", "run 3") == "Champion decision (run 3): not promoted - worse."
+    assert registered_version({"mlflow": {"model": {"registered_model": "m", "version": "4"}}}) == ("m", "4")
+    assert registered_version({}) == (None, None)
+
+
 class _Model:
     def __init__(self, inputs):
         self.inputs, self.name = inputs, "svm"
@@ -97,3 +112,11 @@ def test_control_arms_split_the_round_and_production_members_keep_the_labelled()
     assert "not compared" in control_arms(_Model("molecules"), "nope", sel, labels, audit, None, None, None,
                                           confidence=0.9, seed=0)["note"]
     assert np.asarray(audit).dtype == np.int64
+
+
+def test_evaluation_tags():
+    from tmdlib.models.policy import evaluation_tags, tagged_value
+
+    assert evaluation_tags("rmse", None) == {"test_metric": "rmse", "test_value": "nan"}
+    tags = evaluation_tags("rmse", 0.25, "run-1")
+    assert tags["evaluate_run_id"] == "run-1" and tagged_value(tags) == 0.25

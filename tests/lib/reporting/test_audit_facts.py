@@ -54,3 +54,26 @@ def test_audit_positions_find_the_labelled_audit_rows():
     assert rows.tolist() == [2, 1] and y == [2.5, 1.5]
     with pytest.raises(InputError, match="labels.csv: labelled audit graphs not in the predictions: \\[40\\]"):
         audit_positions([30], [40], {40: 1.0}, "labels.csv")
+
+
+def test_report_facts_assemble_what_was_read():
+    """The report's facts from the documents, the selection, the store's facts and what else was read; the audit
+    stage's own lock entries left out, the inputs' md5 keys without their prefix."""
+    from tmdlib.reporting.audit_facts import report_facts
+
+    docs = {"tmd_meta": {"matrix_sha256": "m", "depth": 3, "weights": "pascal"}, "manifest": {"requested": 2},
+            "labels_meta": {"source": "import"}, "train_info": {},
+            "metrics": {"certified": True, "bound": {"epsilon": 0.5}, "task": "binary"}, "metrics_nodes": {}}
+    sel = {"medoids": [1, 2], "tau": np.array([3, 2]), "train_ids": [1, 2, 3, 4, 5], "test_ids": [6],
+           "method": "tmd", "fraction": 0.4, "seed": 0}
+    store = {"graph_store": "g.parquet", "store_sha256": "s", "content_sha256": "c", "graphs": 6, "nodes": 60}
+    read = {"generated_utc": "now", "provenance": {"git_sha": "x"}, "nodes": ({"kept": 1}, {"kept": 2}),
+            "requests": 2, "molecules": {"omitted": "none"}, "store_checks": [("store", True, "")],
+            "selection_sha256": "h", "node_line": None, "params": {"a.b": 1},
+            "inputs": {"dvc.md5.g.parquet": "1"}, "lock": {"audit@D": {}, "select@D": {"outs": {}}}}
+    facts = report_facts("D", docs, sel, store, read)
+    assert facts["data"]["matrix_sha256"] == "m" and facts["data"]["content_sha256"] == "c"
+    assert facts["bound"] == {"certified": True, "epsilon": 0.5} and facts["mode"] == "benchmark"
+    assert facts["task"] == "binary" and facts["pool_estimate"] is None
+    assert facts["inputs"] == {"g.parquet": "1"} and facts["lock"] == {"select@D": {"outs": {}}}
+    assert facts["checks"][0] == ("store", True, "") and facts["graphs"]["dataset"] == 6

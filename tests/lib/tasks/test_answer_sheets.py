@@ -33,7 +33,7 @@ def _read(source, store, sheet=None):
 
 
 def test_the_delimiter_is_sniffed(tmp_path, store):
-    from tasks.io import sniff_delimiter
+    from tmdlib.datasets.molfiles import sniff_delimiter
 
     assert [sniff_delimiter(SHEETS / f) for f in ("extra_columns.csv", "ki_nM.tsv", "chembl_activities.csv")] == \
         [",", "\t", ";"]
@@ -132,3 +132,11 @@ def test_smiles_and_compound_id_keys_use_the_stores_key_index(tmp_path, monkeypa
     ids.write_text("Compound ID,pKi\nCPD-99,6.1\n")
     with pytest.raises(InputError, match="CPD-99.*matches no molecule"):
         read_answer_file.fn(str(ids), str(indexed), str(requests), np.arange(13), ("y",))
+
+
+def test_filled_keys():
+    """A key index's gaps (molecules appended without a key) are filled with RDKit's canonical SMILES, or the SMILES
+    as stored when RDKit cannot read them."""
+    from tmdlib.datasets.smiles import filled_keys
+
+    assert filled_keys(["CCO", None, None], ["OCC", "OCC", "not-a-smiles"]) == ["CCO", "CCO", "not-a-smiles"]

@@ -95,3 +95,42 @@ def test_appended_batches_keep_the_dataset_task(tmp_path):
         append_batches.fn(binary, batch_sources(str(append)))
     assert "b1.csv" not in str(err.value) and "b3.csv" in str(err.value)
     assert ":3: label 0.5 is not a binary label" in str(err.value)
+
+
+def test_ingest_rules_on_values(tmp_path):
+    """What the ingest tasks decide from values: the readers' options, the ETA's total, a batch's reading, the
+    duplicate structures and the skipped SMILES' report."""
+    from tmdlib.datasets.identity import structure_duplicates
+    from tmdlib.datasets.sources import SourceReading, batch_reading, expected_molecules, invalid_csv_text
+
+    opts = SourceReading(label_columns=[], split_column="").smiles_options()
+    assert opts["label_column"] is None and opts["split_column"] is None and opts["keep_columns"] == ()
+    assert expected_molecules("not-a-dataset", 7) == 7 and expected_molecules("not-a-dataset", None) is None
+    batch = tmp_path / "b.csv"
+    batch.write_text("smiles,y\nCCO,1.5\n")
+    reading = batch_reading(batch, "smiles", label_column="y")
+    assert reading.label_columns == ["y"] and reading.smiles_column == "smiles"
+    assert batch_reading(tmp_path, "tu", node_attributes=True).node_attributes is True
+    dup = structure_duplicates(smiles=["OCC", "CCO", "CCN"])
+    assert dup["compared"] == "RDKit's canonical SMILES" and dup["structures"] == 1 and dup["graphs"] == 1
+    assert structure_duplicates(index=["a", "a", "b"])["graphs"] == 1
+    assert invalid_csv_text([(3, "X", "bad"), (2, "Y", "worse")]) == "line,smiles,reason\n2,Y,worse\n3,X,bad\n"
+
+
+def test_store_summaries(tmp_path):
+    """A written store's summary from its table, and a streamed one's from its counts."""
+    from tmdlib.datasets.identity import streamed_summary, table_summary
+    from tmdlib.datasets.task import BINARY
+
+    (tmp_path / "s.csv").write_text("smiles,y\nCCO,1\nCC,0\n")
+    table = read_smiles_csv(tmp_path / "s.csv", label_column="y")
+    s = table_summary(table)
+    assert s["graphs"] == 2 and s["mean_nodes"] == 2.5 and s["mean_edges"] == 1.5 and "binary" in s["task"]
+    assert streamed_summary({"graphs": 0, "nodes": 0, "edges": 0, "task": BINARY})["mean_nodes"] == 0.0
+
+
+def test_ingest_progress_line():
+    from tmdlib.datasets.sources import progress_line
+
+    assert progress_line("P", 500, 2.0, 1000) == "ingest P: 500 molecules (50.0 %, ETA 0.0 min), 250/s"
+    assert progress_line("P", 10, 1.0, None, "graphs") == "ingest P: 10 graphs, 10/s"

@@ -68,3 +68,26 @@ def test_a_format_2_ledger_is_still_read_and_converted(tmp_path):
     assert not ledger.read_text().startswith("#") and pd.read_csv(ledger)["qualifier"].fillna("").tolist() == ["", ">"]
     hist2, meta2 = read_ledger_history(str(ledger))
     assert meta2["format"] == 3 and meta2["digest_checked"] and hist2.num_rows == 2 and seal_path(ledger).is_file()
+
+
+def test_small_records_from_values():
+    """The ledger's unsealed meta and commit summary, the node-subsampling-off record, the model's domain record."""
+    import json
+
+    import pyarrow as pa
+
+    from tmdlib.datasets import ledger as lg
+    from tmdlib.datasets.documents import nodes_off_record
+    from tmdlib.models.records import domain_record
+
+    assert lg.unsealed_meta(1) == {"format": 1, "task": None, "digest_checked": False, "sha256": None}
+    hist, add = pa.table({"graph_id": [1, 2]}), pa.table({"graph_id": [2, 3]})
+    assert lg.commit_summary("L.csv", hist, add, 4) == {"ledger": "L.csv", "added": 2, "round": 4,
+                                                       "measurements": 4, "total": 3}
+    assert lg.commit_summary("L.csv", hist, add.slice(0, 0), 4)["round"] is None
+    assert nodes_off_record(None) is None and nodes_off_record(json.dumps({"method": "kbfs"})) is None
+    off = nodes_off_record(json.dumps({"method": "off", "requested": "kbfs"}).encode())
+    assert off == {"method": "off", "requested": "kbfs", "reason": "nodes.method: off",
+                   "line": "node subsampling: off"}
+    rec = domain_record(["C"], [], [float("nan")], "none", 0.9)
+    assert rec["calibration_labels"][0] != rec["calibration_labels"][0] and rec["confidence"] == 0.9

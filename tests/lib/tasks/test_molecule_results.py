@@ -47,3 +47,29 @@ def test_cached_picks_of_more_trials_serve_fewer(tmp_path, monkeypatch):
     for fractions, trials in (([0.1, 0.3], 6), ([0.1, 0.2], 1)):
         with pytest.raises(Reselects):
             tm.select_method.fn("S", "raw", paths, "tmd", fractions, trials)
+
+
+def test_rows_gathered_as_cells_finish():
+    """Each finished cell's rows go to the store with a progress line; a failed cell stops none of the others and
+    is reported once every cell finished."""
+    from tmdlib.experiment.results import gather_rows
+
+    class Done:
+        def __init__(self, rows=None, err=None):
+            self.rows, self.err = rows, err
+
+        def result(self):
+            if self.err:
+                raise self.err
+            return self.rows
+
+    class Store(list):
+        def append(self, rows):
+            self.extend(rows)
+
+    store, lines = Store(), []
+    assert gather_rows([Done([1, 2]), Done([3])], store, "S", 3, 0.0, lines.append) == 3
+    assert store == [1, 2, 3] and lines[-1].startswith("S: 3/3 models")
+    with pytest.raises(RuntimeError, match="S: 1 cells failed, first: boom"):
+        gather_rows([Done(err=ValueError("boom")), Done([4])], store, "S", 1, 0.0)
+    assert store[-1] == 4
