@@ -6,7 +6,7 @@ Usage::
         [--seeds 0,1,2] [--fraction 0.1] [--epochs 100] [--full-epochs 20] [--out reports/certified]
         [--cache-dir tmp/certified_sweep] [--mlflow/--no-mlflow]
 
-Per dataset and seed: an 80/20 split (``tmdlib.select.split``, seed), the TMD k-medoids coreset of ``fraction`` of the
+Per dataset and seed: an 80/20 split (``tmdlib.select._split``, seed), the TMD k-medoids coreset of ``fraction`` of the
 training graphs (the pipeline's selection: FasterPAM, 5 restarts, ε = medoid objective on the training graphs,
 depth 4, Pascal weights) and, per budget, a τ-weighted GIN trained on the coreset plus a reference GIN of the
 **same class** (same budget) trained on all training graphs.  Reported: test accuracy, c (certified
@@ -67,7 +67,7 @@ def _metric_full(p: dict) -> float:
 
 
 def tmd_matrix_cached(name: str, ds, cache_dir: Path) -> tuple[np.ndarray, float]:
-    from tmdlib.distance.engine import tmd_matrix
+    from tmdlib.distance import tmd_matrix
 
     path = cache_dir / f"tmd_{name}_L{DEPTH}_pascal.npy"
     if path.is_file():
@@ -88,13 +88,13 @@ def run_point(ds, D, seed: int, budget, args, cache: dict, name: str = "") -> di
     """One (dataset, seed, budget) measurement."""
     import torch
 
-    from tmdlib.guarantees import bounds
+    from tmdlib.guarantees import _bounds as bounds
     from tmdlib.torch.certified import label_aware_gap, stability_constant, train_from_config
-    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
+    from tmdlib.select import budget_to_k, kmedoids_coreset
     from tmdlib.datasets import metric_for
     from tmdlib.torch.gin import bce_losses, evaluate, predict_logits
     from tmdlib.torch.pyg import to_pyg
-    from tmdlib.select.split import train_test_split
+    from tmdlib.select import train_test_split
 
     key = ("split", seed)
     if key not in cache:

@@ -56,7 +56,7 @@ def load(source: str, n: int, seed: int) -> tuple[list, np.ndarray]:
 
 def one(source: str, seed: int, a) -> dict:
     from tmdlib.chem.domain import calibrate_with_domain, outputs_with_domain
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.models import Inputs, get_model
 
     smiles, y = load(source, a.n, seed)

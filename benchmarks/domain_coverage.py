@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 def one(name: str, seed: int, n_train: int, n_audit: int, confidence: float) -> dict:
     from tmdlib.chem.domain import calibrate_with_domain
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.models import Inputs, get_model
     from tmdlib.models.predict import calibrate
 

@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from tmdlib.experiment.results import read_results
+from tmdlib.experiment import read_results
 
 METHODS = ("tmd", "random")
 TRIALS = {0, 1}  # the first two trials (numbered from 0)

@@ -17,10 +17,10 @@ import numpy as np
 
 
 def overlap_table(name: str, D_tmd: np.ndarray, D_feat: np.ndarray, seed: int = 0) -> list[tuple]:
-    from tmdlib.experiment.grid import TEST_FRACTION
+    from tmdlib.experiment._grid import TEST_FRACTION
     from tmdlib.experiment.protocol import select_graphs
-    from tmdlib.select.coreset import medoids_objective
-    from tmdlib.select.split import train_test_split
+    from tmdlib.select import medoids_objective
+    from tmdlib.select import train_test_split
 
     train, _ = train_test_split(len(D_tmd), TEST_FRACTION, seed)
     Dt, Df = D_tmd[np.ix_(train, train)], D_feat[np.ix_(train, train)]
@@ -36,8 +36,8 @@ def overlap_table(name: str, D_tmd: np.ndarray, D_feat: np.ndarray, seed: int = 
 
 def main(argv: list[str]) -> int:
     from tasks.experiment import load_dataset, prepare_dataset
-    from tmdlib.select import baselines
-    from tmdlib.distance.engine import tmd_matrix
+    from tmdlib.select import _baselines as baselines
+    from tmdlib.distance import tmd_matrix
 
     print("| dataset | fraction | k | Jaccard(TMD, Feature) | ε TMD coreset | ε Feature coreset |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -7,7 +7,7 @@ For each of our datasets (graph subsampling, GIN) and each of the paper's TU tab
 """
 import sys
 
-from tmdlib.experiment.results import read_results
+from tmdlib.experiment import read_results
 from tmdlib.reporting.paper import _tmd_gap, read_paper
 from tmdlib.reporting.tables import aggregate
 

@@ -28,10 +28,10 @@ def main() -> None:
 
     from tasks.molecules import load_set
     from tmdlib.datasets import load_builtin, to_dataset
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.metrics import score
     from tmdlib.models import Inputs, get_model
-    from tmdlib.select.split import train_test_split
+    from tmdlib.select import train_test_split
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)

@@ -1,4 +1,4 @@
-"""Cost of checking a GraphDataset built from arrays (tmdlib.graph.validate_graph_arrays).
+"""Cost of checking a GraphDataset built from arrays (tmdlib._graph.validate_graph_arrays).
 
 Usage (from the repository root)::
 

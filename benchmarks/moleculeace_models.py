@@ -65,7 +65,7 @@ def load(name: str) -> dict:
     path = CACHE / f"{name}.npz"
     if not path.is_file():
         from tasks.molecules import load_set
-        from tmdlib.chem.fingerprints import ecfp4_counts
+        from tmdlib.chem import ecfp4_counts
 
         s = load_set(name, str(ROOT / "data" / "raw"))
         CACHE.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,7 @@ def make(model: str, settings: dict, seed: int):
 
 def fit_predict(model: str, settings: dict, seed: int, s: dict, train: np.ndarray, test: np.ndarray) -> np.ndarray:
     if model in GRAPH_MODELS:
-        from tmdlib.datasets.task import TaskSpec
+        from tmdlib.datasets import TaskSpec
         from tmdlib.experiment.molecules import model_options
         from tmdlib.models import Inputs, get_model
 
@@ -127,7 +127,7 @@ def fit_predict(model: str, settings: dict, seed: int, s: dict, train: np.ndarra
         return fitted.outputs(Inputs(ds, positions=test))[:, 0]
     est = make(model, settings, seed)
     if est is None:  # any other registered model (lgbm, ...): through the registry, on the same ECFP4 counts
-        from tmdlib.datasets.task import TaskSpec
+        from tmdlib.datasets import TaskSpec
         from tmdlib.experiment.molecules import model_options
         from tmdlib.models import Inputs, get_model
 

@@ -68,7 +68,7 @@ _CACHE: dict = {}
 
 def _load(bundle: str, name: str):
     if name not in _CACHE:
-        from tmdlib.graph import GraphDataset
+        from tmdlib import GraphDataset
 
         a = np.load(Path(bundle) / f"{name}.npz")
         ds = GraphDataset(node_ptr=a["node_ptr"].astype(np.int64), edge_ptr=a["edge_ptr"].astype(np.int64),

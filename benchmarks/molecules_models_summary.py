@@ -143,8 +143,8 @@ def labels_needed(curve, target) -> float | None:
 def cmd_fullrf(a) -> None:
     """The benchmark's forest (``model_options('rf', trial)``: 100 trees) on the whole train split, trials 0..n-1."""
     from tasks.molecules import load_set
-    from tmdlib.chem.fingerprints import ecfp4_counts
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.chem import ecfp4_counts
+    from tmdlib.datasets import TaskSpec
     from tmdlib.experiment.molecules import _metrics, model_options
     from tmdlib.models import Inputs, get_model
 

@@ -58,10 +58,10 @@ def bond_features(ds, smiles):
 def main() -> None:
     from tasks.molecules import load_set
     from tmdlib import tmd_matrix, tree_norm
-    from tmdlib.chem.fingerprints import ecfp4_counts
-    from tmdlib.chem.forest import fit_forest, predict
+    from tmdlib.chem import ecfp4_counts
+    from tmdlib.chem import fit_forest, predict
     from tmdlib.experiment.molecules import RF_CONFIG
-    from tmdlib.graph import GraphDataset
+    from tmdlib import GraphDataset
     from tmdlib.metrics import score
     from tmdlib.select import select_graphs
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from tmdlib import Graph, GraphDataset  # noqa: E402
 from tmdlib.datasets import to_dataset  # noqa: E402
-from tmdlib.datasets.tu import read_tu  # noqa: E402
+from tmdlib.datasets import read_tu  # noqa: E402
 from tmdlib.select.nodes import select_nodes, subsample_nodes  # noqa: E402
 
 CONFIGS = [("tmd", "fill"), ("tmd", "paper"), ("random", "fill"), ("rw", "fill"), ("kcore", "fill")]

@@ -50,9 +50,9 @@ def main() -> None:
 
     import torch
 
-    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.chem import ecfp4_counts
     from tmdlib.datasets import load_builtin, to_dataset
-    from tmdlib.datasets.task import table_task
+    from tmdlib.datasets import table_task
     from tmdlib.metrics import score
     from tmdlib.models import Inputs, get_model
 

@@ -6,7 +6,7 @@ Usage::
 
 For each dataset, ``--pairs`` graphs are drawn (seed 0) and each is paired with the graph closest to it in
 node count (a graph's nearest medoids are graphs of its own size, so these are the pairs a select spends its
-time on).  The pairs go through :class:`tmdlib.distance.engine.PairEngine` in one call, as the search sends
+time on).  The pairs go through :class:`tmdlib.distance._engine.PairEngine` in one call, as the search sends
 them, on all numba threads (a call shorter than 2 s is repeated and its mean reported).  Each checkout (this
 one, and ``--baseline DIR``, e.g. a ``git worktree`` of an older commit) runs in its own subprocess on the same
 pairs; the script prints CPU seconds, wall seconds, the ratio and the largest relative difference of the values.
@@ -46,7 +46,8 @@ def child(checkout: str, datasets: list[str], n_pairs: int, out: str) -> None:
     """Time the pairs with the tmdlib of ``checkout`` (data from this checkout)."""
     sys.path.insert(0, checkout)
     from tmdlib.datasets import load_builtin, to_dataset
-    from tmdlib.distance.engine import PairEngine, warmup
+    from tmdlib.distance import warmup
+    from tmdlib.distance._engine import PairEngine
 
     warmup()
     res = {}

@@ -39,7 +39,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from tmdlib.datasets import load_builtin, to_dataset
-    from tmdlib.distance.engine import PairEngine
+    from tmdlib.distance._engine import PairEngine
     from tmdlib.select.scalable import PairCache
 
     ds = to_dataset(load_builtin(args.dataset, ROOT / "data" / "raw"))

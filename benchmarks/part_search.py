@@ -33,7 +33,7 @@ def _child(args) -> None:
     import numpy as np
 
     from tasks.graphs import load_graph_store
-    from tmdlib.distance.engine import warmup
+    from tmdlib.distance import warmup
     from tmdlib.select import scalable as S
 
     ds = load_graph_store.fn(args.store)

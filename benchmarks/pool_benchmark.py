@@ -48,7 +48,7 @@ def all_sets(family: str | None = None) -> list[str]:
 
 
 def _size(name: str) -> int:
-    from tmdlib.datasets.registry import DATASETS
+    from tmdlib.datasets import DATASETS
 
     if name in DATASETS:
         return DATASETS[name].num_graphs
@@ -111,8 +111,8 @@ def prepare(name: str, threads: int, tmd: bool = True) -> dict:
     if path.is_file() and (mpath.is_file() or not tmd):
         return {"name": name, "cached": True}
     from tmdlib import tmd_matrix
-    from tmdlib.chem.fingerprints import ecfp4_counts
-    from tmdlib.experiment.grid import DEPTH, WEIGHTS
+    from tmdlib.chem import ecfp4_counts
+    from tmdlib.experiment._grid import DEPTH, WEIGHTS
 
     p = load_pool(name, str(ROOT / "data" / "raw"), csv_path=POOLS / f"{name}.csv" if _is_cut(name) else None)
     CACHE.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,7 @@ def diagnose(name: str) -> dict:
     from tmdlib.chem.models import minmax_kernel
     from tmdlib.experiment.pool import PoolCase
     from tmdlib.select import rounds
-    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.select import kmedoids_coreset
 
     d = B.load(name)
     case = PoolCase(name, d["y"], d["counts"], d["tmd"], d["smiles"], d["graph_ids"], d["task"])

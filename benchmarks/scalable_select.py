@@ -50,7 +50,7 @@ def _solve(spec):
 
 def load_pool(args):
     from tmdlib.datasets import load_builtin, read_graph_parquet, to_dataset
-    from tmdlib.select.split import train_test_split
+    from tmdlib.select import train_test_split
 
     t0 = time.perf_counter()
     from tmdlib.datasets import get_dataset_info
@@ -88,7 +88,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
 
-    from tmdlib.select.certificate import tmd_coreset
+    from tmdlib.select import tmd_coreset
     from tmdlib.select.scalable import plan_parts, resolve_max_pairs
 
     pool = load_pool(args)
@@ -97,7 +97,7 @@ def main() -> None:
     D, matrix_cpu, matrix_wall = None, None, None
     if args.exact:
         from tmdlib import tmd_matrix
-        from tmdlib.select.coreset import kmedoids_coreset
+        from tmdlib.select import kmedoids_coreset
 
         c0, w0 = cpu_seconds(), time.perf_counter()
         D = tmd_matrix(pool, args.depth, "pascal", num_threads=args.workers)

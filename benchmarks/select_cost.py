@@ -18,10 +18,10 @@ import numpy as np
 
 def main(argv: list[str]) -> int:
     from tasks.experiment import load_dataset
-    from tmdlib.distance.engine import tmd_matrix
-    from tmdlib.experiment.grid import TEST_FRACTION
+    from tmdlib.distance import tmd_matrix
+    from tmdlib.experiment._grid import TEST_FRACTION
     from tmdlib.experiment.protocol import select_graphs
-    from tmdlib.select.split import train_test_split
+    from tmdlib.select import train_test_split
 
     trials = 3
     if "--trials" in argv:

@@ -30,7 +30,7 @@ PHASES = ("content hashes", "structure embedding", "partition", "grouping by par
 
 def _child(args) -> None:
     """Run in a checkout's subprocess: time the phases, print one JSON line."""
-    from tmdlib.datasets.stored import StoredGraphs
+    from tmdlib.datasets import StoredGraphs
     from tmdlib.store import store_segments, store_split
     from tmdlib.select import scalable as S
     from tmdlib.select.scalable.cache import part_hashes

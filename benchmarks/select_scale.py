@@ -13,7 +13,7 @@ workspace (``--name``: datasets ``<name>_<n>``, default MOSES), then
   (a fresh part cache: nothing reused), as a user types it (defaults otherwise: 2 worker processes,
   ``--max-pairs auto``);
 * with ``--maxmin``, RDKit's ``MaxMinPicker().LazyBitVectorPick`` on ECFP4 (Morgan radius 2, 2048 bits;
-  :func:`tmdlib.chem.pickers.maxmin`) on the same training pool (the pipeline's split) and k, in its own process
+  :func:`tmdlib.chem._pickers.maxmin`) on the same training pool (the pipeline's split) and k, in its own process
   under ``/usr/bin/time -v`` -- the tool a chemist would otherwise run, without a certificate.
 
 Peak RSS is GNU time's "Maximum resident set size" of the command (its largest process: for ``tmdsub select``
@@ -78,8 +78,8 @@ def timed(cmd: list[str], cwd: Path, log: Path) -> dict:
 def maxmin_main(store: str, fraction: float, seed: int, test_fraction: float) -> None:
     """(child) MaxMin on the training pool of ``store``: JSON with k, n and the fingerprint / pick seconds."""
     from tmdlib.store import store_segments, store_smiles, store_split
-    from tmdlib.chem.pickers import maxmin
-    from tmdlib.select.coreset import budget_to_k
+    from tmdlib.chem import maxmin
+    from tmdlib.select import budget_to_k
 
     import pyarrow.parquet as pq
 

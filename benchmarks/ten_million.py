@@ -42,7 +42,7 @@ FEATURE, VOCAB = 3, 12  # formal_charge
 def _variant_rows(rows: np.ndarray, copies: int) -> tuple[np.ndarray, np.ndarray]:
     """The feature table with every row's variants for copies ``1..copies`` and ``remap[c, r]`` (row of ``r``'s
     variant in copy ``c``; ``remap[0]`` is the identity)."""
-    from tmdlib.datasets.ogb import ATOM_FEATURE_DIMS
+    from tmdlib.datasets import ATOM_FEATURE_DIMS
 
     start = int(sum(ATOM_FEATURE_DIMS[:FEATURE]))
     block = slice(start, start + VOCAB)
@@ -68,7 +68,7 @@ def construct(src: Path, dst: Path, n: int, name: str) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tmdlib.datasets.schema import META_FEATURE_TABLE, META_NAME, encode_feature_table, feature_table_of
+    from tmdlib.datasets._schema import META_FEATURE_TABLE, META_NAME, encode_feature_table, feature_table_of
 
     t0, c0 = time.perf_counter(), time.process_time()
     source = pq.ParquetFile(src)

@@ -1,4 +1,4 @@
-"""Speed of the exact TMD engine (tmdlib.distance.engine) on MUTAG, NCI1 and DD.
+"""Speed of the exact TMD engine (tmdlib.distance._engine) on MUTAG, NCI1 and DD.
 
 Usage::
 
@@ -42,10 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tmdlib import GraphDataset  # noqa: E402
-import tmdlib.distance.engine as T  # noqa: E402
+import tmdlib.distance._engine as T  # noqa: E402
 from tmdlib.distance.assign import assign_rect, rect_work  # noqa: E402
 from tmdlib.datasets import read_tu, to_dataset  # noqa: E402
-from tmdlib.distance.weights import resolve_weights  # noqa: E402
+from tmdlib.distance import resolve_weights  # noqa: E402
 
 RAW = ROOT / "data" / "raw"
 DEPTH, WEIGHTS = 4, "pascal"
@@ -196,7 +196,7 @@ def compile_times() -> dict:
     code = """
         import json, time
         t0 = time.perf_counter()
-        from tmdlib.distance.engine import warmup
+        from tmdlib.distance._engine import warmup
         t1 = time.perf_counter()
         warmup()
         t2 = time.perf_counter()
@@ -215,7 +215,7 @@ def full_matrix_child(name: str, threads: int | None) -> dict:
         import numpy as np
         from tmdlib.datasets import to_dataset
         from tmdlib.datasets import read_tu
-        from tmdlib.distance.engine import tmd_matrix, warmup
+        from tmdlib.distance._engine import tmd_matrix, warmup
         warmup()
         ds = to_dataset(read_tu({str(RAW / name)!r}, {name!r}))
         t, c = time.perf_counter(), time.process_time()

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch_geometric.datasets import TUDataset
 
-from tmdlib.datasets.task import TaskSpec
+from tmdlib.datasets._task import TaskSpec
 from tmdlib.torch.certified import stability_constant
 from tmdlib.torch.gin import evaluate, predict_logits
 from tmdlib.torch.pyg import dataset_to_pyg, select_coreset

@@ -43,7 +43,7 @@ class _UserErrorFilter:
     """
 
     def filter(self, record) -> bool:  # noqa: A003 - logging API
-        from tmdlib.errors import InputError
+        from tmdlib import InputError
 
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, InputError):

@@ -50,8 +50,8 @@ def _store(dataset: str, graphs: Optional[Path]) -> Path:
 
 def _weights(depth: int, weights: str):
     """Parse ``--weights`` and check it against ``--depth`` (bad values are an InputError)."""
-    from tmdlib.errors import InputError
-    from tmdlib.distance.weights import parse_weights, resolve_weights
+    from tmdlib import InputError
+    from tmdlib.distance import parse_weights, resolve_weights
 
     try:
         w = parse_weights(weights)
@@ -62,7 +62,7 @@ def _weights(depth: int, weights: str):
 
 
 def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
 
     if value not in allowed:
         raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
@@ -277,7 +277,7 @@ def label_requests(
     labelled: Optional[Path] = typer.Option(None, "--labelled", help="Label ledger (default data/labelled/<DATASET>.csv): its graphs are not requested again."),
 ) -> None:
     """Export the graphs still to label: label_requests.csv/.parquet (graph_id, source_id, tau, rank) + manifest.json."""
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
     from flows.labels import label_requests_flow
 
     store = _store(dataset, graphs)
@@ -306,7 +306,7 @@ def labels_import(
     params: Optional[Path] = typer.Option(None, "--params", help="params.yaml: labels.source (a file or {DATASET: file}), labels.replicates / censored / max_spread, labels.columns / transform / units / sheet, base.task."),
 ) -> None:
     """Validate a label file against the requests; writes labels.csv (ledger + new labels) + labels.json, nothing on error."""
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
     from flows.labels import import_summary, labels_import_flow
 
     store = _store(dataset, graphs)
@@ -551,7 +551,7 @@ def main(argv: list[str] | None = None) -> None:
     import os
 
     from tasks.locking import WorkspaceBusy, workspace_lock
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
 
     def _exit(err, code: int):
         try:

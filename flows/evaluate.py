@@ -19,7 +19,7 @@ from prefect import flow
 from flows.config.evaluate import EvaluatePaths, EvaluateStageConfig
 from tasks.evaluate import (evaluate_production, evaluation_positions, log_evaluation, measure_model_task, measure_task,
                             plot_bound_vs_gap, skip_evaluation, tmd_setting, write_metrics)
-from tmdlib.datasets.identity import check_same_store
+from tmdlib.datasets._identity import check_same_store
 from tasks.graphs import check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.io import node_subsets_for, nodes_off, read_json, read_nodes, read_selection
 from tasks.labels import task_of

@@ -16,7 +16,8 @@ from tasks.ingest import (append_batches, batch_sources, copy_parquet_store, cou
 from flows.config.ingest import IngestPaths, IngestStageConfig
 from tmdlib import datasets as tds
 from tmdlib.datasets.sources import file_columns, plan_reading
-from tmdlib.datasets.task import table_task, with_task
+from tmdlib.datasets import table_task
+from tmdlib.datasets._task import with_task
 
 
 @flow(name="ingest", log_prints=True)
@@ -36,10 +37,10 @@ def ingest_flow(dataset: str | None = None, source: str | None = None, tu_dir: s
     appended in name order after the base source; old graphs keep their ids, features and task.
     A SMILES source is converted by ``cfg.workers`` processes (auto: the cores this process may use, see
     :mod:`tasks.cpus`; ``cfg.limit``: its first molecules only).  An unlabelled pool (MOSES) is stored without
-    labels, as a real pool is; ``cfg.standin`` (a rule of :data:`tmdlib.datasets.smiles.STANDIN_RULES`, e.g.
+    labels, as a real pool is; ``cfg.standin`` (a rule of :data:`tmdlib.datasets._smiles.STANDIN_RULES`, e.g.
     ``logp``) fills in the flagged benchmark label stand-in instead, for benchmark mode only.
 
-    The task (``cfg.task``: auto or a type) is decided from the labels (:mod:`tmdlib.datasets.task`); a built-in
+    The task (``cfg.task``: auto or a type) is decided from the labels (:mod:`tmdlib.datasets._task`); a built-in
     dataset brings its own (and its label / split / kept columns) unless another is asked for.  A user's CSV
     without named label columns uses its ``y`` or ``label`` column if it has one, and its ``split`` column when
     none is named (``""``: none).

@@ -8,7 +8,7 @@ import numpy as np
 from prefect import flow
 
 from tasks import io
-from tmdlib.datasets.identity import STORE_HASH_KEY, check_same_store
+from tmdlib.datasets._identity import STORE_HASH_KEY, check_same_store
 from tmdlib.store import read_graph_ids
 from tasks.graphs import open_store
 from tasks.labels import build_requests, request_smiles, sdf_note, write_labels, write_requests
@@ -106,7 +106,7 @@ def labels_import_flow(graphs: str, requests: str, source: str | None, out_dir: 
         meta, sha = {"source": STANDIN, "benchmark_mode": True,
                      "warning": "labels were NOT imported: the dataset's own labels were joined for the requested "
                                 "ids only (benchmark stand-in for a labelling round)"}, ""
-        from tmdlib.datasets.schema import META_LABEL_RULE
+        from tmdlib.datasets._schema import META_LABEL_RULE
 
         rule = (pq.read_schema(graphs).metadata or {}).get(META_LABEL_RULE.encode(), b"").decode()
         if rule.startswith("STAND-IN"):  # the dataset's labels may themselves be a stand-in (MOSES): say so

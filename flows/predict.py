@@ -19,7 +19,7 @@ from pathlib import Path
 from prefect import flow
 
 from flows.config.predict import PredictStageConfig
-from tmdlib.datasets.identity import check_same_store
+from tmdlib.datasets._identity import check_same_store
 from tasks.graphs import open_store
 from tasks.io import dataset_name, read_json, read_selection, sha256_file
 from tasks.labels import task_of

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: The dependencies of the checkout's stages on the tool's own source files (not in a project).

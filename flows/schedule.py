@@ -36,7 +36,7 @@ from tasks.locking import workspace_lock
 from tasks.registry import promote_champions
 from tasks.schedule import commit_labels, commit_run, intake_batches, push, record_run, repro
 from tasks.tracking import git_info
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from tmdlib.reporting.provenance import redact_uri
 
 INCOMING = "data/incoming"

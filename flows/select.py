@@ -8,16 +8,16 @@ from prefect import flow
 from prefect.utilities.annotations import quote
 
 from tasks.coreset import on_disk, part_hashes, part_mapper, status_line
-from tmdlib.datasets.identity import STORE_HASH_KEY
+from tmdlib.datasets._identity import STORE_HASH_KEY
 from tasks.graphs import check_matrix_meta, load_matrix, matrix_path, open_store
 from tasks.ledger import read_ledger
 from flows.config.nodes import NodesStageConfig
 from flows.config.select import SelectStageConfig
 from tasks.select import learn_options, nodes_off_table, select_task, subsample_nodes_task, write_json, write_parquet
-from tmdlib.datasets.identity import content_hash
-from tmdlib.select.plan import check_engine
+from tmdlib.datasets import content_hash
+from tmdlib.select._plan import check_engine
 from tmdlib.select.audit import audit_members, audit_size
-from tmdlib.select.nodes.policy import NODE_OFF, node_method, off_line
+from tmdlib.select.nodes import NODE_OFF, node_method, off_line
 from tmdlib.select.round_policy import method_plan
 from tmdlib.select.rounds import check_control
 

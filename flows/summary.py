@@ -45,7 +45,7 @@ def metrics_lines(path: str, m: dict) -> tuple[list[str], list[str]]:
     vacuous, with c·ε and the loss scale; the headline line has the test metric and the raw numbers.  A stage
     that was skipped (node subsampling off) gives its one line.
     """
-    from tmdlib.datasets.task import BINARY
+    from tmdlib.datasets._task import BINARY
     from tmdlib.reporting.verdict import verdict_lines
 
     if m.get("skipped"):  # node subsampling off (nodes.method): one line, no numbers

@@ -19,15 +19,16 @@ from flows.config.tmd import TmdStageConfig
 from tasks import io
 from tasks.coreset import status_line
 from tasks.cpus import resolve_workers
-from tmdlib.datasets.identity import STORE_HASH_KEY, store_content_hash
+from tmdlib.datasets import store_content_hash
+from tmdlib.datasets._identity import STORE_HASH_KEY
 from tasks.graphs import open_store, streamed_content_hash
 from tasks.tmd import compute_block, record_chunks, tmd_pairs, write_pairs_csv
 from tmdlib.datasets.documents import read_id_pairs
-from tmdlib.datasets.identity import graph_hashes
+from tmdlib.datasets import graph_hashes
 from tmdlib.distance.blocks import (block_graphs, block_key, block_pairs, block_shape, blocks_of_chunks,
                                     check_matrix_fits, chunk_index, merge_blocks, plan_chunks, read_block)
-from tmdlib.distance.fingerprint import engine_fingerprint
-from tmdlib.distance.weights import resolve_weights
+from tmdlib.distance import engine_fingerprint
+from tmdlib.distance import resolve_weights
 
 
 @flow(name="tmd-pairs")
@@ -109,7 +110,7 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     the chunks of earlier runs, so after new graphs are appended only their rows and columns are
     computed (``pairs_computed`` in the result says how many pairs this run computed).
 
-    ``engine`` is the selection's (``exact | scalable | auto``, :func:`tmdlib.select.certificate.resolve_engine`):
+    ``engine`` is the selection's (``exact | scalable | auto``, :func:`tmdlib.select._certificate.resolve_engine`):
     when it resolves to ``scalable`` the matrix is not computed at all and ``meta.json`` says so
     (``"matrix": false``); the select stage then runs the scalable engine.  ``cfg``
     (:class:`flows.config.tmd.TmdStageConfig`; None: the defaults) holds the options; the flow runs on the task
@@ -156,7 +157,7 @@ def tmd_matrix_flow(graphs: str, matrix_out: str, meta_out: str, cache_dir: str,
     # an uninterrupted one; how many blocks this run computed is returned (and logged), not stored.
     # the store's content hash: select / evaluate refuse this matrix for another store (tasks.graphs)
     meta = {"graphs": n, "graph_ids": ds.graph_ids.tolist(), STORE_HASH_KEY: store_content_hash(ds, hashes),
-            "depth": depth, "weights": w.tolist(), "engine": "tmdlib.distance.engine exact", "engine_fingerprint": engine_fingerprint(), "blocks": len(blocks),
+            "depth": depth, "weights": w.tolist(), "engine": "tmdlib.distance exact", "engine_fingerprint": engine_fingerprint(), "blocks": len(blocks),
             "block_size": block_size, "matrix_sha256": io.sha256_file(matrix_out)}
     io.write_json(meta_out, io.stamped(meta))
     logger.info("%d of %d blocks computed by this run, %d reused", len(todo), len(blocks), len(blocks) - len(todo))

@@ -18,7 +18,7 @@ import typer
 from prefect import flow
 
 from flows.config.train import TrainPaths, TrainStageConfig
-from tmdlib.datasets.identity import STORE_HASH_KEY, check_same_store
+from tmdlib.datasets._identity import STORE_HASH_KEY, check_same_store
 from tasks.graphs import open_store
 from tasks.io import (dataset_name, node_subsets_for, nodes_off, positions, read_labels, read_labels_meta,
                       read_nodes, read_selection)

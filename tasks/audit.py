@@ -7,7 +7,7 @@ DVC dependency -- ``dvc.lock``; in production also ``predictions.parquet`` / ``.
 (:func:`prediction_report`).  Writes ``report.md``, ``report.html``, ``counts.png`` and a copy of
 ``bound_vs_gap.png`` into one folder (production: also ``parity.png`` and ``predictions.png``, which the HTML embeds
 and the Markdown links; not DVC outputs, a benchmark run has none); the rendering is :mod:`tmdlib.reporting.audit`.  The selected molecules (a
-store with SMILES) are depicted by RDKit (:mod:`tmdlib.chem.depict`) and embedded in the page.
+store with SMILES) are depicted by RDKit (:mod:`tmdlib.chem._depict`) and embedded in the page.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def read_documents(paths: dict) -> dict:
 
 def store_facts(graphs: str) -> tuple:
     """``(pool, facts)`` of the graph store: file sha256, content hash, graph and node counts; ``pool`` its ids and
-    sizes (:class:`tmdlib.datasets.stored.StoredGraphs`: the graphs themselves are not loaded)."""
+    sizes (:class:`tmdlib.datasets._stored.StoredGraphs`: the graphs themselves are not loaded)."""
     from .graphs import open_store
 
     store = open_store(graphs)
@@ -75,11 +75,11 @@ NO_SMILES = "the graph store has no SMILES (not a molecule dataset), so there ar
 def molecule_facts(graphs: str, sel: dict, requests: str, selection: str,
                    limit: int = audit.MOLECULES_SHOWN) -> dict:
     """The selected molecules, largest clusters first (:func:`tmdlib.reporting.audit.molecule_rows`), the first
-    ``limit`` with an RDKit depiction (:func:`tmdlib.chem.depict.depict_svg`, deterministic); ``{"omitted": why}``
+    ``limit`` with an RDKit depiction (:func:`tmdlib.chem._depict.depict_svg`, deterministic); ``{"omitted": why}``
     when the graph store has no ``smiles`` column (TU graphs)."""
     if "smiles" not in pq.read_schema(graphs).names:
         return {"omitted": NO_SMILES}
-    from tmdlib.chem.depict import depict_svg
+    from tmdlib.chem import depict_svg
 
     table = pq.read_table(graphs, columns=["graph_id", "smiles"])
     smiles_of = dict(zip(table.column("graph_id").to_pylist(), table.column("smiles").to_pylist()))
@@ -155,7 +155,7 @@ def mlflow_run(info: dict, train_info: str, check: bool = True) -> dict:
 def same_store(docs: dict, sel: dict, data: dict, paths: dict) -> list:
     """Every artifact that records the graph store's content hash names this store
     (:func:`tmdlib.reporting.audit.store_checks`); returns the check rows ``[(what, ok, detail)]``."""
-    from tmdlib.datasets.identity import STORE_HASH_KEY
+    from tmdlib.datasets._identity import STORE_HASH_KEY
 
     named = [("selection", sel, paths["selection"])] + [(DOCUMENTS[k], docs[k], paths[k]) for k in DOCUMENTS]
     return audit.store_checks(named, data["content_sha256"], paths["graphs"], STORE_HASH_KEY)
@@ -203,7 +203,7 @@ def prediction_report(predictions: str, labels: str, selection: str, task_dict: 
     (:func:`tmdlib.reporting.predictions.audit_positions`).  ``goal`` ``maximize`` / ``minimize`` (``select.goal``)
     adds ``hits`` (:func:`_hits`) of the target ``hunt`` names (``select.target``).
     """
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.reporting import predictions as rp
     from tmdlib.reporting.hits import ranks_hits
 
@@ -238,7 +238,7 @@ def hit_summary(predictions: str, labels: str, goal: str, n: int = 5, hunt=None)
     """``tmdsub summary``'s hit lines (:func:`tmdlib.reporting.hits.hit_lines`, ``n`` per list) of a production run
     under ``select.goal`` maximize / minimize, of the target ``hunt`` names on a multi-target pool (``select.target``;
     else the first): [] for another goal or a classification run."""
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.reporting.hits import GOALS, hit_lines, ranks_hits
 
     from .predict import read_prediction_set

@@ -181,7 +181,7 @@ def part_mapper(cache_dir: str | Path | None, pool, depth: int, weights, seed: i
     callable
         ``map_parts(specs) -> list of PartResult``, aligned with ``specs``.
     """
-    from tmdlib.distance.weights import resolve_weights
+    from tmdlib.distance import resolve_weights
 
     weights = resolve_weights(depth, weights)
     params = {"depth": depth, "weights": weights.tolist(), "seed": seed, "part_size": part_size}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from tmdlib.reporting.provenance import redact_uri
 
 __all__ = ["read_group", "remote_settings", "configure_remote", "tool_env", "run_tool", "stages_ran",

@@ -4,7 +4,7 @@ The protocol itself (grid, one cell, result rows, report pages) is library code 
 and :mod:`tmdlib.reporting.paper`; these tasks read inputs, call it, and write outputs atomically.
 
 * :func:`prepare_dataset` -- once per dataset: the TMD, Feature and WL distance matrices of *all* graphs
-  (those the grid reads, :func:`tmdlib.experiment.grid.needed_matrices`; computed and named by
+  (those the grid reads, :func:`tmdlib.experiment._grid.needed_matrices`; computed and named by
   :mod:`tmdlib.experiment.matrices`), cached on disk under ``<cache_dir>/<dataset>/`` (``reports/cache/``,
   ignored by git).
 * :func:`run_cell` -- one Prefect task = one (dataset, kind, arch, method, trial) and a list of fractions
@@ -24,10 +24,11 @@ from prefect import task
 
 from tmdlib import GraphDataset, InputError
 from tmdlib.datasets import to_dataset
-from tmdlib.experiment.grid import DEPTH, WEIGHTS
+from tmdlib.experiment._grid import DEPTH, WEIGHTS
 from tmdlib.experiment.matrices import (MATRICES, check_matrix_seconds, compute_matrix, dataset_key, matrix_file,
                                        merge_matrix_seconds)
-from tmdlib.experiment.results import gather_rows, read_results, row_key, rows_to_csv
+from tmdlib.experiment import read_results, row_key, rows_to_csv
+from tmdlib.experiment._results import gather_rows
 
 from . import io
 
@@ -111,7 +112,7 @@ def _node_subsample(name: str, raw_root: str, paths_json: str, method: str, frac
 # ----------------------------------------------------------------------------------------------
 def collect_cells(futures, store, name: str, total: int, t0: float) -> int:
     """Each finished cell's rows appended to ``store`` (:class:`ResultStore`) as the cells complete, a progress line
-    on stderr after each (:func:`tmdlib.experiment.results.gather_rows`; ``futures``: one per cell)."""
+    on stderr after each (:func:`tmdlib.experiment._results.gather_rows`; ``futures``: one per cell)."""
     import sys
 
     from prefect.futures import as_completed
@@ -143,7 +144,7 @@ class ResultStore:
 
     A crash leaves the previous complete file; a rerun reads it and skips finished keys (a row already stored, or
     twice in one :meth:`append`, is kept once: the first).  ``table``: the results table's ``(read, key, csv)``
-    functions (the experiment's, :mod:`tmdlib.experiment.results`, by default).  With ``lock`` the store holds an
+    functions (the experiment's, :mod:`tmdlib.experiment._results`, by default).  With ``lock`` the store holds an
     exclusive lock file (``.<dataset>.csv.lock``, ``fcntl.flock``) while open, so two runs cannot write the same
     file.
     """

@@ -1,5 +1,5 @@
 """Reading the graph store, shared by every stage; the artifacts made from it checked against it
-(:func:`tmdlib.datasets.identity.check_same_store`, :func:`check_matrix_meta`)."""
+(:func:`tmdlib.datasets._identity.check_same_store`, :func:`check_matrix_meta`)."""
 from __future__ import annotations
 
 from pathlib import Path

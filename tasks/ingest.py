@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 from prefect import task
 
 from tmdlib import datasets as tds
-from tmdlib.datasets.identity import streamed_summary, structure_duplicates, table_summary
+from tmdlib.datasets._identity import streamed_summary, structure_duplicates, table_summary
 from tmdlib.datasets.sources import (SourceReading, batch_kind, batch_reading, expected_molecules,
                                     invalid_csv_text, progress_line, tu_name)
-from tmdlib.datasets.task import TaskSpec, store_task, table_task
+from tmdlib.datasets import TaskSpec, store_task, table_task
 
 from . import io
 from .cpus import resolve_workers
@@ -35,7 +35,7 @@ def read_source(kind: str, path: str, name: str, reading: SourceReading = Source
                 workers: int | str = "auto", skipped: list | None = None):
     """Read one source (``tu`` folder, ``ogb`` folder, ``smiles`` molecule file or graph-store ``parquet``) with its
     task, as ``reading`` says (:class:`tmdlib.datasets.sources.SourceReading`: its columns, its task -- auto, a
-    type or an existing dataset's :class:`~tmdlib.datasets.task.TaskSpec` --, the TU node attributes).
+    type or an existing dataset's :class:`~tmdlib.datasets._task.TaskSpec` --, the TU node attributes).
 
     ``workers``: processes converting a SMILES source, auto (the cores this process may use,
     :func:`tasks.cpus.resolve_workers`) or a number; ``skipped`` (a list, SMILES only): a SMILES rdkit cannot
@@ -129,7 +129,7 @@ def read_batch(path: str, node_attributes: bool = False, smiles_column: str = "s
 
     A SMILES batch is read with the dataset's label columns (``label_column``; None: its own ``y`` or
     ``label`` column, if any) and, when given, the dataset's task (a
-    :class:`~tmdlib.datasets.task.TaskSpec`: its labels must fit it, every offending line named); a named
+    :class:`~tmdlib.datasets._task.TaskSpec`: its labels must fit it, every offending line named); a named
     split or kept column it lacks is left null.
     """
     p = Path(path)

@@ -1,6 +1,6 @@
 """Reading and writing the pipeline's artifacts.
 
-**Readers** (one :class:`~tmdlib.errors.InputError` naming the file, line and problem): ``selection.json``
+**Readers** (one :class:`~tmdlib._errors.InputError` naming the file, line and problem): ``selection.json``
 (:func:`read_selection`), ``labels.csv`` (:func:`read_labels`, checked against the dataset's task),
 ``nodes.parquet`` (:func:`read_nodes`); small user CSVs and JSON objects are read by
 :mod:`tmdlib.datasets.documents` (``read_text_csv``, ``read_json``, importable from here too).
@@ -26,10 +26,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from tmdlib.datasets.checksums import sha256_file  # noqa: F401  (re-exported for the tasks)
+from tmdlib.datasets import sha256_file  # noqa: F401  (re-exported for the tasks)
 from tmdlib.datasets.documents import (check_selection, node_subsets, node_subsets_for,  # noqa: F401  (tasks)
                                        positions, read_json, read_text_csv)
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_pages", "write_json", "write_parquet", "write_npy",
            "write_npz", "sha256_file", "remove_stale_temps", "file_set", "settle_file_set", "cached_json",
@@ -339,7 +339,7 @@ def canonical_keys(store_path: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tmdlib.datasets.smiles import CANONICAL_COLUMN, filled_keys
+    from tmdlib.datasets._smiles import CANONICAL_COLUMN, filled_keys
 
     if CANONICAL_COLUMN not in pq.read_schema(store_path).names:
         return None
@@ -364,7 +364,7 @@ def read_labels(csv_path: str, meta_path: str | None = None, task=None) -> tuple
     ``{"source": "unknown"}``.
     """
     from tmdlib.datasets.labels import label_columns, labels_of_table
-    from tmdlib.datasets.task import BINARY
+    from tmdlib.datasets._task import BINARY
 
     task = task or BINARY
     cols = ["y"] if task.num_targets == 1 else label_columns(task)

@@ -23,7 +23,7 @@ from .ledger import MEASUREMENTS
 def build_requests(store_path: str, selection: dict, labelled: set | None = None):
     """Label-request table of a selection (:func:`tmdlib.datasets.intake.label_requests`): graph_id, source id
     (SMILES for molecules), τ, rank; medoids in ``labelled`` (graph ids already in the ledger) are left out."""
-    from tmdlib.datasets.smiles import ID_COLUMN
+    from tmdlib.datasets._smiles import ID_COLUMN
 
     cols = pq.read_schema(store_path).names
     table = pq.read_table(store_path, columns=["graph_id"] + [c for c in ("smiles", ID_COLUMN) if c in cols])
@@ -57,7 +57,7 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
     """Write label_requests.csv/.parquet/.sdf and manifest.json atomically (manifest last).
 
     ``smiles`` (aligned with ``requests``, :func:`request_smiles`) gives the SD file one record per request
-    (:func:`tmdlib.chem.sdf.requests_sdf`, largest clusters first, titled and tagged with the user's compound ids
+    (:func:`tmdlib.chem._sdf.requests_sdf`, largest clusters first, titled and tagged with the user's compound ids
     when the requests carry them); without it the SD file has no records, so
     the DVC output always exists.  Everything is rendered before the first write.
     """
@@ -65,7 +65,7 @@ def write_requests(out_dir: str, requests: pa.Table, manifest: dict, smiles: lis
 
     sdf = ""
     if smiles is not None:
-        from tmdlib.chem.sdf import requests_table_sdf
+        from tmdlib.chem._sdf import requests_table_sdf
 
         sdf = requests_table_sdf(smiles, requests)
     out = Path(out_dir)
@@ -144,7 +144,7 @@ def read_answer_file(source: str, store_path: str, requests_path: str, known: np
     naming every offending line, nothing written."""
     from tmdlib.datasets.labels import answer_key, key_index, read_answers, source_index, wanted_keys
     from tmdlib.datasets.labsheet import normalize_answers
-    from tmdlib.datasets.smiles import ID_COLUMN, canonical_smiles
+    from tmdlib.datasets._smiles import ID_COLUMN, canonical_smiles
 
     sheet = sheet or {}
     table, lines, form = read_answer_sheet(source, sheet.get("sheet"))

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 __all__ = ["LOCK_NAME", "WorkspaceBusy", "workspace_root", "workspace_lock", "read_holder", "append_lines", "read_locked"]
 

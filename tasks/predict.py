@@ -98,8 +98,8 @@ def predict_pool(model, store, cal, labelled_ids: set, progress=None, workers: i
 
 
 def compound_ids(store_path: str) -> list | None:
-    """The user's compound ids of a store, in store order (:data:`tmdlib.datasets.smiles.ID_COLUMN`), or None."""
-    from tmdlib.datasets.smiles import ID_COLUMN
+    """The user's compound ids of a store, in store order (:data:`tmdlib.datasets._smiles.ID_COLUMN`), or None."""
+    from tmdlib.datasets._smiles import ID_COLUMN
 
     if ID_COLUMN not in pq.read_schema(store_path).names:
         return None
@@ -109,7 +109,7 @@ def compound_ids(store_path: str) -> list | None:
 @task(name="predict-smiles", persist_result=False, cache_policy=NO_CACHE)
 def predict_smiles(model, cal, path: str, domain=None) -> pa.Table:
     """Predictions for a user's SMILES file, one row per data row: a row that gives no molecule keeps its line
-    and its ``reason`` (:func:`tmdlib.datasets.smiles.read_prediction_smiles`) with null predictions."""
+    and its ``reason`` (:func:`tmdlib.datasets._smiles.read_prediction_smiles`) with null predictions."""
     from tmdlib.datasets.smiles_input import read_prediction_smiles
 
     rows = read_prediction_smiles(path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from prefect import task
 
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from tmdlib.models.policy import DECISION, REASON, champion_verdict, decision_line, evaluation_tags, registered_version
 
 from .tracking import tracking_uri

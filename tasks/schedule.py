@@ -12,7 +12,7 @@ from pathlib import Path
 
 from prefect import task
 
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 from . import dvcops, io
 

@@ -81,7 +81,7 @@ def nodes_off_table(requested: str, reason: str):
     (:func:`tasks.io.nodes_off`) to skip instead of training and measuring."""
     import json
 
-    from tmdlib.select.nodes.policy import off_line
+    from tmdlib.select.nodes import off_line
 
     schema = pa.schema([("graph_id", pa.int64()), ("nodes", pa.list_(pa.int32())), ("k", pa.int64()),
                         ("epsilon", pa.float64()), ("tree_norm", pa.float64()), ("kept_tree_norm", pa.float64())])

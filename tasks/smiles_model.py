@@ -49,7 +49,7 @@ class SmilesModel(PythonModel):
         import numpy as np
         import pandas as pd
 
-        from tmdlib.datasets.smiles import smiles_reason
+        from tmdlib.datasets._smiles import smiles_reason
         from tmdlib.models.predict import rows_columns
 
         frame = model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame({"smiles": list(model_input)})

@@ -14,7 +14,7 @@ from . import io
 @task(name="tmd-pairs", persist_result=False)
 def tmd_pairs(ds: GraphDataset, i: np.ndarray, j: np.ndarray, depth: int, weights) -> np.ndarray:
     """TMD of each listed pair (positions into ``ds``), shape ``(len(i),)``."""
-    from tmdlib.distance.engine import tmd_pairs as _pairs
+    from tmdlib.distance import tmd_pairs as _pairs
 
     return _pairs(ds, i, j, depth=depth, weights=weights)
 
@@ -49,7 +49,7 @@ def compute_block(rows: GraphDataset, cols: GraphDataset | None, depth: int, wei
     file of the client's, so local processes and a Dask cluster on other machines run the same task.
     The client writes the block file.
     """
-    from tmdlib.distance.engine import tmd_block, tmd_matrix
+    from tmdlib.distance import tmd_block, tmd_matrix
 
     if cols is None:
         values = tmd_matrix(rows, depth=depth, weights=weights, num_threads=threads)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from tmdlib.datasets.checksums import file_digest
+from tmdlib.datasets._checksums import file_digest
 from tmdlib.reporting.provenance import (labels_profile, lock_stages, params_hash, recorded_outs, redact_uri,
                                          run_values, selection_profile, stage_md5s, store_profile)
 

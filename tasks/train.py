@@ -141,7 +141,7 @@ def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, datase
 
 
 def train_model_spec(model, lipschitz_budget, lipschitz_target, store, task, nodes, n_train: int = 0):
-    """The model's :class:`~tmdlib.models.registry.ModelSpec` for this store and task
+    """The model's :class:`~tmdlib.models._registry.ModelSpec` for this store and task
     (:func:`tmdlib.models.policy.train_model`), saying so when node subsampling made the graph model take over."""
     spec, note = train_model(model, lipschitz_budget, lipschitz_target, store.has_smiles, task, nodes, n_train)
     if note:

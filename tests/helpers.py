@@ -167,9 +167,9 @@ def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float 
     import pyarrow.parquet as pq
 
     from tmdlib import GraphDataset
-    from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
+    from tmdlib.select import budget_to_k, kmedoids_coreset
     from tmdlib.datasets import read_tu, to_dataset, write_graph_parquet
-    from tmdlib.distance.engine import tmd_matrix
+    from tmdlib.distance import tmd_matrix
 
     tmp.mkdir(parents=True, exist_ok=True)
     table = read_tu(RAW / "MUTAG", "MUTAG").slice(0, n_train + n_test)
@@ -183,8 +183,8 @@ def make_inputs(tmp: Path, n_train: int = 40, n_test: int = 20, fraction: float 
     D = tmd_matrix(ds, depth=4, weights="pascal")
     np.save(tmp / "matrix.npy", D)
     from tasks.io import sha256_file
-    from tmdlib.datasets.identity import store_content_hash
-    from tmdlib.distance.weights import resolve_weights
+    from tmdlib.datasets import store_content_hash
+    from tmdlib.distance import resolve_weights
 
     (tmp / "meta.json").write_text(json.dumps({  # as the tmd stage writes it (select / evaluate check it)
         "graphs": len(ds), "depth": 4, "weights": resolve_weights(4, "pascal").tolist(),
@@ -224,7 +224,7 @@ def dense_x(table) -> list:
     """Node features of a graph table as nested lists (one list of rows per graph), whatever its layout."""
     import numpy as np
 
-    from tmdlib.datasets.schema import node_feature_rows
+    from tmdlib.datasets._schema import node_feature_rows
 
     rows, index = node_feature_rows(table)
     x = rows[index]

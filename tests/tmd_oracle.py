@@ -19,8 +19,8 @@ from functools import lru_cache
 import numpy as np
 import ot
 
-from tmdlib.graph import Graph
-from tmdlib.distance.weights import resolve_weights
+from tmdlib import Graph
+from tmdlib.distance import resolve_weights
 
 __all__ = ["computation_tree", "tree_distance", "padded_ot", "tmd_oracle"]
 

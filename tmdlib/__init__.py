@@ -30,8 +30,8 @@ True
 """
 from .distance import (DEFAULT_MEMORY_LIMIT, parse_weights, pascal_weights, resolve_weights, tmd, tmd_block,
                        tmd_matrix, tmd_memory_plan, tmd_pairs, tree_norm, tree_norm_node_terms)
-from .errors import InputError
-from .graph import FEATURE_LIMIT, Graph, GraphDataset, GraphValidationError
+from ._errors import InputError
+from ._graph import FEATURE_LIMIT, Graph, GraphDataset, GraphValidationError
 from .guarantees import bound_verdict, erm_bound, lemma_bound
 from .select import (CoresetResult, NodeSubsample, Selection, assign_to_medoids, budget_to_k, kmedoids_coreset,
                      medoids_objective, method_names, select_graphs, select_nodes, subsample_nodes, train_test_split)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from ._errors import InputError
 
 __all__ = ["AUTO", "Cores", "cgroup_quota", "usable_cores", "resolve_workers", "release_freed_memory", "on_disk"]
 

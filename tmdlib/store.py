@@ -1,13 +1,13 @@
 r"""One graph-store file as one object: every read a stage makes of it, each reading only what it needs.
 
 A :class:`GraphStore` stands for the Parquet file the ingest stage writes (the graph-store schema,
-:mod:`tmdlib.datasets.schema`) and reads from it on demand: the graphs (read and checked once, on first use), the
+:mod:`tmdlib.datasets._schema`) and reads from it on demand: the graphs (read and checked once, on first use), the
 task recorded at ingest, the graph ids, the SMILES, the labels, the split and the appended batches.  A column read
 for one of them (``graph_id``, ``smiles``, ``y``, ``split``) reads that column only; the schema's metadata answers the
 task and the batches without reading a row.  A pool too large to hold is reached a chunk at a time through
-:meth:`GraphStore.stored` (:class:`tmdlib.datasets.stored.StoredGraphs`).
+:meth:`GraphStore.stored` (:class:`tmdlib.datasets._stored.StoredGraphs`).
 
-Its content hash (:func:`tmdlib.datasets.identity.store_content_hash`, the identity every artifact made from the store
+Its content hash (:func:`tmdlib.datasets._identity.store_content_hash`, the identity every artifact made from the store
 records) is taken from the graphs in memory when they are loaded, else streamed a chunk at a time
 (:func:`streamed_store_hash`); both give the same value.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
-from .graph import GraphDataset
+from ._errors import InputError
+from ._graph import GraphDataset
 
 
 def _schema(path: str):
@@ -39,9 +39,9 @@ def _column(path: str, name: str):
 
 
 def read_task(path: str):
-    """The task recorded at ingest (:class:`tmdlib.datasets.task.TaskSpec`), from the schema's metadata only
+    """The task recorded at ingest (:class:`tmdlib.datasets._task.TaskSpec`), from the schema's metadata only
     (binary for stores written before task types)."""
-    from .datasets.task import task_of_metadata
+    from .datasets._task import task_of_metadata
 
     meta = _schema(path).metadata or {}
     try:
@@ -82,9 +82,9 @@ def store_smiles(path: str, positions: np.ndarray, method: str | None = None) ->
 
 def store_split(path: str, sizes: list[int], test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Train / test positions: the store's own ``split`` column where it has one
-    (:func:`tmdlib.select.split.split_with_column`), else the seeded split of each ingested batch of ``sizes``
-    (:func:`tmdlib.select.split.batched_train_test_split`)."""
-    from .select.split import batched_train_test_split, split_with_column
+    (:func:`tmdlib.select._split.split_with_column`), else the seeded split of each ingested batch of ``sizes``
+    (:func:`tmdlib.select._split.batched_train_test_split`)."""
+    from .select._split import batched_train_test_split, split_with_column
 
     if "split" not in _schema(path).names:
         return batched_train_test_split(sizes, test_fraction, seed)
@@ -97,7 +97,7 @@ def store_split(path: str, sizes: list[int], test_fraction: float, seed: int) ->
 def store_labelled(path: str) -> bool:
     """Whether the store holds any finite label (a benchmark set, or a pool ingested with its labels); an unlabelled
     pool is production's: its labels come from the lab, its test set is the audit sample."""
-    from .datasets.task import table_labels
+    from .datasets._task import table_labels
 
     if "y" not in _schema(path).names:
         return False
@@ -107,12 +107,12 @@ def store_labelled(path: str) -> bool:
 
 
 def streamed_store_hash(path: str, progress=None) -> str:
-    """:func:`tmdlib.datasets.identity.store_content_hash` of the store at ``path``, read a chunk of graphs at a time
-    (:class:`tmdlib.datasets.stored.StoredGraphs`): the same hash, without the pool in memory (MOSES: 10 GB).
+    """:func:`tmdlib.datasets._identity.store_content_hash` of the store at ``path``, read a chunk of graphs at a time
+    (:class:`tmdlib.datasets._stored.StoredGraphs`): the same hash, without the pool in memory (MOSES: 10 GB).
     ``progress`` is called with a line per chunk of graphs hashed."""
     from .select.scalable.cache import part_hashes
-    from .datasets.identity import content_hash
-    from .datasets.stored import StoredGraphs
+    from .datasets._identity import content_hash
+    from .datasets._stored import StoredGraphs
 
     stored = StoredGraphs(path)
     return content_hash(stored.graph_ids, (h.decode() for h in part_hashes(stored, progress)))
@@ -184,9 +184,9 @@ class GraphStore:
         return store_smiles(self.path, positions, method)
 
     def stored(self):
-        """The graphs as a :class:`tmdlib.datasets.stored.StoredGraphs` (ids and sizes read; graphs a chunk at a
+        """The graphs as a :class:`tmdlib.datasets._stored.StoredGraphs` (ids and sizes read; graphs a chunk at a
         time, for pools too large to hold)."""
-        from .datasets.stored import StoredGraphs
+        from .datasets._stored import StoredGraphs
 
         return StoredGraphs(self.path)
 
@@ -203,25 +203,25 @@ class GraphStore:
         return streamed_store_hash(self.path)
 
     def content_hash(self) -> str:
-        """:func:`tmdlib.datasets.identity.store_content_hash` of the graphs (computed once): from the graphs in
+        """:func:`tmdlib.datasets._identity.store_content_hash` of the graphs (computed once): from the graphs in
         memory when they are loaded, else :meth:`streamed_hash` (the same value; a pool of millions is never loaded
         for it)."""
         if self._hash is None:
-            from .datasets.identity import store_content_hash
+            from .datasets._identity import store_content_hash
 
             self._hash = (store_content_hash(self._dataset) if self._dataset is not None else self.streamed_hash())
         return self._hash
 
     @property
     def y(self) -> np.ndarray | None:
-        """The stored labels as the dataset's ``y`` (:func:`tmdlib.datasets.arrow.labels_of`): only the ``y`` column
+        """The stored labels as the dataset's ``y`` (:func:`tmdlib.datasets._arrow.labels_of`): only the ``y`` column
         is read unless the graphs are loaded."""
         if self._dataset is not None:
             return self._dataset.y
         if self._y is None and "y" in _schema(self.path).names:
             import pyarrow.parquet as pq
 
-            from .datasets.arrow import labels_of
+            from .datasets._arrow import labels_of
 
             self._y = labels_of(pq.read_table(self.path, columns=["y"]))
         return self._y

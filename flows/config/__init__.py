@@ -52,8 +52,8 @@ def _one_of(option: str, value, allowed) -> None:
 
 
 def _weights(depth: int, weights):
-    """``--weights`` parsed (text: :func:`tmdlib.distance.weights.parse_weights`) and checked against ``--depth``."""
-    from tmdlib.distance.weights import parse_weights, resolve_weights
+    """``--weights`` parsed (text: :func:`tmdlib.distance._weights.parse_weights`) and checked against ``--depth``."""
+    from tmdlib.distance import parse_weights, resolve_weights
 
     try:
         w = parse_weights(weights) if isinstance(weights, str) else weights

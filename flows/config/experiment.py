@@ -61,7 +61,7 @@ class ExperimentPaths:
 class ExperimentStageConfig:
     """The experiment's options, checked on construction: the ``profile`` (``quick``, ``full``, or ``molecules``:
     the molecules benchmark, which checks its own options) with its overrides (``datasets``, ``trials``,
-    ``epochs``, ``kinds``, ``archs``, ``methods``: :func:`tmdlib.experiment.grid.resolve_profile`), the molecules
+    ``epochs``, ``kinds``, ``archs``, ``methods``: :func:`tmdlib.experiment._grid.resolve_profile`), the molecules
     benchmark's (``models``, ``gin_datasets``, ``fractions``), how it runs (``workers``, ``torch_threads``,
     ``device``, ``prepare_threads``: numba threads computing a TMD matrix, None: the cores this process may use),
     and the reports (``report``; ``report_only``: train nothing, regenerate them from the results files)."""
@@ -125,8 +125,8 @@ class ExperimentStageConfig:
 
     @cached_property
     def grid(self) -> dict:
-        """The profile's grid with the overrides applied (:func:`tmdlib.experiment.grid.resolve_profile`)."""
-        from tmdlib.experiment.grid import resolve_profile
+        """The profile's grid with the overrides applied (:func:`tmdlib.experiment._grid.resolve_profile`)."""
+        from tmdlib.experiment._grid import resolve_profile
 
         return resolve_profile(self.profile, self.datasets, self.trials, self.epochs, self.kinds, self.archs,
                                self.methods)

@@ -151,8 +151,8 @@ class IngestStageConfig:
 
     def check(self) -> None:
         """Every choice checked before any file is read (a dataset's own settings when built)."""
-        from tmdlib.datasets.smiles import STANDIN_RULES
-        from tmdlib.datasets.task import TASK_TYPES
+        from tmdlib.datasets._smiles import STANDIN_RULES
+        from tmdlib.datasets import TASK_TYPES
 
         _choice("--features", self.features, FEATURES)
         _choice("--task", self.task or "auto", ("auto", *TASK_TYPES))

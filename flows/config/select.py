@@ -145,7 +145,7 @@ class SelectStageConfig:
     target: Any = None
 
     def __post_init__(self):
-        from tmdlib.distance.weights import parse_weights
+        from tmdlib.distance import parse_weights
         from tmdlib.select.hits import parse_target
 
         count = self.count or None  # 0: no count, the fraction is the budget
@@ -169,7 +169,7 @@ class SelectStageConfig:
     def check(self) -> None:
         """Every option checked before any file is read: the budget, the method, the later rounds' strategy, the
         goal, the engine and backend, the weights against the depth."""
-        from tmdlib.distance.weights import resolve_weights
+        from tmdlib.distance import resolve_weights
         from tmdlib.select import method_names
         from tmdlib.select.hits import GOALS
         from tmdlib.select.rounds import NEXT_STRATEGIES

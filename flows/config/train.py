@@ -9,7 +9,7 @@ from typing import Any
 from tmdlib import InputError
 from tasks import io
 from tmdlib.models.policy import check_loss_option, model_for, parse_target, recipe_for
-from tmdlib.models.registry import resolve_model as resolve_model_option
+from tmdlib.models import resolve_model as resolve_model_option
 from tmdlib.torch.options import resolve_config
 
 from . import _number, _paths, _pick
@@ -69,7 +69,7 @@ def _model_help() -> str:
 @dataclass(frozen=True)
 class TrainStageConfig:
     """The train stage's options (``params.yaml``: ``train:``, with ``base.seed`` and ``base.weights``), checked on
-    construction (:meth:`check`): :class:`~tmdlib.errors.InputError` names the option at fault.
+    construction (:meth:`check`): :class:`~tmdlib._errors.InputError` names the option at fault.
 
     GIN options (``epochs`` ... ``bias``, ``recipe``, ``lipschitz_*``) are ignored by the other models;
     ``lipschitz_target`` > 0 sets c = target / the selection's ε (overrides ``lipschitz_budget``)."""
@@ -138,7 +138,7 @@ class TrainStageConfig:
         picks later, the loss, the weighting, the torch threads."""
         parse_target(self.lipschitz_target)
         check_loss_option(self.loss, self.huber_delta)
-        from tmdlib.models.registry import graph_default
+        from tmdlib.models._registry import graph_default
 
         spec = (resolve_model_option(model_for(self.model, self.lipschitz_budget, self.lipschitz_target))
                 if self.model != "auto" else None)  # a named model is checked before any file is read

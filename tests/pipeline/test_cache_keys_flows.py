@@ -16,7 +16,7 @@ N_GRAPHS, BLOCK = 12, 4
 
 def _engine_copy(tmp_path: Path) -> Path:
     """A copy of the engine's source files (``tmdlib/distance/*.py``)."""
-    from tmdlib.distance.fingerprint import SOURCE_DIR
+    from tmdlib.distance._fingerprint import SOURCE_DIR
 
     copy = tmp_path / "engine"
     copy.mkdir()
@@ -36,7 +36,7 @@ def small_store(tmp_path) -> Path:
 
 def test_tmd_stage_recomputes_every_block_after_an_engine_edit(small_store, tmp_path, monkeypatch):
     """The reported case: after a fix in a kernel file, rerunning the stage recomputed 0 pairs."""
-    import tmdlib.distance.fingerprint as fp
+    import tmdlib.distance._fingerprint as fp
     from flows.config.tmd import TmdStageConfig
     from flows.tmd import make_task_runner, tmd_matrix_flow
 
@@ -54,7 +54,7 @@ def test_tmd_stage_recomputes_every_block_after_an_engine_edit(small_store, tmp_
     copy = _engine_copy(tmp_path)
     monkeypatch.setattr(fp, "SOURCE_DIR", copy)
     assert run()["pairs_computed"] == 0  # the same engine files: every block is reused
-    (copy / "kernels.py").write_text((copy / "kernels.py").read_text() + "\n# a fix in the kernels\n")
+    (copy / "_kernels.py").write_text((copy / "_kernels.py").read_text() + "\n# a fix in the kernels\n")
     edited = run()
     assert edited["pairs_computed"] == all_pairs and edited["blocks_computed"] == edited["blocks"]
     assert edited["engine_fingerprint"] == fp.engine_fingerprint(copy) != first["engine_fingerprint"]

@@ -114,7 +114,7 @@ def _tmd_script(store: Path, out: Path, cache: Path, runner: str, workers: int, 
     """The stage's flow, each block slowed by ``block_sleep`` s (a window for the kills to land in)."""
     return f"""
 import json, time
-import tmdlib.distance.engine as T
+import tmdlib.distance._engine as T
 def slow(fn):
     def inner(*a, **k):
         time.sleep({block_sleep!r})
@@ -244,11 +244,11 @@ def test_disk_full_during_block_write_leaves_no_partial_block(store, tmd_referen
     from tasks import io
     from tasks.tmd import compute_block
     from tmdlib.distance.blocks import block_graphs, block_key, blocks_of_chunks, plan_chunks
-    from tmdlib.datasets.identity import graph_hashes
+    from tmdlib.datasets import graph_hashes
 
     from tmdlib import GraphDataset
     from tmdlib.datasets import read_graph_parquet
-    from tmdlib.distance.weights import resolve_weights
+    from tmdlib.distance import resolve_weights
 
     ds = to_dataset(read_graph_parquet(store))
     hashes = graph_hashes(ds)

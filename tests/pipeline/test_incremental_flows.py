@@ -85,7 +85,7 @@ def test_append_keeps_old_graphs_and_ids(grown, mutag_table):
 def test_incremental_tmd_computes_only_new_rows_and_columns(grown):
     from tmdlib import GraphDataset
     from tmdlib.datasets import read_graph_parquet
-    from tmdlib.distance.engine import tmd_matrix
+    from tmdlib.distance import tmd_matrix
 
     first, second = grown["first"], grown["second"]
     assert first["tmd"]["pairs_computed"] == N_BASE * (N_BASE - 1) // 2

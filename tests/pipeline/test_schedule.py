@@ -29,7 +29,7 @@ def test_intake_moves_all_batches_or_none(tmp_path, mutag_table, monkeypatch):
     """A bad batch fails the intake naming its file, and no batch moves; good batches all move."""
     from tasks.schedule import intake_batches
     from tmdlib.datasets import write_graph_parquet
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data/graphs").mkdir(parents=True)
@@ -59,7 +59,7 @@ def test_intake_moves_all_batches_or_none(tmp_path, mutag_table, monkeypatch):
 
 def test_remote_settings_resolve_local_paths_and_refuse_credentials(tmp_path):
     from tasks.dvcops import remote_settings
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
 
     params = tmp_path / "params.yaml"
     cases = {"../shared/remote": ("team", str((tmp_path / "../shared/remote").resolve())),

@@ -1,4 +1,4 @@
-"""The label_requests flow writes label_requests.sdf beside the CSV (tmdlib.chem.sdf): one record per requested
+"""The label_requests flow writes label_requests.sdf beside the CSV (tmdlib.chem._sdf): one record per requested
 molecule in the CSV's order, the same bytes on a rerun, and a file without records (said in the manifest) for a
 dataset without SMILES.  The SD text itself: lib/chem/test_sdf.py."""
 from __future__ import annotations

@@ -90,8 +90,8 @@ def test_runs_look_as_mlflow_users_expect_and_the_model_is_an_mlflow_model(mlflo
     from flows.train import train_flow
     from tasks.graphs import load_graph_store
     from tasks.train import load_model
-    from tmdlib.datasets.identity import content_hash
-    from tmdlib.datasets.identity import graph_hashes
+    from tmdlib.datasets import content_hash
+    from tmdlib.datasets import graph_hashes
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
     from tmdlib.torch.serving import dense_batch

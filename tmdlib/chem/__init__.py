@@ -6,19 +6,19 @@ second model family (a random forest on ECFP4 counts) beside the GIN.  Imported 
 (``import tmdlib.chem``): ``import tmdlib`` never loads RDKit.
 
 ================================  ==============================================================
-:mod:`tmdlib.chem.fingerprints`   ECFP4 (Morgan radius 2, 2048 bits) bit vectors and count
+:mod:`tmdlib.chem._fingerprints`   ECFP4 (Morgan radius 2, 2048 bits) bit vectors and count
                                   vectors; Tanimoto distances :math:`d = 1 - T`, by rows
-:mod:`tmdlib.chem.pickers`        ``maxmin``, ``leader``, ``butina``, ``fp_kmedoids``,
+:mod:`tmdlib.chem._pickers`        ``maxmin``, ``leader``, ``butina``, ``fp_kmedoids``,
                                   ``scaffold``: ``f(smiles, k, seed=0, **opts) -> PickResult``;
                                   :func:`memory_bytes` and refusal before allocating
-:mod:`tmdlib.chem.forest`         :func:`fit_forest` / :func:`predict`: scikit-learn random forest
+:mod:`tmdlib.chem._forest`         :func:`fit_forest` / :func:`predict`: scikit-learn random forest
                                   (regression or classification), τ as ``sample_weight``
 :mod:`tmdlib.chem.models`         the registered fingerprint models ``svm``, ``rf``, ``gbm`` (estimators
                                   with plain-array state); :mod:`tmdlib.chem.lgbm`: ``lgbm`` (LightGBM)
 :mod:`tmdlib.chem.estimator`      :class:`EstimatorModel`: an estimator on ECFP4 counts as a model
-:mod:`tmdlib.chem.depict`         :func:`mol_2d` / :func:`depict_svg`: deterministic 2D coordinates and
+:mod:`tmdlib.chem._depict`         :func:`mol_2d` / :func:`depict_svg`: deterministic 2D coordinates and
                                   SVG pictures (the audit report's depictions)
-:mod:`tmdlib.chem.sdf`            :func:`requests_sdf`: the label requests as an SD file (graph id,
+:mod:`tmdlib.chem._sdf`            :func:`requests_sdf`: the label requests as an SD file (graph id,
                                   τ, rank, SMILES as properties), the same bytes on every run
 ================================  ==============================================================
 
@@ -29,7 +29,7 @@ Shapes: a pool of n SMILES; ``PickResult.positions`` (k,) int64 sorted, ``tau`` 
 Examples
 --------
 >>> from tmdlib.chem import pick, fit_forest, predict
->>> from tmdlib.select.coreset import budget_to_k
+>>> from tmdlib.select._coreset import budget_to_k
 >>> pool = ["CCO", "CCCO", "c1ccccc1", "Cc1ccccc1", "Oc1ccccc1", "C1CCCCC1", "c1ccncc1", "Cc1ccncc1"]
 >>> res = pick("butina", pool, budget_to_k(len(pool), fraction=0.5))
 >>> res.k, int(res.tau.sum()), res.positions.dtype.name
@@ -39,13 +39,13 @@ Examples
 >>> predict(model, pool).shape
 (8,)
 """
-from .fingerprints import (BYTES_PER_FINGERPRINT, ECFP_BITS, ECFP_RADIUS, ecfp4_bits, ecfp4_counts, nearest_pick,
+from ._fingerprints import (BYTES_PER_FINGERPRINT, ECFP_BITS, ECFP_RADIUS, ecfp4_bits, ecfp4_counts, nearest_pick,
                            parse_smiles, tanimoto_distance_matrix, tanimoto_distances)
-from .depict import DEPICTION_SIZE, depict_svg, mol_2d
-from .forest import TASKS, featurize, fit_forest, predict, predict_proba
-from .pickers import (DETERMINISTIC, PICKER_OPTIONS, PICKERS, PickResult, butina, fp_kmedoids, leader, maxmin,
+from ._depict import DEPICTION_SIZE, depict_svg, mol_2d
+from ._forest import TASKS, featurize, fit_forest, predict, predict_proba
+from ._pickers import (DETERMINISTIC, PICKER_OPTIONS, PICKERS, PickResult, butina, fp_kmedoids, leader, maxmin,
                       memory_bytes, murcko_scaffolds, pick, scaffold)
-from .sdf import SDF_PROPERTIES, requests_sdf
+from ._sdf import SDF_PROPERTIES, requests_sdf
 
 __all__ = [
     "BYTES_PER_FINGERPRINT",

@@ -1,6 +1,6 @@
 r"""A lab's answers as an SD file: the requests' SD file sent back with the measured value as a property.
 
-The records keep their SD properties (``graph_id``, ``source_id``, ... as :mod:`tmdlib.chem.sdf` wrote them, and the
+The records keep their SD properties (``graph_id``, ``source_id``, ... as :mod:`tmdlib.chem._sdf` wrote them, and the
 lab's value, e.g. ``label``); a record without ``graph_id`` / ``source_id`` is keyed by its structure, the
 canonical SMILES of its mol block.  :func:`read_sdf_answers` gives the same text table a CSV answer gives, with the
 file line each record starts on, for :func:`tmdlib.datasets.labels.read_answers`.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["sdf_answer_table", "read_sdf_answers"]
 

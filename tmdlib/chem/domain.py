@@ -1,7 +1,7 @@
 r"""The applicability domain of a model trained on molecules: how similar a molecule is to what was trained on.
 
 For each molecule :math:`x` and the trained (labelled training) molecules :math:`t_1..t_k`, on ECFP4 counts
-(:func:`tmdlib.chem.fingerprints.ecfp4_counts`) and the MinMax (Tanimoto) similarity
+(:func:`tmdlib.chem._fingerprints.ecfp4_counts`) and the MinMax (Tanimoto) similarity
 :math:`K` (:func:`tmdlib.chem.models.minmax_kernel`):
 
 * ``nn_similarity`` :math:`= \max_i K(x, t_i)`, the similarity to the nearest trained molecule;
@@ -72,8 +72,8 @@ class Domain:
     """
 
     def __init__(self, train_smiles):
-        from tmdlib.chem.fingerprints import ecfp4_counts
-        from tmdlib.chem.minmax import MinMaxIndex
+        from tmdlib.chem._fingerprints import ecfp4_counts
+        from tmdlib.chem._minmax import MinMaxIndex
 
         if not len(train_smiles):
             raise ValueError("no trained molecules: no applicability domain")
@@ -86,7 +86,7 @@ class Domain:
 
     def measure(self, smiles) -> tuple[np.ndarray, np.ndarray]:
         """``(nn_similarity, sigma)`` of valid SMILES, each ``(m,)``."""
-        from tmdlib.chem.fingerprints import ecfp4_counts
+        from tmdlib.chem._fingerprints import ecfp4_counts
 
         m = len(smiles)
         sim, sigma = np.zeros(m), np.zeros(m)
@@ -195,7 +195,7 @@ def outputs_with_domain(model, domain, smiles, positions=None, dataset=None) -> 
     ``Inputs.features``; others ignore them) and the ``domain`` (:meth:`Domain.columns_counts`).  A graph model reads
     ``dataset`` at ``positions`` instead of the SMILES."""
     from tmdlib.chem.estimator import EstimatorModel
-    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.chem._fingerprints import ecfp4_counts
     from tmdlib.models import Inputs
 
     counts = None

@@ -1,16 +1,16 @@
 r"""Scikit-learn style estimators on the molecules' ECFP4 counts as registered models (:mod:`tmdlib.models`).
 
 :class:`EstimatorModel` adapts an estimator (``fit(X, y, sample_weight)`` / ``predict`` / ``predict_proba``) to the
-:class:`~tmdlib.models.base.Model` interface: the built-in fingerprint models (``rf``, ``svm``, ``gbm`` in
+:class:`~tmdlib.models._base.Model` interface: the built-in fingerprint models (``rf``, ``svm``, ``gbm`` in
 :mod:`tmdlib.chem.models`, ``lgbm`` in :mod:`tmdlib.chem.lgbm`) and a user's own ``package.module:factory``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from ..models.base import Inputs, Model, _check_fit_inputs
-from ..models.head import task_head
+from .._errors import InputError
+from ..models._base import Inputs, Model, _check_fit_inputs
+from ..models._head import task_head
 
 __all__ = ["EstimatorModel", "fingerprints", "probability_logits", "estimator_spec"]
 
@@ -19,7 +19,7 @@ def fingerprints(X: Inputs) -> np.ndarray:
     """ECFP4 counts ``(m, 2048)`` of the members (RDKit; precomputed ``X.features`` when given)."""
     if X.features is not None:
         return X.features if X.positions is None else X.features[X.positions]
-    from .fingerprints import ecfp4_counts
+    from ._fingerprints import ecfp4_counts
 
     return ecfp4_counts(X.smiles_at())
 
@@ -45,7 +45,7 @@ class EstimatorModel(Model):
     r"""A scikit-learn style estimator trained on the molecules' ECFP4 counts.
 
     Regression: ``estimator.fit(X, y_std, sample_weight)`` on targets standardised with the τ-weighted mean and
-    standard deviation of the labelled selection (:class:`~tmdlib.models.head.TaskHead`), one estimator per target;
+    standard deviation of the labelled selection (:class:`~tmdlib.models._head.TaskHead`), one estimator per target;
     outputs de-standardised.  Classification (binary, multi-class): ``fit(X, y)`` on the class indices and
     ``predict_proba`` turned into logits (:func:`probability_logits`).  Rows whose label is missing are dropped.
 
@@ -67,7 +67,7 @@ class EstimatorModel(Model):
     def fit(self, X: Inputs, y, sample_weight=None, task=None):
         from copy import deepcopy
 
-        from ..datasets.task import TaskSpec
+        from ..datasets._task import TaskSpec
 
         task = task or TaskSpec("regression")
         if task.type not in self.tasks:
@@ -146,13 +146,13 @@ class EstimatorModel(Model):
 def estimator_spec(name: str, build, *, summary: str, title: str = "", seeded: bool = False,
                    tasks: tuple = ("binary", "multiclass", "regression"), defaults: dict | None = None,
                    quick: dict | None = None):
-    """The :class:`~tmdlib.models.registry.ModelSpec` of an estimator family on ECFP4 counts.
+    """The :class:`~tmdlib.models._registry.ModelSpec` of an estimator family on ECFP4 counts.
 
     ``build(task, options) -> estimator`` makes the regressor or the classifier for the task being fitted (a
-    :class:`~tmdlib.datasets.task.TaskSpec`) from the model's options; the fitted model is an
+    :class:`~tmdlib.datasets._task.TaskSpec`) from the model's options; the fitted model is an
     :class:`EstimatorModel`, saved as its estimators' plain arrays (``to_arrays`` / ``from_arrays``).
     """
-    from ..models.registry import ModelSpec
+    from ..models._registry import ModelSpec
 
     def make(options):
         return EstimatorModel(lambda task: build(task, dict(options)), name=name)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..errors import InputError
+from .._errors import InputError
 from .estimator import estimator_spec
 from .models import _array, _check_kind, _classes, _features, _plain, _rows, _scalar
 
@@ -154,6 +154,6 @@ def _build(task, options):
     return ECFPLightGBM(task=task.estimator_kind, **options)
 
 
-#: The registered model (:data:`tmdlib.models.registry.ENTRY_POINTS`).
+#: The registered model (:data:`tmdlib.models._registry.ENTRY_POINTS`).
 LGBM = estimator_spec("lgbm", _build, summary="LightGBM gradient boosting on ECFP4 counts",
                       title="LightGBM (ECFP4 counts)", seeded=True, quick={"n_estimators": 20})

@@ -1,7 +1,7 @@
 r"""Models chemists trust on ECFP4 counts: a MinMax-kernel SVM, the random forest and gradient boosting.
 
 Three scikit-learn estimators (``fit(X, y, sample_weight=None)``, ``predict(X)``; the classifiers also
-``predict_proba``) on the ``(n, 2048)`` float32 ECFP4 count matrix of :func:`tmdlib.chem.fingerprints.ecfp4_counts`
+``predict_proba``) on the ``(n, 2048)`` float32 ECFP4 count matrix of :func:`tmdlib.chem._fingerprints.ecfp4_counts`
 (a sequence of SMILES is turned into it first), each with a persistence that needs no pickle:
 ``to_arrays() -> dict[str, numpy.ndarray]`` (plain arrays, scalars as 0-d arrays, strings as unicode arrays; what
 ``numpy.savez`` writes and ``numpy.load(allow_pickle=False)`` reads back) and the classmethod
@@ -12,7 +12,7 @@ Three scikit-learn estimators (``fit(X, y, sample_weight=None)``, ``predict(X)``
                                   exact and in blocks: integer counts by matrix products of level indicators
 :class:`TanimotoSVR`              :math:`\varepsilon`-SVR on the precomputed kernel, targets standardised inside
 :class:`TanimotoSVC`              C-SVC on the precomputed kernel, Platt probabilities; one-vs-rest for > 2 classes
-:class:`ECFPForest`               the random forest of :mod:`tmdlib.chem.forest`, predicted by a vectorised walk of
+:class:`ECFPForest`               the random forest of :mod:`tmdlib.chem._forest`, predicted by a vectorised walk of
                                   its node arrays
 :class:`ECFPBoosting`             scikit-learn's histogram gradient boosting, predicted the same way
 ================================  ====================================================================================
@@ -34,9 +34,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from ..errors import InputError
+from .._errors import InputError
 from .estimator import estimator_spec
-from .forest import REGRESSES, TASKS, check_weights
+from ._forest import REGRESSES, TASKS, check_weights
 
 __all__ = ["minmax_kernel", "TanimotoSVR", "TanimotoSVC", "ECFPForest", "ECFPBoosting", "SVM", "RF", "GBM"]
 
@@ -57,7 +57,7 @@ def _features(X, n_features: int | None = None, *, nonnegative: bool = False) ->
         if arr is not None and arr.dtype.kind in "biuf":
             X = arr
         else:
-            from .fingerprints import ecfp4_counts
+            from ._fingerprints import ecfp4_counts
 
             X = ecfp4_counts(list(X))
     if X.ndim != 2:
@@ -215,7 +215,7 @@ def _kernel_apply(X: np.ndarray, sv: np.ndarray, coef: np.ndarray, intercept: np
                   index=None) -> np.ndarray:
     r""":math:`f(x) = \sum_j K(x, s_j)\,\alpha_{jc} + b_c` for every row of ``X`` (blocks of rows), shape (m, c).
 
-    Integer counts (ECFP4) go through ``index`` (:class:`tmdlib.chem.minmax.MinMaxIndex` of ``sv``: only each row's
+    Integer counts (ECFP4) go through ``index`` (:class:`tmdlib.chem._minmax.MinMaxIndex` of ``sv``: only each row's
     non-zero positions, the same kernel values); other inputs through :func:`minmax_kernel`."""
     out = np.empty((X.shape[0], coef.shape[1]))
     if index is not None and sv.shape[0]:
@@ -255,10 +255,10 @@ class _KernelMachine:
         return _kernel_apply(X, self.support_vectors_, coef, intercept, int(self.block), self._sv_index())
 
     def _sv_index(self):
-        """The support vectors' :class:`~tmdlib.chem.minmax.MinMaxIndex` (built once; None for non-count ones)."""
+        """The support vectors' :class:`~tmdlib.chem._minmax.MinMaxIndex` (built once; None for non-count ones)."""
         sv = self.support_vectors_
         if getattr(self, "_index_of", None) is not sv:  # the very array it was built from (refits replace it)
-            from .minmax import MAX_COUNT, MinMaxIndex
+            from ._minmax import MAX_COUNT, MinMaxIndex
 
             ok = sv.size and _integer_valued(sv) and sv.max() <= MAX_COUNT
             self._index, self._index_of = (MinMaxIndex(sv) if ok else None), sv
@@ -645,9 +645,9 @@ def _forest_trees(model) -> _Trees:
 
 
 class ECFPForest(BaseEstimator):
-    r"""The random forest of :func:`tmdlib.chem.forest.fit_forest` as an estimator with array persistence.
+    r"""The random forest of :func:`tmdlib.chem._forest.fit_forest` as an estimator with array persistence.
 
-    Fitting is :func:`~tmdlib.chem.forest.fit_forest` unchanged (same defaults: 500 trees, ``max_features="sqrt"``,
+    Fitting is :func:`~tmdlib.chem._forest.fit_forest` unchanged (same defaults: 500 trees, ``max_features="sqrt"``,
     bootstrap, the row weights as ``sample_weight``).  The fitted trees are then held as node arrays and predicted
     by a vectorised walk (:class:`_Trees`): regression :math:`\hat y(x) = \frac1T \sum_t v_t(\text{leaf}_t(x))`,
     classification :math:`P(c \mid x) = \frac1T \sum_t p_{t,c}(\text{leaf}_t(x))` (leaf class fractions), label the
@@ -675,8 +675,8 @@ class ECFPForest(BaseEstimator):
         self.n_jobs = n_jobs
 
     def fit(self, X, y, sample_weight=None):
-        """Fit :func:`~tmdlib.chem.forest.fit_forest` on counts ``X`` and targets ``y`` (its checks apply)."""
-        from .forest import fit_forest
+        """Fit :func:`~tmdlib.chem._forest.fit_forest` on counts ``X`` and targets ``y`` (its checks apply)."""
+        from ._forest import fit_forest
 
         X = _features(X)
         model = fit_forest(X, y, sample_weight=sample_weight, task=self.task, seed=self.seed,
@@ -881,7 +881,7 @@ def _boosting(task, options):
     return ECFPBoosting(task=task.estimator_kind, **options)
 
 
-#: The registered models (:data:`tmdlib.models.registry.ENTRY_POINTS`), trained through
+#: The registered models (:data:`tmdlib.models._registry.ENTRY_POINTS`), trained through
 #: :class:`tmdlib.chem.estimator.EstimatorModel`.
 SVM = estimator_spec("svm", _svm, summary="support vector machine, Tanimoto (MinMax) kernel on ECFP4 counts",
                      title="SVM (Tanimoto kernel on ECFP4 counts)")

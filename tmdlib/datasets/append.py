@@ -11,7 +11,7 @@ keeps its features (and its TMD values) when new graphs arrive:
   the one-hot width or the class set of old graphs would otherwise change.
 * Any other pair (molecules from SMILES/OGB, graph-store Parquet): the
   feature dimension must be the same.
-* Labels keep the base's task (:mod:`tmdlib.datasets.task`): a batch's labels
+* Labels keep the base's task (:mod:`tmdlib.datasets._task`): a batch's labels
   must fit it (multi-class: the base's classes, stored as the base's class
   indices); rows that do not are named in one error.  A batch without labels
   is a pool of unlabelled graphs.
@@ -27,10 +27,10 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
-from .schema import (META_FEATURE_TABLE, META_SCHEMA_VERSION, SCHEMA_VERSION, feature_column, graph_table_metadata,
+from .._errors import InputError
+from ._schema import (META_FEATURE_TABLE, META_SCHEMA_VERSION, SCHEMA_VERSION, feature_column, graph_table_metadata,
                      node_feature_rows)
-from .task import label_array, source_labels, table_labels, table_task, validate_labels
+from ._task import label_array, source_labels, table_labels, table_task, validate_labels
 
 __all__ = ["append_graph_table", "META_BATCHES"]
 
@@ -119,7 +119,7 @@ def _column_like(batch: pa.Table, field: pa.Field, path) -> pa.Array:
 def _fit_labels(base: pa.Table, batch: pa.Table, path) -> pa.Array:
     """The batch's ``y`` as the base's task stores it, or one InputError naming every row that does not fit.
 
-    A batch with the base's task (one read with it, :func:`~tmdlib.datasets.smiles.read_smiles_csv`'s
+    A batch with the base's task (one read with it, :func:`~tmdlib.datasets._smiles.read_smiles_csv`'s
     ``task``) is only checked; another task's labels (a graph-store batch) are taken back to their
     source values and checked against the base's task (multi-class: the base's classes).  A batch without
     any label is a pool of unlabelled graphs: accepted as such whatever the task.

@@ -1,4 +1,4 @@
-"""Small text documents a user or a stage writes, read into checked values: one :class:`~tmdlib.errors.InputError`
+"""Small text documents a user or a stage writes, read into checked values: one :class:`~tmdlib._errors.InputError`
 naming the file, the line where there is one, and the problem.
 
 * :func:`read_text_csv` -- a small CSV with every cell as text, row ``r`` being file line ``r + 2`` (the header is
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["read_text_csv", "read_json", "read_id_pairs", "check_selection", "positions", "node_subsets_for",
            "node_subsets", "nodes_off_record",
@@ -30,7 +30,7 @@ def read_text_csv(path: str | os.PathLike, required: tuple[str, ...] = (), what:
 
     Blank lines are kept as rows (so row ``r`` is always file line ``r + 2``, the header being line
     1); a missing file, an unreadable CSV, a repeated column name or a missing required column is
-    one :class:`~tmdlib.errors.InputError` naming the file.  ``delimiter``: ``,`` (default), ``;`` or a tab
+    one :class:`~tmdlib._errors.InputError` naming the file.  ``delimiter``: ``,`` (default), ``;`` or a tab
     (:func:`tmdlib.datasets.molfiles.sniff_delimiter`).
 
     Returns

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
+from .._errors import InputError
 from .labels import CENSORED_RULES, MEASUREMENT_SCHEMA, REPLICATE_RULES, label_request_table
 from .ledger import RULE_DEFAULTS, cell, next_round, rows_matrix, same_measurement_key, where_namer, with_origin
 
@@ -146,7 +146,7 @@ def labelled_task(store_task, labels_meta: dict | None, where=None):
     InputError
         A pool without labels whose label set records no task (``where`` named).
     """
-    from .task import TaskSpec
+    from ._task import TaskSpec
 
     meta = labels_meta or {}
     if store_task.decided:
@@ -177,7 +177,7 @@ def label_requests(graph_ids, selection: dict, source=None, labelled=None, compo
         Graph ids already in the ledger: left out, so only graphs that still need a label are requested, ranked 1..
         by cluster size.
     compound_ids : list of str, optional
-        Per store row, the user's compound id (column :data:`tmdlib.datasets.smiles.ID_COLUMN` appended).
+        Per store row, the user's compound id (column :data:`tmdlib.datasets._smiles.ID_COLUMN` appended).
     """
     gids = np.asarray(graph_ids)
     pos_of = {int(g): k for k, g in enumerate(gids)}
@@ -189,7 +189,7 @@ def label_requests(graph_ids, selection: dict, source=None, labelled=None, compo
     requests = full.filter(pa.array(keep))
     requests = requests.set_column(3, "rank", pa.array(np.arange(1, requests.num_rows + 1), pa.int64()))
     if compound_ids is not None:  # the user's own compound ids travel with the requests
-        from .smiles import ID_COLUMN
+        from ._smiles import ID_COLUMN
 
         of = dict(zip(gids.tolist(), compound_ids))
         requests = requests.append_column(ID_COLUMN, pa.array([of[g] for g in requests.column("graph_id").to_pylist()],
@@ -292,7 +292,7 @@ def fresh_measurements(new: pa.Table, history: pa.Table, rules: ImportRules, rnd
 
 
 def _current_task(ledger_meta: dict, store_task):
-    from .task import TaskSpec
+    from ._task import TaskSpec
 
     ledger_spec = TaskSpec.from_dict(ledger_meta["task"]) if ledger_meta.get("task") else None
     if store_task.decided and ledger_spec is not None and ledger_spec != store_task:
@@ -304,7 +304,7 @@ def _current_task(ledger_meta: dict, store_task):
 def _decide(kept: pa.Table, current, rules: ImportRules) -> tuple:
     """The task of the kept measurements: ``current`` when decided, else fixed by their values; ``(spec, kv)``,
     ``kv`` the values ``(rows, targets)``."""
-    from .task import decide_task
+    from ._task import decide_task
 
     k_tgt = kept.column("target").to_pylist()
     targets = current.targets
@@ -379,7 +379,7 @@ def resolve_labels(new: pa.Table, history: pa.Table, ledger_meta: dict, store_ta
         "conflicts": info["conflicts"],
     }
     if not current.decided:
-        from .task import task_reason
+        from ._task import task_reason
 
         report["task_reason"] = task_reason(kv, spec)
     if rules.purposes:

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["label_request_table", "key_index", "validate_label_import", "LABEL_REQUEST_SCHEMA", "LABEL_SCHEMA",
            "label_columns", "labels_schema", "KEY_COLUMNS", "QUALIFIERS", "CENSORED", "MISSING_NOTES",
@@ -171,7 +171,7 @@ def validate_label_import(table: pa.Table, requested_ids, known_ids, path: str |
     line_numbers : array_like of int, shape (rows,), optional
         File line of every row, when the reader skipped blank lines or comments.
     task : TaskSpec, optional
-        The dataset's task (:mod:`tmdlib.datasets.task`): every value is checked against it (a binary task
+        The dataset's task (:mod:`tmdlib.datasets._task`): every value is checked against it (a binary task
         takes 0 or 1 only, a multi-class task one of its classes), a task with several targets reads one column
         per target (:func:`label_columns`; an empty cell = not measured, where the task allows it).  Without a
         task any finite number is accepted (``allowed_labels`` narrows it).
@@ -262,8 +262,8 @@ def _label_cell(raw, column: str | None, ln: int, gaps_ok: bool, allowed, task, 
 
 
 def _task_offenders(labs: np.ndarray, task, path, lines) -> list:
-    """``(line, problem)`` of every label the task does not take (:func:`~tmdlib.datasets.task.validate_labels`)."""
-    from .task import validate_labels
+    """``(line, problem)`` of every label the task does not take (:func:`~tmdlib.datasets._task.validate_labels`)."""
+    from ._task import validate_labels
 
     try:
         validate_labels(labs, task, path=path, lines=lines, encoded=False)
@@ -718,7 +718,7 @@ def labels_of_table(table: pa.Table, task, path: str | os.PathLike | None = None
     table : pyarrow.Table
         ``graph_id`` and ``y`` (one target) or one column per target (:func:`label_columns`), every cell as text.
     task : TaskSpec
-        The dataset's task (:mod:`tmdlib.datasets.task`); its values are checked by :func:`validate_label_import`.
+        The dataset's task (:mod:`tmdlib.datasets._task`); its values are checked by :func:`validate_label_import`.
     path : str, optional
         The file, in messages.
 
@@ -758,7 +758,7 @@ def answer_key(names) -> str | None:
 
 def wanted_keys(table: pa.Table, column: str, canonical=None) -> set:
     """The distinct keys of a lab's answers in ``column``, stripped (``canonical``: each made canonical, e.g. a
-    SMILES by :func:`tmdlib.datasets.smiles.canonical_smiles`; a key it cannot read left out)."""
+    SMILES by :func:`tmdlib.datasets._smiles.canonical_smiles`; a key it cannot read left out)."""
     if canonical is None:
         return {str(k).strip() for k in table.column(column).to_pylist() if k is not None}
     return {canonical(str(s).strip()) for s in table.column(column).to_pylist() if s} - {None}

@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["normalize_answers", "header_key", "MOLAR", "TRANSFORMS", "SMILES_NAMES", "ID_NAMES", "VALUE_NAMES",
            "RELATION_NAMES", "UNITS_NAMES", "COLUMN_ROLES", "molar_factor", "magnitude_warning", "property_name",

@@ -19,7 +19,7 @@ from pathlib import PurePath
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
+from .._errors import InputError
 from .labels import LABEL_SCHEMA, MEASUREMENT_SCHEMA, _raise, label_columns, labels_schema
 
 #: Columns of the label ledger (``data/labelled/<DS>.csv``): one row per measurement, never overwritten.
@@ -267,7 +267,7 @@ def seal_record(body: str, previous_text: str | None, ledger_name: str, task, na
 def ledger_task(task, meta: dict):
     """The task labels are read under: a decided ``task`` (the store's), else the ledger's recorded one (``meta``:
     :func:`parse_ledger`'s), else a first-format ledger's binary, else ``task``."""
-    from .task import BINARY, TaskSpec
+    from ._task import BINARY, TaskSpec
 
     if task is not None and task.decided:
         return task
@@ -344,7 +344,7 @@ def next_round(hist: pa.Table) -> int:
 def commit_task(task, labels_meta: dict, meta: dict, where=None):
     """The task a commit seals: ``task`` when decided, else the labels run's (``labels_meta["task"]``), else the
     ledger's (:func:`ledger_task`); refused when the ledger records another one."""
-    from .task import TaskSpec
+    from ._task import TaskSpec
 
     spec = task if task is not None and task.decided else (
         TaskSpec.from_dict(labels_meta["task"]) if labels_meta.get("task") else ledger_task(task, meta))

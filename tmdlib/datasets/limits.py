@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["memory_budget", "check_fits", "format_size"]
 

@@ -19,7 +19,7 @@ name                                   read as
                                        ``smiles``), the title line (column ``title``) and every SD property (a column
                                        each, in order of first appearance; empty where a record lacks it)
 ``.parquet``                           a table with a SMILES column (a graph-store Parquet is read by
-                                       :mod:`tmdlib.datasets.parquet` instead: :func:`is_graph_store`)
+                                       :mod:`tmdlib.datasets._parquet` instead: :func:`is_graph_store`)
 =====================================  ==================================================================================
 
 :func:`molecule_file` gives a file's format and header (its columns), :func:`molecule_rows` its data rows as text
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["MoleculeFile", "molecule_file", "molecule_rows", "molecule_format", "sniff_delimiter",
            "sniff_delimiter_of_line", "split_smiles_line", "sd_records", "SDRecord", "mol_block_smiles",

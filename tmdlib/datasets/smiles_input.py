@@ -1,6 +1,6 @@
 """Molecules a user gives for prediction, row by row: a CSV of SMILES read with one reason per unusable row, and the
 graphs of usable SMILES in the graph store's features (the SMILES readers and RDKit featurisation are
-:mod:`tmdlib.datasets.smiles`)."""
+:mod:`tmdlib.datasets._smiles`)."""
 from __future__ import annotations
 
 import csv
@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from .smiles import MAX_PREDICTION_ATOMS, _bad_bytes, _quiet_rdkit, column_index, read_smiles_csv, smiles_reason
+from .._errors import InputError
+from ._smiles import MAX_PREDICTION_ATOMS, _bad_bytes, _quiet_rdkit, column_index, read_smiles_csv, smiles_reason
 
 __all__ = ["SmilesRows", "read_prediction_smiles", "graphs_from_smiles"]
 
@@ -129,7 +129,7 @@ def graphs_from_smiles(smiles: Sequence[str]):
     trained on a pool predicts for new molecules."""
     import tempfile
 
-    from .arrow import to_dataset
+    from ._arrow import to_dataset
 
     with tempfile.TemporaryDirectory(prefix="tmdsub-smiles-") as tmp:
         path = Path(tmp) / "new.csv"

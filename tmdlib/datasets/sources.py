@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["expected_molecules", "batch_reading", "invalid_csv_text", "progress_line", "SOURCE_KEYS", "DEFAULT_ID_COLUMNS", "INVALID_RULES", "FEATURES", "SourceReading", "Source",
            "resolve_source", "check_sources", "check_source", "split_names", "choose_reading", "plan_reading",
@@ -56,11 +56,11 @@ class SourceReading:
         Further numeric columns kept in the store (None: a built-in's own, else none).
     task : str, TaskSpec or None
         ``auto`` / None (decided from the labels), a task type, or an existing dataset's
-        :class:`~tmdlib.datasets.task.TaskSpec` (an appended batch).
+        :class:`~tmdlib.datasets._task.TaskSpec` (an appended batch).
     id_column : str or None
         The column of the user's compound ids (None: one named like one, :func:`id_column_of`; ``""``: none).
     standin : str or None
-        A label stand-in rule for an unlabelled pool (:data:`tmdlib.datasets.smiles.STANDIN_RULES`), or None.
+        A label stand-in rule for an unlabelled pool (:data:`tmdlib.datasets._smiles.STANDIN_RULES`), or None.
     node_attributes : bool
         TU sources: append the node attributes to the one-hot node labels.
     limit : int or None
@@ -125,7 +125,7 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None = None
         Several sources, no name for user data, an unsafe name, or no such dataset.
     """
     from .molfiles import POOL_SUFFIXES, source_kind
-    from .registry import DATASETS, check_dataset_name, get_dataset_info, known_datasets_text
+    from ._registry import DATASETS, check_dataset_name, get_dataset_info, known_datasets_text
 
     given = [p for p in (tu_dir, smiles_csv, parquet) if p]
     if len(given) > 1:
@@ -164,7 +164,7 @@ def resolve_source(dataset: str | None, raw_root: str, tu_dir: str | None = None
 
 
 def _task_choice(task: str, what: str, where=None) -> None:
-    from .task import TASK_TYPES
+    from ._task import TASK_TYPES
 
     if task != "auto" and task not in TASK_TYPES:
         raise InputError(where, f"{what} must be auto or one of {', '.join(TASK_TYPES)}; got {task!r}")
@@ -291,7 +291,7 @@ def id_column_of(path: str | os.PathLike, id_column: str | None, taken=()) -> st
     """The compound-id column a molecule file is read with: ``id_column`` ("" = none), else the first header that
     names an id (:data:`DEFAULT_ID_COLUMNS`, any case) and is no other column's (``taken``)."""
     from .labsheet import header_key
-    from .smiles import csv_header
+    from ._smiles import csv_header
 
     if id_column is not None:
         return id_column or None
@@ -314,7 +314,7 @@ def csv_columns(path: str | os.PathLike, label_columns, split_column: str | None
     split or kept column the file lacks is left out (null in the store) instead of refused, and a batch with
     none of the label columns is read unlabelled (one with only some of them is refused).
     """
-    from .smiles import column_index, csv_header, default_csv_columns
+    from ._smiles import column_index, csv_header, default_csv_columns
 
     header = csv_header(path)
     found_labels, found_split = default_csv_columns(path, header, labels=label_columns is None)
@@ -369,7 +369,7 @@ def tu_name(folder: str | os.PathLike) -> str:
 def expected_molecules(name: str, limit: int | None) -> int | None:
     """Molecules a SMILES source will give, when known (a built-in pool: its size, at most ``limit``), else
     ``limit``: the progress lines' ETA."""
-    from .registry import DATASETS
+    from ._registry import DATASETS
 
     info = DATASETS.get(name)
     return min(info.num_graphs, limit or info.num_graphs) if info is not None and info.kind == "smiles" else limit

@@ -31,7 +31,7 @@ Both refuse non-finite input: if any cost is NaN or infinite (or the costs are s
 sum overflows), they return NaN instead of a value, and :func:`assign_rect` also returns NaN if a
 shortest-path search finds no finite path (possible only after an overflow), so neither ever indexes
 with an unset (-1) column.  The engine turns a NaN into an error; with features within
-:data:`tmdlib.graph.FEATURE_LIMIT` and the range check of :mod:`tmdlib.distance.limits` it cannot occur.
+:data:`tmdlib._graph.FEATURE_LIMIT` and the range check of :mod:`tmdlib.distance._limits` it cannot occur.
 """
 from __future__ import annotations
 
@@ -203,7 +203,7 @@ def rect_work(kmax):
 
 @njit(cache=True)
 def ot_work(kmax):
-    """Scratch of one OT solve (:func:`tmdlib.distance.kernels.ot_ranges`): the arrays of :func:`rect_work`
+    """Scratch of one OT solve (:func:`tmdlib.distance._kernels.ot_ranges`): the arrays of :func:`rect_work`
     followed by the subset table of :func:`assign_subsets` (``2**SUBSET_MAX`` float64)."""
     u, v, spc, path, row4col, col4row, remaining, sr, sc = rect_work(kmax)
     return u, v, spc, path, row4col, col4row, remaining, sr, sc, np.empty(1 << SUBSET_MAX)

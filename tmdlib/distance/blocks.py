@@ -5,8 +5,8 @@ rows ``r0:r1`` and columns ``c0:c1`` of the upper triangle (``r0 <= c0``).  Chun
 the content hashes of their graphs) in ``<cache>/chunks/`` (:func:`chunk_file`); a new plan reuses every old
 chunk it finds again (:func:`plan_chunks`), so after graphs are appended (or removed) every block between two old
 chunks has the same content key (:func:`block_key`) as before and only blocks touching new graphs are computed.
-The cache folder is the caller's; the blocks' values are computed by :func:`tmdlib.distance.engine.tmd_block` /
-:func:`~tmdlib.distance.engine.tmd_matrix` and assembled by :func:`merge_blocks`; a finished matrix is checked
+The cache folder is the caller's; the blocks' values are computed by :func:`tmdlib.distance._engine.tmd_block` /
+:func:`~tmdlib.distance._engine.tmd_matrix` and assembled by :func:`merge_blocks`; a finished matrix is checked
 against the meta written beside it by :func:`check_matrix_meta`.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..graph import GraphDataset
+from .._graph import GraphDataset
 
 __all__ = ["blocks_of_chunks", "chunk_index", "chunk_file", "plan_chunks", "block_pairs", "block_key", "read_block",
            "block_shape", "block_graphs", "matrix_memory_bytes", "check_matrix_fits", "merge_blocks",
@@ -126,7 +126,7 @@ def block_key(hashes: list[str], block: tuple[int, int, int, int], depth: int, w
         32 hex digits of sha256 over the engine fingerprint, depth, weights, then the row graphs' hashes, ``"|"``
         and the column graphs' hashes.
     """
-    from .fingerprint import engine_fingerprint
+    from ._fingerprint import engine_fingerprint
 
     r0, r1, c0, c1 = block
     h = hashlib.sha256()
@@ -171,7 +171,7 @@ def matrix_memory_bytes(n: int, block_size: int) -> int:
 def check_matrix_fits(n: int, block_size: int, path: str | None = None) -> int:
     """Refuse up front (InputError) a matrix whose merge would not fit in memory; returns the bytes needed."""
     from ..datasets.limits import format_size, memory_budget
-    from ..errors import InputError
+    from .._errors import InputError
 
     need = matrix_memory_bytes(n, block_size)
     avail = memory_budget()
@@ -237,11 +237,11 @@ def check_matrix_meta(matrix: str, meta, meta_path, graphs: str, store_hash, dep
     graphs : str
         The graph store the command was given (named in the message).
     store_hash : str or callable
-        That store's :func:`tmdlib.datasets.identity.store_content_hash`, or a function returning it (called only
-        when the meta records one: :data:`~tmdlib.datasets.identity.STORE_HASH_KEY`).
+        That store's :func:`tmdlib.datasets._identity.store_content_hash`, or a function returning it (called only
+        when the meta records one: :data:`~tmdlib.datasets._identity.STORE_HASH_KEY`).
     depth : int
     weights : str or array_like
-        As given; compared after :func:`tmdlib.distance.weights.resolve_weights`.
+        As given; compared after :func:`tmdlib.distance._weights.resolve_weights`.
 
     Returns
     -------
@@ -253,10 +253,10 @@ def check_matrix_meta(matrix: str, meta, meta_path, graphs: str, store_hash, dep
     InputError
         Naming the matrix and every mismatch (both hashes where they differ), in one line.
     """
-    from ..datasets.checksums import sha256_file
-    from ..datasets.identity import STORE_HASH_KEY
-    from ..errors import InputError
-    from .weights import resolve_weights
+    from ..datasets._checksums import sha256_file
+    from ..datasets._identity import STORE_HASH_KEY
+    from .._errors import InputError
+    from ._weights import resolve_weights
 
     problems = []
     recorded = meta.get("matrix_sha256")

@@ -74,7 +74,7 @@ def series_members(smiles, distance: float = SERIES_DISTANCE) -> np.ndarray:
     from rdkit import DataStructs
     from rdkit.ML.Cluster import Butina
 
-    from ..chem.fingerprints import ecfp4_bits
+    from ..chem._fingerprints import ecfp4_bits
 
     fps = ecfp4_bits(list(smiles))
     n = len(fps)

@@ -281,7 +281,7 @@ MOSES_COLUMNS = ("dataset", "property", "strategy", "surrogate", "trial", "round
 
 
 def moses_features(smiles, props=("logp",), chunk: int = 50_000):
-    r"""ECFP4 counts (RDKit Morgan, radius 2, 2,048 folded positions, as :mod:`tmdlib.chem.fingerprints`) of a large
+    r"""ECFP4 counts (RDKit Morgan, radius 2, 2,048 folded positions, as :mod:`tmdlib.chem._fingerprints`) of a large
     list of SMILES as a sparse matrix, and RDKit-**computed** properties (:data:`tmdlib.experiment.families.PROPERTIES`)
     that play the lab -- chunk by chunk, so no dense matrix is ever built (a MOSES molecule has ~39 non-zero counts:
     1.58 M molecules take ~0.3 GB as CSR with ``uint8`` counts, not 3.2 GB dense).
@@ -305,7 +305,7 @@ def moses_features(smiles, props=("logp",), chunk: int = 50_000):
     from rdkit import Chem, RDLogger
     from rdkit.Chem import QED, Crippen, rdMolDescriptors
 
-    from ..chem.fingerprints import ECFP_BITS, _generator
+    from ..chem._fingerprints import ECFP_BITS, _generator
     from .families import PROPERTIES
 
     fns = {"logp": Crippen.MolLogP, "tpsa": rdMolDescriptors.CalcTPSA, "qed": QED.qed,

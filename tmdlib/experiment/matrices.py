@@ -13,20 +13,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..graph import GraphDataset
-from .grid import DEPTH, WEIGHTS
+from .._errors import InputError
+from .._graph import GraphDataset
+from ._grid import DEPTH, WEIGHTS
 
 __all__ = ["MATRICES", "dataset_key", "code_fingerprint", "matrix_file", "compute_matrix", "merge_matrix_seconds",
            "check_matrix_seconds", "progress_line"]
 
-#: The distance matrices a grid may read (:func:`tmdlib.experiment.grid.needed_matrices`).
+#: The distance matrices a grid may read (:func:`tmdlib.experiment._grid.needed_matrices`).
 MATRICES = ("tmd", "feature", "wl")
 
 
 def dataset_key(ds: GraphDataset) -> str:
-    """Content hash of the graphs and of the distance parameters (:data:`~tmdlib.experiment.grid.DEPTH`,
-    :data:`~tmdlib.experiment.grid.WEIGHTS`): 16 hex digits of a sha256.
+    """Content hash of the graphs and of the distance parameters (:data:`~tmdlib.experiment._grid.DEPTH`,
+    :data:`~tmdlib.experiment._grid.WEIGHTS`): 16 hex digits of a sha256.
 
     Every array of ``ds`` (``x``, ``node_ptr``, ``edge_ptr``, ``src``, ``dst``) enters with a header naming it,
     its dtype and its shape, then its bytes.
@@ -43,16 +43,16 @@ def code_fingerprint(matrix: str) -> str:
     """What the values of a cached matrix depend on in code, besides the graphs and parameters.
 
     ``"tmd"``: :func:`tmdlib.distance.engine_fingerprint` (the engine's source files, numpy and numba
-    versions); ``"feature"`` / ``"wl"``: the source of :mod:`tmdlib.select.baselines` and the numpy,
+    versions); ``"feature"`` / ``"wl"``: the source of :mod:`tmdlib.select._baselines` and the numpy,
     scipy and grakel versions.
     """
     if matrix == "tmd":
-        from ..distance.fingerprint import engine_fingerprint
+        from ..distance._fingerprint import engine_fingerprint
 
         return engine_fingerprint()
     from importlib.metadata import PackageNotFoundError, version
 
-    from ..select import baselines
+    from ..select import _baselines as baselines
 
     h = hashlib.sha256(Path(baselines.__file__).read_bytes())
     for pkg in ("numpy", "scipy", "grakel"):
@@ -71,18 +71,18 @@ def matrix_file(matrix: str, key: str) -> str:
 
 def compute_matrix(ds: GraphDataset, matrix: str, threads: int = 1) -> np.ndarray:
     """The ``(n, n)`` float64 distance matrix ``matrix`` of all graphs of ``ds``: ``tmd`` (depth
-    :data:`~tmdlib.experiment.grid.DEPTH`, weights :data:`~tmdlib.experiment.grid.WEIGHTS`, ``threads`` numba
-    threads), ``feature`` or ``wl`` (3 iterations; :mod:`tmdlib.select.baselines`)."""
+    :data:`~tmdlib.experiment._grid.DEPTH`, weights :data:`~tmdlib.experiment._grid.WEIGHTS`, ``threads`` numba
+    threads), ``feature`` or ``wl`` (3 iterations; :mod:`tmdlib.select._baselines`)."""
     if matrix == "tmd":
-        from ..distance.engine import tmd_matrix
+        from ..distance._engine import tmd_matrix
 
         out = tmd_matrix(ds, DEPTH, WEIGHTS, num_threads=threads)
     elif matrix == "feature":
-        from ..select.baselines import feature_distance_matrix
+        from ..select._baselines import feature_distance_matrix
 
         out = feature_distance_matrix(ds)
     elif matrix == "wl":
-        from ..select.baselines import wl_distance_matrix
+        from ..select._baselines import wl_distance_matrix
 
         out = wl_distance_matrix(ds, iterations=3)
     else:

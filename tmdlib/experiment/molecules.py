@@ -31,7 +31,7 @@ __all__ = ["PROFILE", "COLUMNS", "KEY", "row_key", "plan_cells", "run_cell", "se
            "GIN_CONFIG", "RF_CONFIG", "DETERMINISTIC", "dataset_sizes", "rows_csv", "read_rows",
            "model_options", "model_epochs", "models_of"]
 
-#: The pickers compared (label-free, registered in :mod:`tmdlib.select.methods`).
+#: The pickers compared (label-free, registered in :mod:`tmdlib.select._methods`).
 MOLECULE_METHODS = ("tmd", "random", "maxmin", "leader", "butina", "fp-kmedoids", "scaffold", "feature", "wl")
 #: Columns of a results file; :data:`KEY` identifies a row.
 KEY = ("dataset", "model", "method", "fraction", "trial", "weighted", "epochs")
@@ -74,7 +74,7 @@ PROFILE = {"fractions": [0.05, 0.1, 0.2, 0.3], "methods": list(MOLECULE_METHODS)
 
 def dataset_sizes() -> dict:
     """``{name: molecules}`` of the built-in MoleculeACE sets (``ACE-*``), largest first."""
-    from ..datasets.registry import DATASETS
+    from ..datasets._registry import DATASETS
 
     ace = {n: d.num_graphs for n, d in DATASETS.items() if n.startswith("ACE-")}
     return dict(sorted(ace.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -82,7 +82,7 @@ def dataset_sizes() -> dict:
 
 def molecule_set(table, where: str = "the set") -> dict:
     """A molecule regression set's graph-store ``table`` made the benchmark's pool and test set: its ``split`` column
-    if it has one, else a seeded 80/20 split (:func:`tmdlib.select.split.split_with_column`, seed 0); members
+    if it has one, else a seeded 80/20 split (:func:`tmdlib.select._split.split_with_column`, seed 0); members
     without a label left out of both; the test members involved in an activity cliff (a ``cliff_mol`` column equal
     to 1; none without the column).
 
@@ -101,13 +101,13 @@ def molecule_set(table, where: str = "the set") -> dict:
 
     Raises
     ------
-    tmdlib.errors.InputError
+    tmdlib._errors.InputError
         Not one regression target, or no SMILES.
     """
     from ..datasets import to_dataset
-    from ..datasets.task import table_task
-    from ..errors import InputError
-    from ..select.split import split_with_column
+    from ..datasets._task import table_task
+    from .._errors import InputError
+    from ..select._split import split_with_column
 
     task = table_task(table)
     # task type: the molecules benchmark measures RMSE (and activity-cliff RMSE) on one regression target
@@ -135,10 +135,10 @@ def molecules_profile(datasets: str | None = None, trials: int | None = None, me
 
     Raises
     ------
-    tmdlib.errors.InputError
+    tmdlib._errors.InputError
         Naming the option at fault.
     """
-    from ..errors import InputError
+    from .._errors import InputError
     from ..models import model_names
     from ..select import method_names
 
@@ -182,7 +182,7 @@ def row_key(row: dict) -> tuple:
 def _variants(model: str, method: str) -> list[bool]:
     """Weighted flags of the rows one (model, method) gives: the forest both ways for methods with weights; the GIN
     weighted (the paper's), plus the TMD coreset unweighted as a variant."""
-    from ..select.registry import get_method
+    from ..select._registry import get_method
 
     weighted = get_method(method).weighted
     if model != "gin":  # the molecule models: both ways for every method with weights (like for like)
@@ -247,7 +247,7 @@ def select_all(pool, pool_smiles: list, matrices: dict, methods, fractions, tria
         ``method``, ``fraction``, ``trial``, ``positions`` (into the pool), ``tau``, ``epsilon`` (the TMD certificate's
         mean), ``select_seconds`` (CPU seconds of the picking, matrices excluded: they are computed once per set).
     """
-    from ..select.api import select_graphs
+    from ..select._api import select_graphs
 
     out = []
     for method in methods:
@@ -298,7 +298,7 @@ def run_cell(spec: dict, ds, y: np.ndarray, train: np.ndarray, test: np.ndarray,
     list of dict
         One row per requested (model, weighted, fraction), columns :data:`COLUMNS`.
     """
-    from ..datasets.task import TaskSpec
+    from ..datasets._task import TaskSpec
     from ..models import Inputs, get_model
 
     name, method, trial = spec["dataset"], spec["method"], int(spec["trial"])
@@ -341,8 +341,8 @@ def rows_csv(rows: list[dict]) -> str:
 
 def read_rows(path: str) -> list[dict]:
     """Rows of a molecules results CSV ([] when missing); a bad row is an :class:`InputError` naming its line
-    (:func:`tmdlib.experiment.results.read_csv_rows`, the grid's reader, with this benchmark's columns)."""
-    from .results import read_csv_rows
+    (:func:`tmdlib.experiment._results.read_csv_rows`, the grid's reader, with this benchmark's columns)."""
+    from ._results import read_csv_rows
 
     return read_csv_rows(path, "a molecules results file", KEY + ("rmse",), columns=COLUMNS,
                          floats=("fraction", "rmse", "rmse_cliff", "mae", "r2", "spearman", "epsilon",
@@ -357,7 +357,7 @@ SET_ARRAYS = ("tmd", "feature", "wl", "counts")
 def set_key(s: dict) -> str:
     """The key a set's cached arrays are valid for: its size, the pool's size and members' sum, the TMD's depth and
     weights (:func:`molecule_set`'s ``ds`` and ``train``)."""
-    from .grid import DEPTH, WEIGHTS
+    from ._grid import DEPTH, WEIGHTS
 
     return f"{len(s['ds'])}:{len(s['train'])}:{int(s['train'].sum())}:{DEPTH}:{WEIGHTS}"
 
@@ -372,10 +372,10 @@ def set_arrays(s: dict, threads: int = 2) -> dict:
         matrices (TMD at the grid's depth and weights on ``threads`` threads, Feature, WL with 3 iterations),
         ``counts`` the ECFP4 counts of every molecule of the set.
     """
-    from ..chem.fingerprints import ecfp4_counts
-    from ..distance.engine import tmd_matrix
-    from ..select import baselines
-    from .grid import DEPTH, WEIGHTS
+    from ..chem._fingerprints import ecfp4_counts
+    from ..distance._engine import tmd_matrix
+    from ..select import _baselines as baselines
+    from ._grid import DEPTH, WEIGHTS
 
     pool = s["ds"].take(s["train"])
     return {"tmd": lambda: tmd_matrix(pool, DEPTH, WEIGHTS, num_threads=threads),

@@ -75,12 +75,12 @@ def load_pool(name: str, raw_root: str, csv_path=None) -> dict:
         ``"binary"``).
     """
     from ..datasets import load_builtin, to_dataset
-    from ..datasets.task import table_task
+    from ..datasets._task import table_task
 
     if csv_path is None:
         table = load_builtin(name, raw_root)
     else:
-        from ..datasets.smiles import read_smiles_csv
+        from ..datasets._smiles import read_smiles_csv
 
         table = read_smiles_csv(csv_path, "smiles", "y", task="regression", name=name)
     task = table_task(table)
@@ -114,7 +114,7 @@ class PoolCase:
     def __init__(self, name, y, counts, tmd, smiles, graph_ids, task):
         from ..select.audit import audit_members, default_audit_size
 
-        from ..datasets.task import TaskSpec
+        from ..datasets._task import TaskSpec
 
         self.name, self.task = name, str(task)
         self.spec = TaskSpec(self.task)
@@ -229,7 +229,7 @@ def fit_predict(case: PoolCase, model: str, train: np.ndarray, w, predict: np.nd
 def _forest(case: PoolCase, X, y, w, Xp, seed: int) -> np.ndarray:
     """The benchmark's forest fitted on ``X, y`` (weights ``w`` or None): its predictions on ``Xp``, or the positive
     class's probability."""
-    from ..chem.forest import fit_forest
+    from ..chem._forest import fit_forest
 
     if case.regression:
         return fit_forest(X, y, sample_weight=w, seed=seed, n_estimators=RF_TREES).predict(Xp)
@@ -271,7 +271,7 @@ def difficulty(case: PoolCase, labelled: np.ndarray, how: str, seed: int) -> np.
 def first_round(case: PoolCase, strategy: str, k: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Pool positions picked by a label-free strategy, and its τ (None without clusters)."""
     from ..select import rounds
-    from ..select.coreset import kmedoids_coreset
+    from ..select._coreset import kmedoids_coreset
 
     if strategy == "random":
         rng = np.random.default_rng([int(seed), 0x9001])
@@ -286,7 +286,7 @@ def first_round(case: PoolCase, strategy: str, k: int, seed: int) -> tuple[np.nd
     if strategy == "tmd-trim":
         return rounds.trimmed_medoids(case.D, k, 0.1, seed), None
     if strategy in ("fp-kmedoids", "maxmin"):
-        from ..chem.pickers import pick
+        from ..chem._pickers import pick
 
         res = pick(strategy, [case.smiles[i] for i in case.pool], k, seed=seed)
         return np.asarray(res.positions, dtype=np.int64), None
@@ -446,7 +446,7 @@ def append_rows(path, rows: list[dict]) -> None:
 
 def read_rows(path) -> list[dict]:
     """Rows of a pool-benchmark CSV ([] when missing); a bad line is an InputError naming it."""
-    from .results import read_csv_rows
+    from ._results import read_csv_rows
 
     return read_csv_rows(str(path), "a pool benchmark results file", KEY + ("value",), columns=COLUMNS,
                          floats=("budget", "value", "epsilon", "seconds"),

@@ -2,16 +2,16 @@
 
 A cell is one (dataset, kind, arch, method, trial) and a list of fractions; it trains one model per
 fraction.  Graph subsampling: :func:`tmdlib.select_graphs` on the training graphs (k-medoids with FasterPAM,
-:data:`~tmdlib.experiment.grid.RESTARTS` restarts, on the TMD / Feature / WL matrix restricted to them; Random:
+:data:`~tmdlib.experiment._grid.RESTARTS` restarts, on the TMD / Feature / WL matrix restricted to them; Random:
 uniform picks, unit weights; any other registered method), trained with the method's weights τ; the ε column is
 the TMD certificate of the picks, read off the TMD matrix.  Node subsampling: every training graph is replaced by its induced
 subgraph on the kept nodes (:func:`tmdlib.select.nodes.subsample_nodes`); test graphs stay whole.
 
-Condensation baselines (:data:`~tmdlib.experiment.grid.CONDENSE_METHODS`, :mod:`tmdlib.torch.condense`):
+Condensation baselines (:data:`~tmdlib.experiment._grid.CONDENSE_METHODS`, :mod:`tmdlib.torch.condense`):
 the GIN is trained on ``k`` synthetic graphs (weight 1 each) instead of ``k`` selected ones.
 
 * ``doscond`` / ``kidd`` (the paper's "with labels" rows) read the training labels.  As in the authors'
-  protocol they also use a labelled validation set: :data:`~tmdlib.experiment.grid.VALIDATION_FRACTION`
+  protocol they also use a labelled validation set: :data:`~tmdlib.experiment._grid.VALIDATION_FRACTION`
   of the training graphs (seeded by the trial), held out of the condensation; the GIN's epoch with the
   best validation metric is kept (earliest on ties).
 * ``doscond-nolabel`` / ``kidd-nolabel`` (the paper's label-free rows, its Appendix "Effects of
@@ -29,14 +29,14 @@ from typing import Callable
 
 import numpy as np
 
-from ..datasets.registry import metric_for
-from ..errors import InputError
-from ..graph import GraphDataset
-from ..select.api import select_graphs
-from ..select.coreset import budget_to_k
+from ..datasets._registry import metric_for
+from .._errors import InputError
+from .._graph import GraphDataset
+from ..select._api import select_graphs
+from ..select._coreset import budget_to_k
 from ..select.nodes import NodeSubsample, subsample_nodes
-from ..select.split import train_test_split
-from .grid import (ARCHS, CONDENSE_METHODS, CONDENSE_OPTIONS, DEPTH, RESTARTS, TEST_FRACTION, VALIDATION_FRACTION,
+from ..select._split import train_test_split
+from ._grid import (ARCHS, CONDENSE_METHODS, CONDENSE_OPTIONS, DEPTH, RESTARTS, TEST_FRACTION, VALIDATION_FRACTION,
                    WEIGHTS, condense_base)
 
 
@@ -58,7 +58,7 @@ def arch_config(dataset: str, arch: str, epochs: int, seed: int, device: str = "
 
 
 def validation_split(train: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(rest, val)``: :data:`~tmdlib.experiment.grid.VALIDATION_FRACTION` of ``train`` (at least 1 graph,
+    """``(rest, val)``: :data:`~tmdlib.experiment._grid.VALIDATION_FRACTION` of ``train`` (at least 1 graph,
     seeded by ``seed``) held out for the labelled condensation variants' model selection; both sorted."""
     n_val = min(len(train) - 1, max(1, int(round(VALIDATION_FRACTION * len(train)))))
     val = np.sort(np.random.default_rng([int(seed), 10]).choice(train, size=n_val, replace=False))
@@ -79,13 +79,13 @@ def condense_graphs(ds: GraphDataset, y: np.ndarray, train: np.ndarray, method: 
     train : ndarray of int64
         Training positions.
     method : str
-        One of :data:`~tmdlib.experiment.grid.CONDENSE_METHODS`.
+        One of :data:`~tmdlib.experiment._grid.CONDENSE_METHODS`.
     fraction : float
     seed : int
     gin : dict
         :func:`arch_config` of the cell.
     options : dict, optional
-        Overrides of :data:`~tmdlib.experiment.grid.CONDENSE_OPTIONS` for this method (tests).
+        Overrides of :data:`~tmdlib.experiment._grid.CONDENSE_OPTIONS` for this method (tests).
 
     Returns
     -------
@@ -101,7 +101,7 @@ def condense_graphs(ds: GraphDataset, y: np.ndarray, train: np.ndarray, method: 
     import torch
 
     from ..torch.condense import condense
-    from ..torch.condense.common import without_labels
+    from ..torch.condense._common import without_labels
 
     if method not in CONDENSE_METHODS:
         raise InputError(None, f"unknown condensation method {method!r}: {', '.join(CONDENSE_METHODS)}")
@@ -157,13 +157,13 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     spec : dict
         ``dataset``, ``kind`` (graph | node), ``method``, ``arch``, ``trial``, ``epochs``, ``fractions``,
         optional ``torch_threads`` (default 1), ``device`` and ``condense_options`` (overrides of
-        :data:`~tmdlib.experiment.grid.CONDENSE_OPTIONS`, for tests).
+        :data:`~tmdlib.experiment._grid.CONDENSE_OPTIONS`, for tests).
     ds : GraphDataset
         All graphs of the dataset, with labels ``ds.y`` (read for training and testing only, and by the
         labelled condensation methods).
     matrices : dict
         ``{"tmd": D, "feature": D, "wl": D}``, each of shape (G, G), over all graphs; only those the cell
-        reads need be present (:func:`~tmdlib.experiment.grid.needed_matrices`).
+        reads need be present (:func:`~tmdlib.experiment._grid.needed_matrices`).
     node_subsample : callable, optional
         ``(method, fraction, seed) -> NodeSubsample`` of all graphs, or ``-> (NodeSubsample, seconds)``
         when the caller caches it and reports its compute time; default computes
@@ -179,12 +179,12 @@ def run_cell(spec: dict, ds: GraphDataset, matrices: dict,
     Returns
     -------
     list of dict
-        One row per fraction, with the columns of :data:`~tmdlib.experiment.grid.COLUMNS`.
+        One row per fraction, with the columns of :data:`~tmdlib.experiment._grid.COLUMNS`.
     """
     import torch
 
-    from ..datasets.task import BINARY
-    from ..models.head import task_head, training_labels
+    from ..datasets._task import BINARY
+    from ..models._head import task_head, training_labels
     from ..torch.fit import train_on
     from ..torch.measure import score_model
     from ..torch.pyg import dataset_to_pyg

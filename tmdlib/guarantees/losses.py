@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from ..datasets.task import LOSSES, weighted_moments  # the losses that fit each task type: the task module's table
+from ..datasets._task import LOSSES, weighted_moments  # the losses that fit each task type: the task module's table
 
 __all__ = ["LOSSES", "TRIVIAL_PREDICTOR", "default_loss", "check_loss", "loss_lipschitz", "per_graph_losses",
            "trivial_loss", "label_term_bound", "Standardizer"]
@@ -232,7 +232,7 @@ class Standardizer:
     @classmethod
     def fit(cls, y, weights=None) -> "Standardizer":
         """Fitted on labels ``y`` ``(n, T)`` (NaN missing), τ-weighted by ``weights``
-        (:func:`tmdlib.datasets.task.weighted_moments`)."""
+        (:func:`tmdlib.datasets._task.weighted_moments`)."""
         return cls(*weighted_moments(np.asarray(y, dtype=np.float64).reshape(len(y), -1), weights))
 
     @classmethod

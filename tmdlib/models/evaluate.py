@@ -17,7 +17,7 @@ sample** :math:`\mathcal A` — a uniform random sample of the pool outside the 
 * the **constant predictor** on the same audit sample (:func:`constant_outputs`: the τ-weighted mean of the coreset's
   labels for regression, the coreset's class frequencies -- the majority class -- for classes), scored with the same
   metric: a model whose estimate is worse than the constant's is reported "worse than predicting the mean" (or the
-  majority class), and no bound of it is called informative (:func:`tmdlib.guarantees.bounds.bound_verdict`).
+  majority class), and no bound of it is called informative (:func:`tmdlib.guarantees._bounds.bound_verdict`).
 
 Nothing is computed from labels that do not exist: no full-data reference, no observed gap, no test metric.
 """
@@ -251,7 +251,7 @@ def measure_without_constant(model, X_train, X_test, y, subset, tau, *, epsilon=
 
 def _comparable(task) -> bool:
     """One regression target or one binary label: what the control verdict compares (the task's
-    :attr:`~tmdlib.datasets.task.TaskSpec.control_error`)."""
+    :attr:`~tmdlib.datasets._task.TaskSpec.control_error`)."""
     return task.control_error is not None
 
 
@@ -530,13 +530,13 @@ def control_arms(model, name: str, sel: dict, label_map: dict, audit, task, inpu
 
     The arms split the round's labelled members: ``control`` (the Random arm), ``strategy`` (the strategy's new
     picks), and ``base`` (the medoids picked before this round); each arm is refitted from scratch with the trained
-    model's kind (``name``: its registered name, :func:`tmdlib.models.registry.resolve_model`) and scored on the
+    model's kind (``name``: its registered name, :func:`tmdlib.models._registry.resolve_model`) and scored on the
     labelled ``audit`` ids.  Molecule models only (a graph model is not retrained twice per evaluation): a graph
     model, or a name that no longer resolves, gives ``{"verdict": "undecided", "note": ...}``.  ``inputs_of(ids)``
-    and ``labels_of(ids)`` give the members' :class:`~tmdlib.models.base.Inputs` and labels as stored.
+    and ``labels_of(ids)`` give the members' :class:`~tmdlib.models._base.Inputs` and labels as stored.
     """
-    from ..errors import InputError
-    from .registry import resolve_model
+    from .._errors import InputError
+    from ._registry import resolve_model
 
     rounds = sel.get("rounds") or {}
     if not rounds.get("control_ids"):

@@ -2,8 +2,8 @@ r"""The train stage's model policy: which model ``auto`` trains, with which reci
 labels and weights.
 
 Pure decisions on the stage's options, the pool (molecules or graphs) and the labels' task; the registry
-(:mod:`tmdlib.models.registry`: :func:`~tmdlib.models.registry.default_model`,
-:func:`~tmdlib.models.registry.graph_default`, :func:`~tmdlib.models.registry.auto_recipe`) holds the measured
+(:mod:`tmdlib.models._registry`: :func:`~tmdlib.models._registry.default_model`,
+:func:`~tmdlib.models._registry.graph_default`, :func:`~tmdlib.models._registry.auto_recipe`) holds the measured
 defaults these read.  (Which medoids, τ and weights the selection gives the training loss is
 :mod:`tmdlib.select.answered`.)  Also the champion rule of the registered model (:func:`champion_decision`).
 """
@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from ..errors import InputError
-from .registry import auto_recipe, default_model, graph_default, resolve_model
+from .._errors import InputError
+from ._registry import auto_recipe, default_model, graph_default, resolve_model
 
 __all__ = ["parse_target", "budget_given", "certified_asked", "check_loss_option", "model_for", "train_model",
            "recipe_for", "certified_setting", "selection_labels", "champion_decision", "champion_verdict",
@@ -96,7 +96,7 @@ def model_for(model: str | None, lipschitz_budget, lipschitz_target, molecules: 
     Returns
     -------
     str
-        For None (or ``auto`` without a task): the graph model (:func:`tmdlib.models.registry.graph_default`: the
+        For None (or ``auto`` without a task): the graph model (:func:`tmdlib.models._registry.graph_default`: the
         certified GIN when a budget or target is set, else the GIN — the behaviour before ``train.model`` existed).
     """
     if model not in (None, "", "auto"):
@@ -109,7 +109,7 @@ def model_for(model: str | None, lipschitz_budget, lipschitz_target, molecules: 
 
 def train_model(model, lipschitz_budget, lipschitz_target, molecules: bool, task, nodes: bool,
                 n_train: int = 0) -> tuple:
-    """``(spec, note)``: the :class:`~tmdlib.models.registry.ModelSpec` of :func:`model_for` for this pool and task,
+    """``(spec, note)``: the :class:`~tmdlib.models._registry.ModelSpec` of :func:`model_for` for this pool and task,
     and the line to say when node subsampling (``nodes``: training on subgraphs) made a model that reads molecules
     give way to the graph model (else None)."""
     spec = resolve_model(model_for(model, lipschitz_budget, lipschitz_target, molecules, task, bool(nodes), n_train))
@@ -122,7 +122,7 @@ def train_model(model, lipschitz_budget, lipschitz_target, molecules: bool, task
 
 def recipe_for(model: str, recipe: str) -> str:
     """The GIN's training recipe: ``recipe``, or for ``auto`` the measured one of ``model``
-    (:func:`tmdlib.models.registry.auto_recipe`) — ``default`` (Adam lr 0.001, batch 64) for the GIN
+    (:func:`tmdlib.models._registry.auto_recipe`) — ``default`` (Adam lr 0.001, batch 64) for the GIN
     (benchmarks/gin_recipe.py: better on 3 of 4 MoleculeACE sets, R² 0.51 against 0.08 on CHEMBL204_Ki, and on
     MUTAG and PROTEINS), ``paper-b2`` (lr 0.01, batch 16) for the certified GIN (the certified sweep's setting,
     reports/certified/summary.md)."""
@@ -143,14 +143,14 @@ def certified_setting(spec, lipschitz_budget, lipschitz_mode, target) -> tuple:
 
 def selection_labels(label_map: dict, med_ids, task, path: str) -> np.ndarray:
     """Labels of the graphs ``med_ids`` as stored for training: ``(k,)`` for one target, ``(k, T)`` otherwise
-    (multi-class: class indices, :func:`tmdlib.datasets.task.validate_labels`).
+    (multi-class: class indices, :func:`tmdlib.datasets._task.validate_labels`).
 
     Raises
     ------
     InputError
         Naming ``path`` when a graph has no label in ``label_map`` (graph id -> label).
     """
-    from ..datasets.task import validate_labels
+    from ..datasets._task import validate_labels
 
     missing = [int(g) for g in med_ids if int(g) not in label_map]
     if missing:

@@ -346,7 +346,7 @@ def smiles_outputs(model, smiles: list) -> np.ndarray:
     """A model's outputs ``(m, D)`` for ``m`` valid SMILES: a molecule model reads them, a graph model their graphs
     (:func:`tmdlib.datasets.smiles_input.graphs_from_smiles`, the store's molecule features)."""
     from ..datasets.smiles_input import graphs_from_smiles
-    from .base import Inputs
+    from ._base import Inputs
 
     if not smiles:
         return np.zeros((0, model.head.task.output_dim))

@@ -1,6 +1,6 @@
 """What the train stage records and says of a fitted model: ``train.json``'s fields, the run's parameters and
 metrics, the lines it prints, the registered version's description.  Plain dicts and strings from the fitted
-:class:`~tmdlib.models.base.Model` and the stage's options; nothing is written here.
+:class:`~tmdlib.models._base.Model` and the stage's options; nothing is written here.
 """
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def model_state_of(info: dict) -> dict:
     models were registered holds a GIN's ``model`` / ``config`` / ``task_head`` instead (read as the graph model)."""
     if info.get("model_state"):
         return info["model_state"]
-    from .registry import graph_default
+    from ._registry import graph_default
 
     return {"name": graph_default(bool(info.get("certified"))), "config": info.get("config"),
             "model": info.get("model"), "head": info.get("task_head"), "lipschitz": info.get("lipschitz")}
@@ -181,7 +181,7 @@ def state_arrays(arrays: dict, what: str) -> tuple[dict, dict]:
     Parameters
     ----------
     arrays : dict
-        ``{name: array}`` of :meth:`tmdlib.models.base.Model.state`.
+        ``{name: array}`` of :meth:`tmdlib.models._base.Model.state`.
     what : str
         The model, in the message.
 

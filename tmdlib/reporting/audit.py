@@ -8,7 +8,7 @@ stage outputs.  The facts are one dict with these keys (any may be missing; miss
 ``provenance``
     ``git_sha``, ``git_dirty``, ``mlflow_run_id``, ``mlflow_experiment_id``, ``tracking_uri`` (redacted).
 ``data``
-    ``graph_store``, ``store_sha256`` (the file), ``content_sha256`` (:func:`tmdlib.datasets.identity.content_hash`), ``graphs``,
+    ``graph_store``, ``store_sha256`` (the file), ``content_sha256`` (:func:`tmdlib.datasets._identity.content_hash`), ``graphs``,
     ``nodes``, ``matrix_sha256``, ``depth``, ``weights``.
 ``graphs``, ``nodes``, ``nodes_selected``
     :func:`kept_dropped` dicts (``graphs`` also has ``dataset``, ``test``, ``method``, ``fraction``, ``seed``).
@@ -28,7 +28,7 @@ stage outputs.  The facts are one dict with these keys (any may be missing; miss
     The selected molecules (:func:`molecule_rows` orders them): ``total`` (selected graphs), ``shown`` (at most
     :data:`MOLECULES_SHOWN` dicts of ``rank``, ``graph_id``, ``tau``, ``smiles``, ``requested`` (asked of the
     labelling team in this run, else reused from the ledger) and ``svg`` (an RDKit depiction,
-    :func:`tmdlib.chem.depict.depict_svg`, or ``None``)); or ``omitted``: why there are none (a dataset
+    :func:`tmdlib.chem._depict.depict_svg`, or ``None``)); or ``omitted``: why there are none (a dataset
     without SMILES).
 ``predictions`` (production)
     What a chemist looks at (:mod:`tmdlib.reporting.predictions`): ``file``, ``rows`` (pool molecules predicted),
@@ -182,12 +182,12 @@ def label_facts(manifest: Mapping, labels_meta: Mapping, requested_rows: int, po
 
 def store_checks(named: Sequence[tuple[str, Mapping | None, str]], have: str, graphs: str, key: str) -> list:
     """Every artifact that records the graph store's content hash (``key``) names this store (``have``); else one
-    :class:`~tmdlib.errors.InputError` naming the artifact's file and both hashes.
+    :class:`~tmdlib._errors.InputError` naming the artifact's file and both hashes.
 
     ``named``: ``(what, document, its file)`` per artifact (a document without ``key`` was written before the field
     existed: skipped).  Returns the check rows ``[(what, ok, detail)]``.
     """
-    from ..errors import InputError
+    from .._errors import InputError
 
     rows = []
     for what, doc, path in named:
@@ -229,12 +229,12 @@ def node_facts(graph_ids, kept, store_ids, nodes_per_graph, medoids, path=None) 
     """Nodes kept and dropped (:func:`kept_dropped`) over all graphs and over the ``medoids``.
 
     ``graph_ids``, ``kept``: the node-subsampling table (nodes kept per graph); ``store_ids``, ``nodes_per_graph``:
-    the store's graphs and their sizes.  A graph id the store lacks is an :class:`~tmdlib.errors.InputError` naming
+    the store's graphs and their sizes.  A graph id the store lacks is an :class:`~tmdlib._errors.InputError` naming
     ``path``.
     """
     import numpy as np
 
-    from ..errors import InputError
+    from .._errors import InputError
 
     gids, kept = np.asarray(graph_ids), np.asarray(kept)
     size = dict(zip(np.asarray(store_ids).tolist(), np.asarray(nodes_per_graph).tolist()))
@@ -259,8 +259,8 @@ def selected_molecules(medoids, tau, smiles_of: Mapping, asked, depict, limit: i
                        where=None, graphs: str = "") -> dict:
     """The selected molecules, largest clusters first (:func:`molecule_rows`), the first ``limit`` with a
     depiction ``depict(smiles) -> svg``; ``{"total", "shown"}``.  A medoid ``smiles_of`` (graph id -> SMILES of the
-    store ``graphs``) lacks is an :class:`~tmdlib.errors.InputError` naming ``where`` (the selection)."""
-    from ..errors import InputError
+    store ``graphs``) lacks is an :class:`~tmdlib._errors.InputError` naming ``where`` (the selection)."""
+    from .._errors import InputError
 
     medoids = [int(g) for g in medoids]
     unknown = [g for g in medoids if g not in smiles_of]

@@ -29,7 +29,7 @@ GOAL_SHARE = {"gin": 2 / 3, "rf": 1 / 2}
 
 def model_title(model: str) -> str:
     """A model's name in the pages: its registered ``title`` (:mod:`tmdlib.models`), else the name as written."""
-    from ..errors import InputError
+    from .._errors import InputError
     from ..models import get_model
 
     try:
@@ -50,7 +50,7 @@ def _models(rows: list[dict]) -> list[str]:
 
 def _has_tau(method: str) -> bool:
     """Whether the picker gives cluster sizes τ (an unregistered name counts as one that does)."""
-    from ..select.registry import get_method
+    from ..select._registry import get_method
 
     try:
         return get_method(method).weighted

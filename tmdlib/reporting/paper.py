@@ -1,6 +1,6 @@
 """Experiment reports in the paper's form: one Markdown page per dataset and the wins / fails summary.
 
-Pure functions of result rows (:func:`tmdlib.experiment.results.read_results`) and of the paper's
+Pure functions of result rows (:func:`tmdlib.experiment._results.read_results`) and of the paper's
 transcribed numbers (``reports/paper_results.csv``, read by :func:`read_paper`).
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datasets.registry import metric_for
-from ..experiment.grid import ARCHS, CONDENSE_METHODS, GRAPH_METHODS, KINDS, LABELLED_METHODS, NODE_METHODS
+from ..datasets._registry import metric_for
+from ..experiment._grid import ARCHS, CONDENSE_METHODS, GRAPH_METHODS, KINDS, LABELLED_METHODS, NODE_METHODS
 from . import tables
 
 #: Row order of graph-subsampling tables: the label-free methods (ranked), then the labelled

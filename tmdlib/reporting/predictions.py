@@ -239,7 +239,7 @@ def audit_positions(graph_ids, audit_ids, labels: Mapping, where=None) -> tuple[
     where : str, optional
         Named in the error when a labelled audit graph has no prediction.
     """
-    from ..errors import InputError
+    from .._errors import InputError
 
     audit = np.asarray([int(g) for g in audit_ids or [] if int(g) in labels], dtype=np.int64)
     gids = np.asarray(graph_ids, dtype=np.int64)
@@ -328,7 +328,7 @@ def audit_columns(spec, names, where=None) -> list[str]:
     suffix = spec.column_suffix(0)
     col = f"prediction{suffix}"
     if col not in names:
-        from ..errors import InputError
+        from .._errors import InputError
 
         raise InputError(where, f"no {col} column (columns {', '.join(names)})")
     return [c for c in ("graph_id", col, "in_domain", f"lower{suffix}", f"upper{suffix}") if c in names]

@@ -199,7 +199,7 @@ def lock_stages(lock, where=None) -> dict:
         Naming ``where`` when ``lock`` is not a mapping with a ``stages`` mapping.
     """
     if not isinstance(lock, dict) or not isinstance(lock.get("stages") or {}, dict):
-        from ..errors import InputError
+        from .._errors import InputError
 
         raise InputError(where, "not a dvc.lock (no 'stages' mapping)")
     return lock.get("stages") or {}

@@ -1,7 +1,7 @@
 r"""The verdict on a run's loss bounds, read from the ``bound`` / ``nodes`` entries of ``metrics.json``.
 
 Pure functions on plain dicts (the JSON written by the evaluate stage); the math and the choice of the loss scale
-are :func:`tmdlib.guarantees.bounds.bound_verdict`.  The audit report (:mod:`tmdlib.reporting.audit`) and
+are :func:`tmdlib.guarantees._bounds.bound_verdict`.  The audit report (:mod:`tmdlib.reporting.audit`) and
 ``tmdsub summary`` open with :func:`verdict_lines`; wherever they say whether a bound holds they use the verdict's
 ``holds_text`` ("holds (vacuous: c·ε = X vs loss scale Y)"), never a bare "holds".
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..guarantees.bounds import bound_verdict
+from ..guarantees._bounds import bound_verdict
 
 __all__ = ["constant_line", "coreset_verdicts", "estimate_line", "node_verdicts", "verdict_lines"]
 
@@ -52,7 +52,7 @@ def coreset_verdicts(bound: Mapping | None, certified: bool | None = None) -> di
         ``lemma`` (:math:`c\varepsilon` vs the observed gap, Lemma 3.2), ``corollary`` (:math:`2c\varepsilon`, or
         :math:`2c(\varepsilon + \sum_{i\in\mathcal I}\tau_i\varepsilon_i/n)` with node subsampling, vs the
         observed excess loss, Corollary 3.3) and ``with_labels`` (:math:`c\varepsilon` + label term bound, None
-        when not recorded): each a :func:`~tmdlib.guarantees.bounds.bound_verdict` dict.
+        when not recorded): each a :func:`~tmdlib.guarantees._bounds.bound_verdict` dict.
     """
     b = bound or {}
     scale, mode = b.get("full_model_train_loss"), _mode(b, certified)
@@ -97,7 +97,7 @@ def node_verdicts(nodes: Mapping | None, bound: Mapping | None = None, certified
     dict or None
         ``lemma`` (:math:`c\bar\varepsilon` vs the observed gap) and ``corollary`` (:math:`2c\bar\varepsilon` vs
         the observed excess loss; None when no ``erm_bound`` was recorded), each a
-        :func:`~tmdlib.guarantees.bounds.bound_verdict` dict.
+        :func:`~tmdlib.guarantees._bounds.bound_verdict` dict.
     """
     if not nodes:
         return None

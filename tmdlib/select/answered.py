@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from .._errors import InputError
 
 __all__ = ["answered_selection", "training_weights"]
 

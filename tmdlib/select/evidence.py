@@ -1,6 +1,6 @@
 r"""The evidence a coreset carries: :class:`CoresetCertificate` (Lemma 3.2 for any assignment).
 
-A leaf module (numpy only), so that every engine -- the exact one in :mod:`tmdlib.select.certificate`, the scalable
+A leaf module (numpy only), so that every engine -- the exact one in :mod:`tmdlib.select._certificate`, the scalable
 one in :mod:`tmdlib.select.scalable` -- can build certificates without importing the other.
 """
 from __future__ import annotations

@@ -77,10 +77,10 @@ def check_goal(goal: str, *, classification: bool, targets: int = 1, target=None
 
     Raises
     ------
-    tmdlib.errors.InputError
+    tmdlib._errors.InputError
         One line naming the setting to change.
     """
-    from ..errors import InputError
+    from .._errors import InputError
 
     g = str(goal or DEFAULT_GOAL)
     if g not in GOALS:
@@ -125,12 +125,12 @@ def parse_target(value) -> str | dict[str, float] | None:
 
     Raises
     ------
-    tmdlib.errors.InputError
+    tmdlib._errors.InputError
         A weight that is not a finite number, a target weighted twice, every weight zero.
     """
     from collections.abc import Mapping
 
-    from ..errors import InputError
+    from .._errors import InputError
 
     if value is None:
         return None
@@ -184,10 +184,10 @@ def check_target(target, names) -> str | dict[str, float] | None:
 
     Raises
     ------
-    tmdlib.errors.InputError
+    tmdlib._errors.InputError
         A target the pool does not have (the known ones named), a desirability on a one-target pool.
     """
-    from ..errors import InputError
+    from .._errors import InputError
 
     t = parse_target(target)
     names = [str(n) for n in names]
@@ -580,7 +580,7 @@ def hit_batch(scores: np.ndarray, k_new: int, *, labelled=None, candidates=None,
     m = int(min(order.size, max(k_new, np.ceil(float(factor) * k_new))))
     if D is None or m == k_new:
         return np.sort(order[:k_new]).astype(np.int64)
-    from .coreset import kmedoids_coreset
+    from ._coreset import kmedoids_coreset
 
     top = order[:m]
     labels = kmedoids_coreset(np.ascontiguousarray(np.asarray(D)[np.ix_(top, top)], dtype=np.float64), k_new,

@@ -63,7 +63,7 @@ def answered_certificate(cert: CoresetCertificate, answered, dataset=None, depth
         else:
             if dataset is None:
                 raise ValueError("the moved graphs' TMDs need the dataset or the matrix D")
-            from ..distance.engine import tmd_block
+            from ..distance._engine import tmd_block
 
             block = tmd_block(dataset.take(moved), dataset.take(ans), depth, weights, num_threads=num_threads)
         near = np.argmin(block, axis=1)  # first minimum: the lowest position (ans sorted)

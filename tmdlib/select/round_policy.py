@@ -17,8 +17,8 @@ __all__ = ["method_plan", "RoundAsk", "check_pool_goal", "round_ask", "label_col
 def method_plan(pool, method: str, production: bool, **plan_options):
     """``(method, plan)``: ``auto`` resolved (:func:`tmdlib.select.rounds.default_method`) once the engine is known --
     a pool the scalable engine takes keeps the paper's coreset -- and the plan of the method that runs
-    (:func:`tmdlib.select.plan.plan_selection` with ``plan_options``)."""
-    from .plan import plan_selection
+    (:func:`tmdlib.select._plan.plan_selection` with ``plan_options``)."""
+    from ._plan import plan_selection
     from .rounds import default_method
 
     plan = plan_selection(pool, "tmd" if method == "auto" else method, **plan_options)
@@ -67,11 +67,11 @@ def check_pool_goal(goal: str, target, method: str, *, task=None, columns: Seque
 
     Raises
     ------
-    tmdlib.errors.InputError
+    tmdlib._errors.InputError
         One line naming the setting to change (:func:`tmdlib.select.hits.check_goal`,
         :func:`tmdlib.select.hits.check_target`).
     """
-    from ..errors import InputError
+    from .._errors import InputError
     from .hits import check_goal, check_target
 
     if task is not None and getattr(task, "decided", True):
@@ -161,7 +161,7 @@ def steer_round(ask: RoundAsk, smiles=None, labelled=None, Y=None, names: Sequen
     base = {"strategy": strategy, "first": first, **({"goal": goal} if hunting(goal) else {})}
     if smiles is None or Y is None or labelled is None or not reads_labels(ask, names, len(labelled)):
         return base
-    from ..chem.fingerprints import ecfp4_counts
+    from ..chem._fingerprints import ecfp4_counts
 
     X = ecfp4_counts(smiles)
     lab = np.asarray(labelled)

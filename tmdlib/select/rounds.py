@@ -104,7 +104,7 @@ def picking_distance(smiles) -> np.ndarray:
     ndarray of float64, shape (n, n)
         Symmetric, zero diagonal, values in [0, 1].
     """
-    from ..chem.fingerprints import ecfp4_counts
+    from ..chem._fingerprints import ecfp4_counts
     from ..chem.models import minmax_kernel
 
     D = 1.0 - minmax_kernel(ecfp4_counts(list(smiles)))
@@ -113,7 +113,7 @@ def picking_distance(smiles) -> np.ndarray:
 
 
 def _medoid_picks(D, k, seed, *, fixed=None, restarts=3):
-    from .coreset import kmedoids_coreset
+    from ._coreset import kmedoids_coreset
 
     return kmedoids_coreset(D, k, seed=seed, restarts=restarts, fixed=fixed).medoids.astype(np.int64)
 
@@ -152,7 +152,7 @@ def default_method(method: str, production: bool, scalable: bool = False) -> str
 
 def check_control(method: str, control) -> float:
     """``select.control`` checked: a share in [0, 1), and only with ``tmd-rounds`` (the method that draws the arm)."""
-    from ..errors import InputError
+    from .._errors import InputError
 
     c = float(control or 0.0)
     if not 0.0 <= c < 1.0:
@@ -285,9 +285,9 @@ def estimate_difficulty(how, X_labelled: np.ndarray, y_labelled: np.ndarray, X: 
 
 
 def _mask(spec, n: int) -> np.ndarray:
-    """A boolean mask over ``n`` members from a mask or positions (:func:`tmdlib.select.coreset._index_set`); None is
+    """A boolean mask over ``n`` members from a mask or positions (:func:`tmdlib.select._coreset._index_set`); None is
     nobody."""
-    from .coreset import _index_set
+    from ._coreset import _index_set
 
     return np.zeros(n, dtype=bool) if spec is None else _index_set(spec, n, "members")
 
@@ -314,7 +314,7 @@ def union_epsilon(D: np.ndarray, labelled, members=None) -> float:
     -------
     float
     """
-    from ..guarantees.bounds import medoids_objective
+    from ..guarantees._bounds import medoids_objective
 
     n = D.shape[0]
     s = np.flatnonzero(_mask(labelled, n))
@@ -341,7 +341,7 @@ def isolation(D: np.ndarray, neighbours: int = 5, members=None) -> np.ndarray:
 
 def _kmedoids(D, k, seed, candidates, fixed, restarts, point_weights=None):
     """k-medoids restricted to ``candidates`` with ``fixed`` kept; optional per-point weights (row scaling)."""
-    from .coreset import _run_swap, kmedoids_coreset
+    from ._coreset import _run_swap, kmedoids_coreset
 
     if point_weights is None:
         return kmedoids_coreset(D, k, seed=seed, restarts=restarts, candidates=candidates, fixed=fixed).medoids
@@ -429,7 +429,7 @@ def stratified_picks(D: np.ndarray, k: int, seed: int = 0, *, strata: int | None
     ndarray of int64, shape (k,), sorted
         ``fixed`` and the new picks.
     """
-    from .coreset import kmedoids_coreset
+    from ._coreset import kmedoids_coreset
 
     cand, fix = _who(D, candidates, fixed)
     n = D.shape[0]

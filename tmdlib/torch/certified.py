@@ -366,7 +366,7 @@ def label_aware_gap(logits, y, subset, tau, assignment, c: float, epsilon: float
     subset, tau : array_like, shape (k,)
         Coreset positions (into the ``n`` graphs) and weights (the cluster sizes of ``assignment``).
     assignment : array_like of int, shape (n,)
-        Position of each graph's medoid (``tmdlib.select.coreset.CoresetResult.assignment``).
+        Position of each graph's medoid (``tmdlib.select._coreset.CoresetResult.assignment``).
     c, epsilon : float
         Stability constant and medoid objective.
 
@@ -378,7 +378,7 @@ def label_aware_gap(logits, y, subset, tau, assignment, c: float, epsilon: float
         ``bound_with_labels`` (= ``c_epsilon + label_term_bound`` ≥ ``gap_observed``),
         ``lemma_holds`` (plain c·ε ≥ observed gap), ``lemma_holds_label_consistent``, ``bound_with_labels_holds``.
     """
-    from ..guarantees.bounds import coreset_gap
+    from ..guarantees._bounds import coreset_gap
     from .gin import bce_losses
 
     z = np.asarray(logits, dtype=np.float64).ravel()

@@ -25,9 +25,9 @@ import os
 
 import numpy as np
 
-from ..errors import InputError
-from ..models.base import Model
-from ..models.registry import ModelSpec
+from .._errors import InputError
+from ..models._base import Model
+from ..models._registry import ModelSpec
 
 __all__ = ["ChempropRegressor", "ChempropModel", "CHEMPROP"]
 
@@ -220,8 +220,8 @@ class ChempropModel(Model):
         self.head = None
 
     def fit(self, X, y, sample_weight=None, task=None):
-        from ..datasets.task import TaskSpec
-        from ..models.head import task_head
+        from ..datasets._task import TaskSpec
+        from ..models._head import task_head
 
         task = task or TaskSpec("regression")
         if task.type not in self.tasks or task.num_targets != 1:
@@ -251,7 +251,7 @@ class ChempropModel(Model):
     def from_state(cls, config: dict, arrays: dict):
         import torch
 
-        from ..models.head import TaskHead
+        from ..models._head import TaskHead
 
         m = cls(**config["config"])
         reg = ChempropRegressor(**config["config"])
@@ -263,7 +263,7 @@ class ChempropModel(Model):
         return m
 
 
-#: The registered model (:data:`tmdlib.models.registry.ENTRY_POINTS`).
+#: The registered model (:data:`tmdlib.models._registry.ENTRY_POINTS`).
 CHEMPROP = ModelSpec("chemprop", make=lambda options: ChempropModel(**options), restore=ChempropModel.from_state,
                      inputs="molecules", tasks=("regression",), seeded=True, title="chemprop D-MPNN",
                      defaults={"epochs": 50}, quick={"epochs": 1, "hidden": 32, "accelerator": "cpu"},

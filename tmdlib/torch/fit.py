@@ -1,7 +1,7 @@
 r"""Train a GIN on a labelled selection, for any task type, and describe what was trained.
 
 What the pipeline's train stage computes, without files, Prefect or MLflow: the task's loss and output width
-(:mod:`tmdlib.datasets.task`, :mod:`tmdlib.guarantees.losses`), regression targets standardised on the labelled
+(:mod:`tmdlib.datasets._task`, :mod:`tmdlib.guarantees.losses`), regression targets standardised on the labelled
 coreset (τ-weighted) and de-standardised for predictions, the τ-weighted training
 (:func:`tmdlib.torch.certified.train_from_config`: the paper's GIN or its certified variants), the stability
 constant :math:`c = M\,\kappa\,\lVert W_{out}\rVert_2\prod_\ell\Phi_\ell` with the loss's :math:`M`, and the hidden
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..datasets.task import BINARY, TaskSpec
+from ..datasets._task import BINARY, TaskSpec
 from ..guarantees.losses import per_graph_losses
-from ..models.head import TaskHead, task_head, training_labels
+from ..models._head import TaskHead, task_head, training_labels
 
 __all__ = ["TaskHead", "FitResult", "task_head", "fit", "train_on", "predict", "losses_on", "train_config"]
 
@@ -116,7 +116,7 @@ def fit(ds, positions, y, tau, cfg: dict, task: TaskSpec = BINARY, *, loss: str 
 
 def train_on(data, cfg: dict, head: TaskHead, in_dim: int, *, on_loss=None, on_epoch=None):
     r"""The one training recipe: a GIN trained on PyG graphs ``data`` (labels already encoded by
-    :func:`tmdlib.models.head.training_labels`, weights in ``data[i].weight``) with ``head``'s loss and width.
+    :func:`tmdlib.models._head.training_labels`, weights in ``data[i].weight``) with ``head``'s loss and width.
 
     The pipeline's train stage (:func:`fit`), both experiment profiles (:func:`tmdlib.experiment.protocol.run_cell`,
     including node subsampling and the condensation baselines' synthetic graphs), the molecules benchmark and the

@@ -18,7 +18,7 @@ holds for the model below **exactly** (not only in expectation) under these cond
    neighbour branch), each scaled by :math:`\eta^d`.  TMD weighs the same nodes by
    :math:`W_d = \prod_{t=1}^{d} w(L-t)` (the product of the ``d`` top level weights).  Hence
    :math:`\kappa(\eta, w) = \max_d \binom{L-1}{d}\eta^d / W_d`.  Pascal weights
-   (:math:`w_l = l/(L-l)`, ``tmdlib.distance.weights.pascal_weights``) give :math:`W_d = \binom{L-1}{d}`
+   (:math:`w_l = l/(L-l)`, ``tmdlib.distance._weights.pascal_weights``) give :math:`W_d = \binom{L-1}{d}`
    exactly, so :math:`\kappa = \max(1, \eta^{L-1})`: **Pascal weights ⇔ η = 1** (PyG ``GINConv`` with
    ``eps = 0``); any η ≤ 1 keeps κ = 1, η > 1 needs weights scaled by η per level.
 2. **φ(0) = 0**, i.e. no bias inside the message-passing MLPs.  TMD pads child multisets and graphs with
@@ -187,10 +187,10 @@ def tmd_factor(eta: float, layers: int, weights="pascal") -> float:
     r""":math:`\kappa(\eta, w) = \max_{d=0..L-1} \binom{L-1}{d}\eta^d / W_d`, :math:`L` = ``layers + 1``.
 
     :math:`W_d = \prod_{t=1}^{d}` ``weights[L-1-t]`` is the TMD weight of depth-``d`` tree nodes
-    (``weights[0]`` innermost level, as in :func:`tmdlib.distance.weights.resolve_weights`).  Equals 1 for
+    (``weights[0]`` innermost level, as in :func:`tmdlib.distance._weights.resolve_weights`).  Equals 1 for
     Pascal weights and η ≤ 1; ``inf`` if some :math:`W_d = 0`.
     """
-    from ..distance.weights import resolve_weights
+    from ..distance._weights import resolve_weights
 
     depth = int(layers) + 1
     w = resolve_weights(depth, weights)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..guarantees import bounds
+from ..guarantees import _bounds as bounds
 from ..guarantees.losses import label_term_bound, trivial_loss
 from ..metrics import headline, score
 
@@ -119,7 +119,7 @@ def evaluation_plan(train_pos, test_pos, med_pos, sel: dict, y, task, sample: in
         A training graph's label is missing and ``task`` does not allow it (benchmark mode needs the dataset's
         label of every training graph).
     """
-    from ..errors import InputError
+    from .._errors import InputError
 
     in_train = {int(p): k for k, p in enumerate(train_pos)}
     subset = np.asarray([in_train[int(p)] for p in med_pos], dtype=np.int64)
@@ -318,7 +318,7 @@ def sweep_point(ds, train_pos, y_train, D_train, fraction, seed, cfg, train_data
                 test_data, y_test, head, metric, weights="pascal") -> dict:
     """k-medoids coreset of ``fraction`` of the training graphs (:func:`tmdlib.select_graphs` on the matrix), a
     τ-weighted model on it (benchmark labels), its bound numbers and test metric."""
-    from ..select.api import select_graphs
+    from ..select._api import select_graphs
     from .fit import fit
 
     sel = select_graphs(D_train, "tmd", fraction=fraction, seed=seed)

@@ -1,4 +1,4 @@
-r"""The GIN and the certified GIN as registered models (:mod:`tmdlib.models.registry`).
+r"""The GIN and the certified GIN as registered models (:mod:`tmdlib.models._registry`).
 
 :class:`GINModel` trains through the one recipe (:func:`tmdlib.torch.fit.fit` → :func:`tmdlib.torch.fit.train_on`),
 predicts through :func:`tmdlib.torch.fit.predict`, reports its stability constant :math:`c` (Theorem 8 with the
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.base import ALL_TASKS, Inputs, Model, _check_fit_inputs
-from ..models.registry import ModelSpec
+from ..models._base import ALL_TASKS, Inputs, Model, _check_fit_inputs
+from ..models._registry import ModelSpec
 
 __all__ = ["GINModel", "RECIPES", "recipe_config", "GIN", "CERTIFIED_GIN"]
 
@@ -88,7 +88,7 @@ class GINModel(Model):
         self.result = None
 
     def fit(self, X: Inputs, y, sample_weight=None, task=None):
-        from ..datasets.task import BINARY
+        from ..datasets._task import BINARY
         from .fit import fit
 
         pos = np.arange(len(X.dataset)) if X.positions is None else X.positions
@@ -151,7 +151,7 @@ def _make(options: dict) -> GINModel:
     return GINModel(**options)
 
 
-#: The registered models (:data:`tmdlib.models.registry.ENTRY_POINTS`): the GIN and the certified GIN.
+#: The registered models (:data:`tmdlib.models._registry.ENTRY_POINTS`): the GIN and the certified GIN.
 GIN = ModelSpec("gin", make=_make, restore=GINModel.from_state, inputs="graphs", lipschitz=True, seeded=True,
                 summary="the paper's GIN (3 layers, sum readout, no biases), trained by the default recipe",
                 title="GIN", defaults={"recipe": "default"}, quick={"epochs": 2, "hidden": 8}, auto_recipe="default")

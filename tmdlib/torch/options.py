@@ -7,7 +7,7 @@ stage's config checks its options with it before anything heavy is loaded.
 """
 from __future__ import annotations
 
-from ..errors import InputError
+from .._errors import InputError
 from ..models.policy import parse_target
 
 __all__ = ["resolve_config", "target_budget", "gin_options"]

@@ -4,7 +4,7 @@ Importing :mod:`tmdlib` never imports torch; import this module explicitly.
 
 Two layers:
 
-* conversions between tmdlib's :class:`~tmdlib.graph.Graph` / :class:`~tmdlib.graph.GraphDataset` and PyG ``Data``
+* conversions between tmdlib's :class:`~tmdlib._graph.Graph` / :class:`~tmdlib._graph.GraphDataset` and PyG ``Data``
   (:func:`to_pyg`, :func:`dataset_to_pyg`, :func:`to_graph_dataset`, :func:`to_graph_table`);
 * the one-call API for PyG users: :func:`select_coreset` (a TMD coreset of a graph-classification dataset, with
   τ weights and the certificate ε of Lemma 3.2) and :func:`subsample_nodes` (TreeNorm node subsampling, Cor. 4.1).
@@ -19,15 +19,15 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-from ..errors import InputError
-from ..graph import Graph, GraphDataset
+from .._errors import InputError
+from .._graph import Graph, GraphDataset
 
 __all__ = ["to_pyg", "dataset_to_pyg", "to_graph_dataset", "to_graph_table", "select_coreset",
            "subsample_nodes", "PyGCoreset", "PyGNodeSubsample", "WeightedGraphs"]
 
 
 def to_pyg(g: Graph, y=None, dtype: torch.dtype = torch.float32, **extra) -> Data:
-    """Convert a :class:`~tmdlib.graph.Graph` to a PyG ``Data``.
+    """Convert a :class:`~tmdlib._graph.Graph` to a PyG ``Data``.
 
     Parameters
     ----------
@@ -57,7 +57,7 @@ def to_pyg(g: Graph, y=None, dtype: torch.dtype = torch.float32, **extra) -> Dat
 def dataset_to_pyg(ds: GraphDataset, y: Sequence[float] | None = None,
                    weights: Sequence[float] | None = None, *, positions: Sequence[int] | np.ndarray | None = None,
                    node_subsets: Sequence[np.ndarray] | None = None, dtype: torch.dtype = torch.float32) -> list[Data]:
-    """Convert graphs of a :class:`~tmdlib.graph.GraphDataset` to PyG ``Data``.
+    """Convert graphs of a :class:`~tmdlib._graph.GraphDataset` to PyG ``Data``.
 
     Parameters
     ----------
@@ -115,7 +115,7 @@ def _graphs_of(dataset) -> list[Data]:
 
 def _arrays(g: Data, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """``(x (n, d) float64, src, dst, constant)`` of one PyG graph; edges made simple and undirected."""
-    from ..datasets.schema import canonical_edges
+    from ..datasets._schema import canonical_edges
 
     n = int(g.num_nodes) if g.num_nodes is not None else 0
     constant = g.x is None
@@ -163,7 +163,7 @@ def _to_dataset(graphs: list[Data]) -> tuple[GraphDataset, bool]:
 
 
 def to_graph_dataset(dataset: Iterable[Data] | Sequence[Data]) -> GraphDataset:
-    r"""A PyG graph-classification dataset (or list of ``Data``) as a :class:`~tmdlib.graph.GraphDataset`.
+    r"""A PyG graph-classification dataset (or list of ``Data``) as a :class:`~tmdlib._graph.GraphDataset`.
 
     Only ``x`` and ``edge_index`` are read (never ``y``).  Graph ``i`` gets ``graph_id = i``.
 
@@ -199,7 +199,7 @@ def to_graph_table(dataset, name: str = "pyg"):
     Graphs as in :func:`to_graph_dataset` (features stored as float32); no labels (``y`` all null: import
     them through the label flow).  ``graph_id`` = position in ``dataset``.
     """
-    from ..datasets.schema import build_graph_table
+    from ..datasets._schema import build_graph_table
 
     ds = to_graph_dataset(dataset)
     offset = np.repeat(ds.node_ptr[:-1], np.diff(ds.edge_ptr))
@@ -234,7 +234,7 @@ class PyGCoreset:
         Positions of the medoids :math:`\mathcal I` in the dataset passed, ascending.
     weights : Tensor (float64), shape (k,)
         :math:`\tau_j`: how many graphs medoid ``j`` stands for (it counts itself; ``weights.sum() == n``), or the
-        method's own weights (ones for Random and MaxMin, :mod:`tmdlib.select.methods`).
+        method's own weights (ones for Random and MaxMin, :mod:`tmdlib.select._methods`).
     epsilon : float
         :math:`\varepsilon_\Sigma = \sum_{i=1}^{n} \mathrm{TMD}(G_i, G_{a(i)})`: the exact distances of every
         graph to its medoid, summed (the certificate's ε, :class:`tmdlib.select.CoresetCertificate`).
@@ -313,7 +313,7 @@ def select_coreset(dataset, fraction: float | None = None, count: int | None = N
     :math:`\tau_j = |a^{-1}(j)|` of the nearest-medoid assignment :math:`a`.  Any other registered method
     (:func:`tmdlib.method_names`: ``random``, ``feature``, ``wl``, and for molecules the chemists' pickers
     ``maxmin``, ``leader``, ``butina``, ``fp-kmedoids``, ``scaffold``) picks instead, with its own weights
-    (:mod:`tmdlib.select.methods`).  Whatever picked, the certificate is exact:
+    (:mod:`tmdlib.select._methods`).  Whatever picked, the certificate is exact:
     :math:`\varepsilon_\Sigma = \sum_i \mathrm{TMD}(G_i, G_{a(i)})` over the nearest-pick assignment
     (:func:`tmdlib.select_graphs`).
 
@@ -348,7 +348,7 @@ def select_coreset(dataset, fraction: float | None = None, count: int | None = N
     PyGCoreset
         ``indices``, ``weights`` (τ), ``epsilon`` (sum), ``epsilon_mean`` (ε of Lemma 3.2), ``subset()``.
     """
-    from ..select.api import select_graphs
+    from ..select._api import select_graphs
 
     graphs = _graphs_of(dataset)
     ds, constant = _to_dataset(graphs)

@@ -30,7 +30,7 @@ def _columns(cal, model, domain, smiles):
 
 def _fit(smiles, y, train, cal, confidence=0.9):
     from tmdlib.chem.domain import calibrate_with_domain
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.models import Inputs, get_model
 
     task = TaskSpec("regression")
@@ -79,7 +79,7 @@ def test_conformal_coverage_holds_in_and_out_of_domain_on_a_real_pool():
 
 def test_without_an_audit_sample_there_is_no_threshold_and_no_interval():
     from tmdlib.chem.domain import calibrate_with_domain
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     smiles, _ = _series("CHEMBL204_Ki")
     cal, domain = calibrate_with_domain(smiles[:20], [], [], [], TaskSpec("regression"))
@@ -95,7 +95,7 @@ def test_similarity_bins_on_a_real_pool_with_a_series_never_trained_on():
     the intervals cover near 90 % over three draws — one draw of 50 calibration members spreads by ±0.04 —, and
     the bins' sizes are what predictions.json states."""
     from tmdlib.chem.domain import Domain, calibrate_with_domain
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.models import Inputs, get_model
 
     smiles, y = _series("CHEMBL214_Ki")
@@ -125,7 +125,7 @@ def test_similarity_bins_on_a_real_pool_with_a_series_never_trained_on():
 
 def test_classification_keeps_one_quantile_and_a_small_audit_sample_says_one_bin():
     from tmdlib.chem.domain import calibrate_with_domain
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     smiles, y = _series("CHEMBL204_Ki")
     rng = np.random.default_rng(3)

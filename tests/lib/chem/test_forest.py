@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tmdlib.chem import ecfp4_counts, fit_forest, predict, predict_proba
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 SMILES = ["CCO", "CCCO", "CCCCO", "c1ccccc1", "Cc1ccccc1", "CCc1ccccc1", "CCN", "CCCN", "C1CCCCC1", "CC1CCCCC1",
           "Oc1ccccc1", "c1ccncc1"]

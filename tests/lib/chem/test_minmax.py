@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tmdlib import InputError
-from tmdlib.chem.minmax import MinMaxIndex, sparse_rows
+from tmdlib.chem._minmax import MinMaxIndex, sparse_rows
 from tmdlib.chem.models import TanimotoSVR, minmax_kernel
 
 
@@ -30,7 +30,7 @@ def test_scan_matches_dense_kernel_values_top_k_and_sums():
 
 
 def test_scan_on_real_fingerprints():
-    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.chem import ecfp4_counts
 
     train = ecfp4_counts(["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "O=C(O)c1ccccc1OC(C)=O"])
     query = ecfp4_counts(["CCCO", "c1ccccc1N", "CC(=O)Nc1ccc(O)cc1"])

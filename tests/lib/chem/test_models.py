@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tmdlib.chem import ecfp4_counts
-from tmdlib.chem.forest import fit_forest
+from tmdlib.chem import fit_forest
 from tmdlib.chem.models import ECFPBoosting, ECFPForest, TanimotoSVC, TanimotoSVR, minmax_kernel
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 SMILES = ["CCO", "CCCO", "CCCCO", "c1ccccc1", "Cc1ccccc1", "CCc1ccccc1", "CCN", "CCCN", "C1CCCCC1", "CC1CCCCC1",
           "Oc1ccccc1", "c1ccncc1", "CC(=O)O", "CCC(=O)O", "OCCO", "NCCN", "c1ccc2ccccc2c1", "Clc1ccccc1",

@@ -8,7 +8,7 @@ import pytest
 
 from tmdlib.chem import (DETERMINISTIC, PICKERS, butina, ecfp4_bits, ecfp4_counts, fp_kmedoids, leader, maxmin,
                          memory_bytes, murcko_scaffolds, pick, scaffold, tanimoto_distance_matrix)
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -288,7 +288,7 @@ def test_memory_estimates():
 
 @pytest.mark.parametrize("method", ["butina", "fp_kmedoids"])
 def test_refuses_before_allocating(method, monkeypatch):
-    import tmdlib.chem.fingerprints as fpmod
+    import tmdlib.chem._fingerprints as fpmod
 
     def boom(*a, **k):
         raise AssertionError("allocated before refusing")
@@ -305,7 +305,7 @@ def test_refuses_before_allocating(method, monkeypatch):
 
 def test_butina_neighbour_lists_are_checked(monkeypatch):
     """The matrix fits but no threshold's neighbour lists do: an InputError, not a MemoryError."""
-    import tmdlib.chem.pickers as pk
+    import tmdlib.chem._pickers as pk
 
     calls = iter([1 << 40])
     monkeypatch.setattr(pk, "memory_budget", lambda: next(calls, 0))

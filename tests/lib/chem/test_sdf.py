@@ -1,4 +1,4 @@
-"""Label requests as an SD file and 2D depictions (tmdlib.chem.sdf, tmdlib.chem.depict): RDKit reads back every
+"""Label requests as an SD file and 2D depictions (tmdlib.chem._sdf, tmdlib.chem._depict): RDKit reads back every
 record with its properties in order, the bytes never change between runs, bad SMILES keep their request.  The
 write path (tasks.labels.write_requests) and the label_requests flow: pipeline/test_sdf_flows.py."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tmdlib.chem import depict_svg, mol_2d, requests_sdf
-from tmdlib.chem.sdf import HEADER_LINE, SDF_PROPERTIES
+from tmdlib.chem import SDF_PROPERTIES
+from tmdlib.chem._sdf import HEADER_LINE
 
 # a stereocentre, an E double bond (backslash), a charge, an aromatic N-H, a salt, and a big ring
 POOL = ["C[C@@H](O)c1ccccc1", "F/C=C\\F", "C[N+](C)(C)C", "c1cc[nH]c1", "CC(=O)[O-].[Na+]", "C1CCCCCCCCCCC1"]
@@ -124,7 +125,7 @@ def test_compound_ids_title_the_records_and_travel_as_a_property():
     """The pool's own compound ids (issue 61): each record's title and a ``compound_id`` property after ``graph_id``;
     a record without an id keeps the graph id as its title; a long or multi-line id stays on one title line."""
     from tmdlib.chem.answers import sdf_answer_table
-    from tmdlib.chem.sdf import TITLE_MAX
+    from tmdlib.chem._sdf import TITLE_MAX
 
     ids = ["REG-1000", None, "X" * 100, "two\nlines"]
     text = requests_sdf(POOL[:4], [5, 6, 7, 8], [4, 3, 2, 1], [1, 2, 3, 4], compound_ids=ids)
@@ -144,7 +145,7 @@ def test_sdf_of_a_request_table():
     """The SD file of a label-request table is :func:`requests_sdf` of its columns (compound ids when it has them)."""
     import pyarrow as pa
 
-    from tmdlib.chem.sdf import requests_table_sdf
+    from tmdlib.chem._sdf import requests_table_sdf
 
     t = pa.table({"graph_id": [3, 4], "source_id": ["CCO", "CCN"], "tau": [2, 1], "rank": [1, 2]})
     assert requests_table_sdf(["CCO", "CCN"], t) == requests_sdf(["CCO", "CCN"], [3, 4], [2, 1], [1, 2],

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from tmdlib.datasets import (check_dataset_name, get_dataset_info, read_graph_parquet, read_smiles_csv,
                              read_tu, validate_graph_table, verify_sha256sums)
-from tmdlib.datasets.tu import read_numeric_text
-from tmdlib.errors import InputError
+from tmdlib.datasets._tu import read_numeric_text
+from tmdlib import InputError
 
 BAD = DATA / "bad"
 TU = BAD / "tu"

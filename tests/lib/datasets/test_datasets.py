@@ -14,8 +14,8 @@ from tmdlib.datasets import (ATOM_FEATURE_DIMS, DATASETS, canonical_edges, check
                              get_dataset_info, graph_table_metadata, load_builtin, one_hot_atom_features,
                              read_graph_parquet, read_smiles_csv, read_tu, validate_graph_table,
                              verify_sha256sums, write_graph_parquet)
-from tmdlib.graph import GraphDataset
-from tmdlib.errors import InputError
+from tmdlib import GraphDataset
+from tmdlib import InputError
 from tmdlib.datasets import to_dataset  # noqa: E402
 
 needs_raw = pytest.mark.skipif(not (RAW / "SHA256SUMS").is_file(), reason="data/raw not present")

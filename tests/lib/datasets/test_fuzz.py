@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import DATA, ROOT, examples
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from tmdlib.datasets import to_dataset  # noqa: E402
 
 MALFORMED = DATA / "malformed"
@@ -197,7 +197,7 @@ def _located(path: Path, expected: str | None) -> str | None:
 
 
 def _task_of_labels(name: str):
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     return {"binary": TaskSpec("binary"), "multiclass": TaskSpec("multiclass", ("y",), (0, 5, 10)),
             "multitask": TaskSpec("multitask", ("t1", "t2", "t3")),
@@ -463,7 +463,7 @@ def test_fuzz_lab_sheets(header, rows, delimiter, transform, units):
     from tasks.labels import read_answer_sheet
     from tmdlib.datasets.labels import read_answers
     from tmdlib.datasets.labsheet import normalize_answers
-    from tmdlib.datasets.smiles import canonical_smiles
+    from tmdlib.datasets._smiles import canonical_smiles
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "lab.csv"
@@ -496,7 +496,7 @@ def test_fuzz_multi_target_label_files(header, rows, eol, kind):
     import validator and the training reader load values that fit the task, or raise one InputError."""
     from tasks.io import read_labels
     from tmdlib.datasets.labels import validate_label_import
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     task = {"multitask": TaskSpec("multitask", ("t1", "t2", "t3")), "regression": TaskSpec("regression", ("t1", "t2")),
             "multiclass": TaskSpec("multiclass", ("y",), (0, 5, 10)), "binary": TaskSpec("binary")}[kind]
@@ -571,7 +571,7 @@ def test_footer_sizes_match_pyarrow(tmp_path, options):
     """The store's own footer reader (no pyarrow, so a malformed footer cannot abort the process) gives
     the rows and per-chunk sizes pyarrow's metadata gives on valid files of every writer setting."""
     from tmdlib.datasets import read_tu
-    from tmdlib.datasets.parquet import _footer_sizes
+    from tmdlib.datasets._parquet import _footer_sizes
 
     width = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
     base = read_tu(VALID_TU, name="TINY")

@@ -7,7 +7,7 @@ import pytest
 
 
 def test_reuse_labelled_constraints():
-    from tmdlib.select.coreset import kmedoids_coreset, reuse_labelled
+    from tmdlib.select import kmedoids_coreset, reuse_labelled
 
     rng = np.random.default_rng(0)
     pts = rng.normal(size=(40, 2))
@@ -39,7 +39,7 @@ def test_plan_chunks_reuses_recorded_chunks():
 
 
 def test_split_is_stable_under_append():
-    from tmdlib.select.split import batched_train_test_split, train_test_split
+    from tmdlib.select import batched_train_test_split, train_test_split
 
     tr, te = batched_train_test_split([100], 0.2, 3)
     tr0, te0 = train_test_split(100, 0.2, 3)

@@ -9,8 +9,8 @@ import pytest
 from tmdlib.datasets import intake
 from tmdlib.datasets import ledger as lg
 from tmdlib.datasets.labels import MEASUREMENT_SCHEMA
-from tmdlib.datasets.task import TaskSpec
-from tmdlib.errors import InputError
+from tmdlib.datasets import TaskSpec
+from tmdlib import InputError
 
 REGRESSION = TaskSpec("regression", ("y",))
 

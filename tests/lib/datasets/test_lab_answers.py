@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from helpers import RAW
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 ROWS = list(csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newline="")))[:20]
 SMILES = [r["smiles"] for r in ROWS]
@@ -26,7 +26,7 @@ def _answers(rows, header=("smiles", "label")):
 
 def _read(table, **kw):
     from tmdlib.datasets.labels import read_answers
-    from tmdlib.datasets.smiles import canonical_smiles
+    from tmdlib.datasets._smiles import canonical_smiles
 
     return read_answers(table, IDS, ("y",), pool_smiles=(IDS.tolist(), SMILES), canonical=canonical_smiles,
                         path="lab.csv", **kw)
@@ -59,7 +59,7 @@ def test_smiles_keys_match_on_the_canonical_form():
 
 def test_a_key_that_matches_nothing_or_two_molecules_is_named_with_its_line():
     from tmdlib.datasets.labels import read_answers
-    from tmdlib.datasets.smiles import canonical_smiles
+    from tmdlib.datasets._smiles import canonical_smiles
 
     with pytest.raises(InputError) as err:
         _read(_answers([(SMILES[0], 1.0), ("CCCCCCCCCCCCCCCCCCCCCCCCCl", 2.0), ("not-a-smiles", 3.0)]))
@@ -104,7 +104,7 @@ def test_censored_rules():
 
 def test_replicates_mean_median_refuse_and_the_spread_flag():
     from tmdlib.datasets.labels import aggregate_measurements
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     reg = TaskSpec("regression")
     m, _ = _read(_answers([(SMILES[0], "1.0"), (SMILES[0], "1.2"), (SMILES[0], "4.0"), (SMILES[1], "2.0")]))
@@ -126,7 +126,8 @@ def test_replicates_mean_median_refuse_and_the_spread_flag():
 
 
 def test_the_first_labels_fix_the_task_of_an_unlabelled_pool():
-    from tmdlib.datasets.task import TaskSpec, decide_task, infer_task
+    from tmdlib.datasets import TaskSpec, infer_task
+    from tmdlib.datasets._task import decide_task
 
     pool = infer_task([math.nan] * 5)
     assert not pool.decided and "unlabelled pool" in pool.describe()
@@ -146,7 +147,7 @@ def test_the_first_labels_fix_the_task_of_an_unlabelled_pool():
 
 def test_sdf_answers_carry_the_value_as_a_property(tmp_path):
     from tmdlib.chem.answers import read_sdf_answers
-    from tmdlib.chem.sdf import requests_sdf
+    from tmdlib.chem import requests_sdf
 
     text = requests_sdf(SMILES[:3], [0, 1, 2], [3, 2, 1], [1, 2, 3])
     records = text.split("$$$$\n")[:3]
@@ -196,7 +197,7 @@ def test_key_index_finds_only_the_wanted_keys_with_every_copy():
 
 def test_an_index_of_the_pool_reads_the_same_answers_as_canonicalising_it():
     from tmdlib.datasets.labels import key_index, read_answers
-    from tmdlib.datasets.smiles import canonical_smiles
+    from tmdlib.datasets._smiles import canonical_smiles
 
     lab = _answers([(SMILES[i], Y[i]) for i in (3, 0, 7)])
     keys = pa.array([canonical_smiles(s) for s in SMILES], pa.string())

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 
-from tmdlib.select.coreset import kmedoids_coreset
-from tmdlib.errors import InputError
+from tmdlib.select import kmedoids_coreset
+from tmdlib import InputError
 from tmdlib.datasets.labels import LABEL_REQUEST_SCHEMA, label_request_table, validate_label_import
 
 GRAPH_IDS = np.array([10, 11, 12, 13, 14, 15])

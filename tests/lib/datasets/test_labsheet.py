@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from helpers import DATA
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 SHEETS = DATA / "labsheets"
 
@@ -104,7 +104,7 @@ def test_the_property_is_named_after_the_value_column_and_the_transform():
 
 
 def test_integer_concentrations_are_never_classes():
-    from tmdlib.datasets.task import decide_task, task_reason
+    from tmdlib.datasets._task import decide_task, task_reason
 
     t, info = _norm(_table("dilution_ic50.csv", ";"))
     assert "orders of magnitude" in info["warnings"][0]

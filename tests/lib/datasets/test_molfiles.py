@@ -13,7 +13,7 @@ import pytest
 from tmdlib.datasets import read_smiles_csv, validate_graph_table
 from tmdlib.datasets.molfiles import (POOL_SUFFIXES, molecule_file, sd_records, sniff_delimiter,
                                       source_kind, split_smiles_line)
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 from tmdlib.datasets.sources import csv_columns, id_column_of
 

@@ -9,7 +9,7 @@ measure allocations with ``tracemalloc`` and stop it right after the reader rais
 (gh-128679) ``tracemalloc.stop()`` races with such a thread, which then writes through the freed traceback buffer
 (native stack: ``~PyReadableFile`` -> ``PyGILState_Ensure`` -> ``PyThreadState_New`` ->
 ``tracemalloc_raw_calloc`` -> ``traceback_new``).  The readers now give pyarrow an Arrow-owned copy
-(:func:`tmdlib.datasets.tu.arrow_input`): no Python object ever reaches pyarrow's threads.
+(:func:`tmdlib.datasets._tu.arrow_input`): no Python object ever reaches pyarrow's threads.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_pyarrow_readers_get_no_python_file_objects():
     found = [f"{p.relative_to(ROOT)}:{line}: {reader}({src}(...))"
              for top in ("tmdlib", "tasks", "flows") for p in sorted((ROOT / top).rglob("*.py"))
              for line, reader, src in _python_object_sources(p)]
-    assert not found, "pass pyarrow an Arrow-owned buffer (tmdlib.datasets.tu.arrow_input) or a path:\n" + \
+    assert not found, "pass pyarrow an Arrow-owned buffer (tmdlib.datasets._tu.arrow_input) or a path:\n" + \
         "\n".join(found)
 
 
@@ -63,7 +63,7 @@ def test_arrow_input_keeps_no_reference_to_the_bytes():
     """The reader handed to pyarrow owns a copy: releasing it never touches a Python object."""
     import pyarrow.csv as pacsv
 
-    from tmdlib.datasets.tu import arrow_input
+    from tmdlib.datasets._tu import arrow_input
 
     data = b"a,b\n1,2\n3,4\n"
     before = sys.getrefcount(data)
@@ -76,9 +76,9 @@ _STRESS = textwrap.dedent("""
     import faulthandler, sys, time, tracemalloc
     from pathlib import Path
     faulthandler.enable()
-    from tmdlib.datasets.ogb import read_csv_column
-    from tmdlib.datasets.tu import read_numeric_text
-    from tmdlib.errors import InputError
+    from tmdlib.datasets._ogb import read_csv_column
+    from tmdlib.datasets._tu import read_numeric_text
+    from tmdlib._errors import InputError
 
     malformed = Path(sys.argv[1])
     calls = [lambda: read_numeric_text(malformed / "tu" / "exponent_id" / "TINY_A.txt", 2, "int"),
@@ -110,7 +110,7 @@ def test_readers_survive_tracemalloc_stop_after_an_error():
 def test_tu_reader_results_are_unchanged(case):
     """The Arrow-owned input gives the same results and errors as before (spot check of the corpus)."""
     from tmdlib.datasets import read_tu
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
 
     folder = MALFORMED / "tu" / case
     if case == "hex_id":

@@ -13,8 +13,8 @@ import pytest
 from helpers import RAW
 
 from tmdlib.datasets import copy_graph_parquet, read_graph_parquet, read_smiles_csv, read_tu, table_task
-from tmdlib.datasets.task import store_task
-from tmdlib.errors import InputError
+from tmdlib.datasets import store_task
+from tmdlib import InputError
 
 
 @pytest.fixture(scope="module")

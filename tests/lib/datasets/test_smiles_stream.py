@@ -14,8 +14,8 @@ import pytest
 from helpers import RAW
 
 from tmdlib.datasets import read_graph_parquet, read_smiles_csv, table_task, write_smiles_parquet
-from tmdlib.datasets.smiles import mol_graph, smiles_to_graph
-from tmdlib.errors import InputError
+from tmdlib.datasets._smiles import mol_graph, smiles_to_graph
+from tmdlib import InputError
 
 # Corners of the OGB vocabularies: chirality tags, charges, radicals, explicit Hs, SP3D/SP3D2 and unusual
 # hybridisation ("misc"), metals, aromatic heteroatoms, a lone atom, isotopes, disconnected fragments.
@@ -97,7 +97,7 @@ def test_streamed_store_with_two_worker_processes(tmp_path):
     streamed = read_graph_parquet(out)
     assert streamed.equals(whole) and streamed.schema.metadata == whole.schema.metadata
     # the answers' key index: each molecule's canonical SMILES, from the molecule parsed once at ingest
-    from tmdlib.datasets.smiles import CANONICAL_COLUMN, canonical_smiles
+    from tmdlib.datasets._smiles import CANONICAL_COLUMN, canonical_smiles
 
     assert streamed.column(CANONICAL_COLUMN).to_pylist() == [canonical_smiles(s) for s in
                                                               streamed.column("smiles").to_pylist()]

@@ -13,9 +13,9 @@ import pytest
 
 from helpers import RAW
 from tmdlib.datasets import read_graph_parquet, read_tu, to_dataset
-from tmdlib.datasets.identity import graph_hashes
-from tmdlib.datasets.stored import StoredGraphs
-from tmdlib.errors import InputError
+from tmdlib.datasets import graph_hashes
+from tmdlib.datasets import StoredGraphs
+from tmdlib import InputError
 
 FIELDS = ("node_ptr", "edge_ptr", "src", "dst", "graph_ids", "feature_index", "features", "indptr", "indices")
 
@@ -132,7 +132,7 @@ def test_repeated_graph_id_missing_file_and_not_parquet(tmp_path):
 def test_a_store_checked_whole_is_not_checked_again_until_it_changes(tmp_path, monkeypatch):
     """A select reads its pool three times; the rows are checked on the first pass that reads them all, and again
     only when the file changes."""
-    from tmdlib.datasets import schema
+    from tmdlib.datasets import _schema as schema
 
     real, calls = schema.validate_graph_table, []
     monkeypatch.setattr(schema, "validate_graph_table", lambda t, p=None: (calls.append(t.num_rows), real(t, p))[1])
@@ -169,8 +169,9 @@ def test_a_checked_table_gives_the_same_dataset_and_still_bounds_the_features(st
     import base64
     import io
 
-    from tmdlib.datasets.schema import META_FEATURE_TABLE, feature_table_of, validate_graph_table
-    from tmdlib.graph import GraphValidationError
+    from tmdlib.datasets import validate_graph_table
+    from tmdlib.datasets._schema import META_FEATURE_TABLE, feature_table_of
+    from tmdlib import GraphValidationError
 
     table = read_graph_parquet(store)
     _same(to_dataset(table, checked=True), to_dataset(table))

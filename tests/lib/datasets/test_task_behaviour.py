@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tmdlib.datasets.task import TaskSpec
+from tmdlib.datasets import TaskSpec
 from tmdlib.guarantees.losses import LOSSES, TRIVIAL_PREDICTOR, trivial_loss
 from tmdlib.metrics import METRICS, headline, score
 
@@ -42,7 +42,7 @@ def test_decode_labels_maps_class_indices_back():
 
 
 def test_dispatch_tables_cover_every_type_and_keep_their_numbers():
-    from tmdlib.datasets.task import TASK_TYPES
+    from tmdlib.datasets import TASK_TYPES
 
     assert set(TRIVIAL_PREDICTOR) == set(METRICS) == set(LOSSES) == set(TASK_TYPES)
     assert trivial_loss("multitask", "bce")[0] == pytest.approx(np.log(2))
@@ -61,7 +61,8 @@ def test_dispatch_tables_cover_every_type_and_keep_their_numbers():
 ])
 def test_each_type_says_what_it_does(kind, estimator, conformal, constant, control, names):
     """The behaviour callers ask of the spec instead of branching on its type (issue 69)."""
-    from tmdlib.datasets.task import CONFORMAL, CONSTANT_PREDICTOR, CONTROL_ERROR, ESTIMATOR_KIND, TASK_TYPES
+    from tmdlib.datasets import TASK_TYPES
+    from tmdlib.datasets._task import CONFORMAL, CONSTANT_PREDICTOR, CONTROL_ERROR, ESTIMATOR_KIND
 
     assert all(set(table) == set(TASK_TYPES) for table in (CONFORMAL, CONSTANT_PREDICTOR, CONTROL_ERROR,
                                                             ESTIMATOR_KIND))

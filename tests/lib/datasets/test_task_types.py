@@ -17,9 +17,9 @@ from tmdlib.datasets import (ACE_SETS, DATASETS, META_TASK, TaskSpec, get_datase
                              store_task, table_labels, table_task, task_and_labels, validate_graph_table,
                              verify_sha256sums, write_graph_parquet)
 from tmdlib.datasets.append import append_graph_table
-from tmdlib.datasets.task import MAX_CLASSES, source_labels, with_task
+from tmdlib.datasets._task import MAX_CLASSES, source_labels, with_task
 from tmdlib.datasets import to_dataset
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 needs_raw = pytest.mark.skipif(not (RAW / "SHA256SUMS").is_file(), reason="data/raw not present")
 

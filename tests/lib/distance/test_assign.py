@@ -63,7 +63,7 @@ def _padded_ot(c, ba, bb):
 def test_level_table_child_problems_agree_with_scipy():
     """Every shape of child problem (0-5 trees per side: the in-place 1-3 forms, the padded 4s, the general
     solver) gives the optimal padded assignment; a NaN cost reaches exactly the entries that read it."""
-    from tmdlib.distance.kernels import level_table
+    from tmdlib.distance._kernels import level_table
 
     rng = np.random.default_rng(7)
     sizes = [s for s in range(6) for _ in range(3)]

@@ -10,7 +10,7 @@ import numpy as np
 
 def _engine_copy(tmp_path: Path) -> Path:
     """A copy of the engine's source files (``tmdlib/distance/*.py``)."""
-    from tmdlib.distance.fingerprint import SOURCE_DIR
+    from tmdlib.distance._fingerprint import SOURCE_DIR
 
     copy = tmp_path / "engine"
     copy.mkdir()
@@ -26,7 +26,7 @@ def test_fingerprint_follows_the_engine_source_not_its_location(tmp_path):
     base = engine_fingerprint()
     assert len(base) == 64 and engine_fingerprint() == base
     assert engine_fingerprint(copy) == base  # same files elsewhere: same engine
-    kernels = copy / "kernels.py"
+    kernels = copy / "_kernels.py"
     kernels.write_text(kernels.read_text() + "\n# a fix in the kernels\n")
     edited = engine_fingerprint(copy)
     assert edited != base
@@ -47,7 +47,7 @@ def test_fingerprint_follows_numpy_and_numba_versions(monkeypatch):
 
 
 def test_block_key_holds_the_engine_fingerprint(tmp_path, monkeypatch):
-    import tmdlib.distance.fingerprint as fp
+    import tmdlib.distance._fingerprint as fp
     from tmdlib.distance.blocks import block_key
 
     hashes = [f"{k:064x}" for k in range(4)]
@@ -72,7 +72,7 @@ def _collision_pair():
 
 
 def test_graph_hash_has_a_shape_header():
-    from tmdlib.datasets.identity import graph_hashes
+    from tmdlib.datasets import graph_hashes
     from tmdlib import GraphDataset
 
     a, b = _collision_pair()
@@ -83,7 +83,7 @@ def test_graph_hash_has_a_shape_header():
 
 
 def test_experiment_cache_names_follow_data_shapes_and_code(tmp_path, monkeypatch):
-    import tmdlib.distance.fingerprint as fp
+    import tmdlib.distance._fingerprint as fp
     from tasks.experiment import matrix_paths
     from tmdlib.experiment.matrices import dataset_key
     from tmdlib import GraphDataset
@@ -96,7 +96,7 @@ def test_experiment_cache_names_follow_data_shapes_and_code(tmp_path, monkeypatc
     copy = _engine_copy(tmp_path)
     monkeypatch.setattr(fp, "SOURCE_DIR", copy)
     assert matrix_paths(str(tmp_path), "X", key) == before
-    (copy / "kernels.py").write_text((copy / "kernels.py").read_text() + "\n# edited\n")
+    (copy / "_kernels.py").write_text((copy / "_kernels.py").read_text() + "\n# edited\n")
     after = matrix_paths(str(tmp_path), "X", key)
     assert after["tmd"] != before["tmd"]
     assert (after["feature"], after["wl"]) == (before["feature"], before["wl"])  # not the engine's values

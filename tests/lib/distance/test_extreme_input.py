@@ -53,7 +53,7 @@ def test_unvalidated_extreme_graphs_are_refused_by_every_entry_point():
     and the raw kernel returns NaN instead of reading out of bounds."""
     out = _survived(_python(f"""
         import numpy as np, tmdlib
-        from tmdlib.distance import kernels as K
+        from tmdlib.distance import _kernels as K
         g1 = tmdlib.Graph(np.full((7, 1), 1e200), {ISOLATED}, validate=False)
         g2 = tmdlib.Graph(np.full((6, 1), -1e200), {ISOLATED}, validate=False)
         raw = lambda gs: tmdlib.GraphDataset(x=np.concatenate([g.x for g in gs]),
@@ -142,7 +142,7 @@ def test_absurd_weights_are_refused_before_computing():
 def test_value_bound_dominates_tree_norms(n, depth, weight, seed):
     """The range check's bound is an upper bound: every tree norm is at most R = 2 n beta_{L-1}."""
     from tmdlib import Graph, tree_norm
-    from tmdlib.distance.limits import value_bound
+    from tmdlib.distance._limits import value_bound
 
     rng = np.random.default_rng(seed)
     upper = np.triu(rng.random((n, n)) < 0.5, 1)
@@ -164,7 +164,7 @@ def test_numba_cache_follows_the_files_a_kernel_calls(tmp_path):
     (pkg / "caller.py").write_text("from numba import njit\nfrom .callee import f\n\n"
                                    "@njit(cache=True)\ndef g():\n    return f() * 10\n")
     script = f"""
-        import tmdlib.distance.fingerprint as fp
+        import tmdlib.distance._fingerprint as fp
         fp.install_numba_cache_key({str(pkg)!r})
         from pk.caller import g
         print(g())
@@ -181,7 +181,7 @@ def test_numba_cache_follows_the_files_a_kernel_calls(tmp_path):
 
 def test_tmdlib_kernels_carry_the_engine_fingerprint_in_their_cache_stamp():
     from tmdlib.distance import engine_fingerprint
-    from tmdlib.distance import kernels
+    from tmdlib.distance import _kernels as kernels
 
     stamp = kernels.pair_tmd._cache._cache_file._source_stamp
     assert stamp[1] == engine_fingerprint()

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from helpers import DATA, ROOT
-from tmdlib.graph import Graph, GraphDataset
-from tmdlib.distance.engine import tmd, tmd_block, tmd_matrix, tmd_pairs
-from tmdlib.distance.treenorm import tree_norm
-from tmdlib.distance.weights import resolve_weights
+from tmdlib import Graph, GraphDataset
+from tmdlib.distance import tmd, tmd_block, tmd_matrix, tmd_pairs
+from tmdlib.distance import tree_norm
+from tmdlib.distance import resolve_weights
 
 REFERENCE = DATA / "mutag_tmd_reference.json"
 SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "mutag_tmd_reference.json"
@@ -101,7 +101,7 @@ def test_block_shards_and_chunking_agree(mutag):
 
 def test_table_and_pair_paths_agree(mutag):
     """The id-table engine and the per-pair kernel give the same matrix (continuous features too)."""
-    import tmdlib.distance.engine as T
+    import tmdlib.distance._engine as T
 
     sub = mutag.take(np.arange(0, 188, 2))
     rng = np.random.default_rng(1)
@@ -214,7 +214,7 @@ def test_pair_list_feature_lookup_gives_the_same_bits(mutag):
     """The per-pair kernel from a table of feature-row distances (molecules: tens of rows of 174 columns) gives
     the very values of the kernel that computes them node pair by node pair, on one-hot molecules and on
     continuous features; the table is made only where it pays."""
-    import tmdlib.distance.kernels as K
+    import tmdlib.distance._kernels as K
     from tmdlib.datasets import load_builtin, to_dataset
 
     mol = to_dataset(load_builtin("ogbg-molbace", ROOT / "data" / "raw")).take(np.arange(80))
@@ -239,7 +239,7 @@ def test_pair_list_feature_lookup_gives_the_same_bits(mutag):
 
 def test_pairs_are_dealt_to_lanes_by_their_work():
     """Every pair once, heaviest first; no lane above the mean work plus the largest pair (the greedy bound)."""
-    import tmdlib.distance.kernels as K
+    import tmdlib.distance._kernels as K
 
     rng = np.random.default_rng(0)
     for p, lanes in ((0, 2), (1, 2), (7, 3), (500, 2), (500, 8)):
@@ -258,7 +258,7 @@ def test_top_table_values_depend_on_the_graphs_contents_only(mutag):
     """Through the table of trees one level below the root, a pair's value is a function of the two graphs'
     contents, bit for bit: ``(i, j)`` and ``(j, i)`` agree, and so do copies of a graph with its nodes renumbered
     (a pair store keyed by content serves one for the other)."""
-    import tmdlib.distance.engine as E
+    import tmdlib.distance._engine as E
 
     rng = np.random.default_rng(11)
     copies = []
@@ -286,7 +286,7 @@ def test_pair_engine_top_table_agrees_with_the_per_pair_recursion(mutag, referen
     one and in groups sharing a graph, equal the node-level recursion to rounding, at depths 3-5, and the
     reference TMD values on MUTAG; the table is
     made only when the pairs asked for pay for it (or the caller says they will), never for depth 2."""
-    import tmdlib.distance.engine as E
+    import tmdlib.distance._engine as E
     from tmdlib.datasets import load_builtin, to_dataset
 
     mol = to_dataset(load_builtin("ogbg-molbace", ROOT / "data" / "raw")).take(np.arange(120))
@@ -333,7 +333,7 @@ def test_pair_engine_top_table_agrees_with_the_per_pair_recursion(mutag, referen
 
 def test_lower_bound_matrix_is_its_block_bit_for_bit(mutag):
     """The all-pairs bounds from the upper triangle are the rectangular block's, bit for bit."""
-    from tmdlib.distance.lower import LowerBound
+    from tmdlib.distance._lower import LowerBound
 
     lb = LowerBound.of(mutag)
     idx = np.arange(len(lb))

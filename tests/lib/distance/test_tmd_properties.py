@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from contextlib import contextmanager
 
-import tmdlib.distance.engine as T
+import tmdlib.distance._engine as T
 from tmd_oracle import tmd_oracle
-from tmdlib.graph import Graph, GraphDataset
-from tmdlib.distance.engine import tmd, tmd_block, tmd_matrix, tmd_pairs
+from tmdlib import Graph, GraphDataset
+from tmdlib.distance import tmd, tmd_block, tmd_matrix, tmd_pairs
 
 @contextmanager
 def engine_path(path: str):

@@ -25,7 +25,7 @@ def moses():
 
 
 def test_features_are_the_ecfp4_counts_and_a_bad_smiles_is_an_empty_row(moses):
-    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.chem import ecfp4_counts
 
     smiles, X, y = moses
     assert X.shape == (2001, 2048) and X.dtype == np.uint8

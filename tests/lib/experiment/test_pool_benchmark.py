@@ -16,7 +16,7 @@ N = 140
 
 @pytest.fixture(scope="module")
 def data():
-    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.chem import ecfp4_counts
 
     p = P.load_pool("ACE-CHEMBL2835_Ki", str(RAW))
     keep = np.arange(N)

@@ -69,8 +69,8 @@ def test_pointer_and_shape_errors():
 
 def test_trusted_constructors_skip_the_check(monkeypatch, mutag):
     """take() (and the engine's concatenation, induced subgraphs) derive from a validated dataset."""
-    import tmdlib.graph as graph_module
-    from tmdlib.select.nodes.api import induced_subdataset
+    import tmdlib._graph as graph_module
+    from tmdlib.select.nodes import induced_subdataset
 
     calls = []
     real = graph_module.validate_graph_arrays

@@ -1,4 +1,4 @@
-"""Loss guarantees as numbers (tmdlib.guarantees.bounds), Lemma 3.2 on real data, evaluate on a sample, bad inputs.  The
+"""Loss guarantees as numbers (tmdlib.guarantees._bounds), Lemma 3.2 on real data, evaluate on a sample, bad inputs.  The
 train / evaluate flows and the CLI commands: pipeline/test_bounds_flows.py."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from helpers import make_inputs
-from tmdlib.guarantees import bounds
+from tmdlib.guarantees import _bounds as bounds
 
 torch.set_num_threads(1)
 
@@ -119,7 +119,7 @@ def test_node_quantities_by_hand():
 
 
 def test_agrees_with_coreset_module():
-    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.select import kmedoids_coreset
 
     rng = np.random.default_rng(0)
     pts = rng.random((30, 2))
@@ -132,7 +132,7 @@ def test_agrees_with_coreset_module():
 # ----------------------------------------------------------------------- Lemma 3.2 on real data
 @pytest.fixture(scope="module")
 def mutag40(mutag):
-    from tmdlib.distance.engine import tmd_matrix
+    from tmdlib.distance import tmd_matrix
 
     sub = mutag.take(np.arange(40))
     return sub, tmd_matrix(sub, depth=4, weights="pascal")
@@ -148,7 +148,7 @@ def _losses(model, ds, y):
 
 @pytest.mark.parametrize("k", [4, 10])
 def test_lemma_3_2_random_models_mutag(mutag40, k):
-    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.select import kmedoids_coreset
     from tmdlib.torch.gin import GIN, lipschitz_bound
 
     ds, D = mutag40
@@ -173,7 +173,7 @@ def test_lemma_3_2_random_models_mutag(mutag40, k):
 
 
 def test_lemma_3_2_trained_model_and_corollary(mutag40):
-    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.select import kmedoids_coreset
     from tmdlib.torch.gin import TrainConfig, lipschitz_bound, train_gin
     from tmdlib.torch.pyg import to_pyg
 
@@ -198,7 +198,7 @@ def test_evaluate_on_a_sample_of_a_large_pool(tmp_path):
     from flows.train import train_flow
     from tasks.train import load_model
     from tmdlib.torch.gin import bce_losses as bounds_losses
-    from tmdlib.guarantees import bounds
+    from tmdlib.guarantees import _bounds as bounds
     from tmdlib.torch.gin import predict_logits
     from tmdlib.torch.pyg import dataset_to_pyg
     from flows.config.evaluate import EvaluateStageConfig

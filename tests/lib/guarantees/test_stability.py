@@ -16,7 +16,7 @@ import torch
 from tmdlib import Graph
 from tmdlib.torch.gin import GIN, lipschitz_bound, predict_logits
 from tmdlib.torch.pyg import to_pyg
-from tmdlib.distance.engine import tmd
+from tmdlib.distance import tmd
 
 torch.set_num_threads(1)
 

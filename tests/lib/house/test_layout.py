@@ -25,10 +25,11 @@ LIB_EXTRA = ("house", "tasks")  # cross-cutting checks; in-process checks of tas
 
 
 def _lib_folders() -> set[str]:
-    """tests/lib/<name>: a tmdlib subpackage or module (graph.py -> graph), or one of LIB_EXTRA."""
+    """tests/lib/<name>: a tmdlib subpackage or module (graph.py or the private _graph.py -> graph), or one of
+    LIB_EXTRA."""
     tmdlib = ROOT / "tmdlib"
     names = {p.name for p in tmdlib.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    names |= {p.stem for p in tmdlib.glob("*.py") if p.stem != "__init__"}
+    names |= {p.stem.lstrip("_") for p in tmdlib.glob("*.py") if p.stem != "__init__"}
     return names | set(LIB_EXTRA)
 
 

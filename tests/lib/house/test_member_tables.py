@@ -11,7 +11,7 @@ from helpers import ROOT
 
 
 def _model_names() -> set[str]:
-    from tmdlib.models.registry import model_names
+    from tmdlib.models import model_names
 
     return set(model_names())
 
@@ -57,7 +57,7 @@ def test_no_model_name_in_flows_or_tasks():
     found = {str(p.relative_to(ROOT)): _spelled(p.read_text(encoding="utf-8"), names)
              for d in ("flows", "tasks") for p in sorted((ROOT / d).rglob("*.py"))}
     found = {k: v for k, v in found.items() if v}
-    assert not found, f"model names spelled in flows/ or tasks/ (ask tmdlib.models.registry): {found}"
+    assert not found, f"model names spelled in flows/ or tasks/ (ask tmdlib.models._registry): {found}"
 
 
 def test_the_rounds_dispatch_through_their_tables():
@@ -74,7 +74,7 @@ def test_the_rounds_dispatch_through_their_tables():
     checks += [("tmdlib/select/rounds.py", f, DIFFICULTIES) for f in ("estimate_difficulty", "difficulty_name")]
     checks += [("tmdlib/select/rounds.py", "first_picks", FIRST_KINDS)]
     checks += [("tmdlib/select/hits.py", f, ACQUISITIONS) for f in sorted(scores)]
-    checks += [("tmdlib/select/methods.py", "_next_round", NEXT_STRATEGIES),
+    checks += [("tmdlib/select/_methods.py", "_next_round", NEXT_STRATEGIES),
                ("tasks/select.py", "round_options", {**NEXT_STRATEGIES, **DIFFICULTIES, **ACQUISITIONS}),
                ("tmdlib/select/round_policy.py", "steer_round", {**NEXT_STRATEGIES, **DIFFICULTIES, **ACQUISITIONS}),
                ("tmdlib/experiment/pool.py", "difficulty", DIFFICULTIES),

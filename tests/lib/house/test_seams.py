@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers import ROOT
 
 #: The selection engine's internals: a flow that imports them re-derives what the library decides.
-SELECTION_INTERNALS = ("tmdlib.select.scalable", "tmdlib.select.certificate", "tmdlib.select.coreset")
+SELECTION_INTERNALS = ("tmdlib.select.scalable", "tmdlib.select._certificate", "tmdlib.select._coreset")
 
 
 def _imported(source: str) -> set[str]:
@@ -29,8 +29,8 @@ def _internals(source: str) -> list[str]:
 
 def test_the_check_sees_an_internal_import():
     assert _internals("def f():\n    from tmdlib.select.scalable import auto_pair_budget\n")
-    assert _internals("import tmdlib.select.certificate as c\n")
-    assert _internals("from tmdlib.select import coreset\n") == ["tmdlib.select.coreset"]
+    assert _internals("import tmdlib.select._certificate as c\n")
+    assert _internals("from tmdlib.select import _coreset\n") == ["tmdlib.select._coreset"]
     assert not _internals("from tmdlib.select import plan_selection, resolve_engine\n")
 
 
@@ -41,13 +41,13 @@ def test_no_flow_imports_the_selection_engines_internals():
     assert not {k: v for k, v in bad.items() if v}, bad
 
 
-#: The task types (tmdlib.datasets.task.TASK_TYPES), as the literals a comparison would spell.
+#: The task types (tmdlib.datasets._task.TASK_TYPES), as the literals a comparison would spell.
 TYPE_NAMES = frozenset({"binary", "multiclass", "multitask", "regression"})
 #: The module that decides and describes task types: the one place their names are compared.
-TASK_MODULE = "tmdlib/datasets/task.py"
+TASK_MODULE = "tmdlib/datasets/_task.py"
 #: Where comparisons of task-type names remain, at most this many each (none left: the chemists' estimators map
-#: scikit-learn's kinds through ``tmdlib.chem.forest.REGRESSES``, the TU reader its class counts through
-#: ``tmdlib.datasets.tu.TU_CLASS_COUNTS``, the rest ask TaskSpec).
+#: scikit-learn's kinds through ``tmdlib.chem._forest.REGRESSES``, the TU reader its class counts through
+#: ``tmdlib.datasets._tu.TU_CLASS_COUNTS``, the rest ask TaskSpec).
 REMAINING: dict[str, int] = {}
 #: At most this many comparisons outside the task module, in tmdlib, tasks and flows together.
 MOST_REMAINING = 3
@@ -72,8 +72,8 @@ def test_the_count_sees_every_spelling():
 
 
 def test_task_types_are_asked_of_the_task_spec_not_compared():
-    """Outside :mod:`tmdlib.datasets.task` nothing compares task-type names (``task.type == "regression"``):
-    code asks the :class:`~tmdlib.datasets.task.TaskSpec` (``is_classification``, ``is_regression``,
+    """Outside :mod:`tmdlib.datasets._task` nothing compares task-type names (``task.type == "regression"``):
+    code asks the :class:`~tmdlib.datasets._task.TaskSpec` (``is_classification``, ``is_regression``,
     ``output_dim``, ``class_indices`` / ``decode_labels``, ``default_loss``, ``metrics``, ...) or dispatches
     through a table keyed by type (:data:`tmdlib.metrics.METRICS`, :data:`tmdlib.guarantees.losses.LOSSES`)."""
     found = {}
@@ -105,7 +105,7 @@ KEPT_TYPE_BRANCHES: dict[str, tuple[int, str]] = {
     "tmdlib/experiment/molecules.py": (1, "the molecules benchmark measures RMSE on one regression target"),
     "tmdlib/datasets/labels.py": (1, "replicate measurements: a vote among classes, a mean of values (label intake, "
                                      "being rewritten: issue 69 item 5)"),
-    "tmdlib/datasets/smiles.py": (1, "the store's label-rule text names the class-index encoding (being rewritten)"),
+    "tmdlib/datasets/_smiles.py": (1, "the store's label-rule text names the class-index encoding (being rewritten)"),
 }
 #: The reason a kept branch gives in its file: ``# task type: <why>`` on its line or the line above.
 REASON = "# task type:"
@@ -150,7 +150,7 @@ def _all_type_branches() -> dict[str, list[int]]:
 
 
 def test_few_branches_on_the_task_type_each_with_its_reason():
-    """Task-type behaviour is asked of :class:`~tmdlib.datasets.task.TaskSpec` (its estimator kind, conformal kind,
+    """Task-type behaviour is asked of :class:`~tmdlib.datasets._task.TaskSpec` (its estimator kind, conformal kind,
     constant predictor, control error, class values, probabilities, trained label shape, target moments, ...); the
     few branches left outside the task module are listed in :data:`KEPT_TYPE_BRANCHES` with their reasons."""
     found = _all_type_branches()
@@ -160,7 +160,7 @@ def test_few_branches_on_the_task_type_each_with_its_reason():
     assert all(why for _, why in KEPT_TYPE_BRANCHES.values())
     unexplained = []
     for rel, lines in found.items():
-        if rel in ("tmdlib/datasets/labels.py", "tmdlib/datasets/smiles.py"):
+        if rel in ("tmdlib/datasets/labels.py", "tmdlib/datasets/_smiles.py"):
             continue  # being rewritten by another change: the reason is in KEPT_TYPE_BRANCHES only
         text = (ROOT / rel).read_text(encoding="utf-8").splitlines()
         unexplained += [f"{rel}:{n}" for n in lines if REASON not in text[n - 1] and REASON not in text[n - 2]]

@@ -1,4 +1,4 @@
-"""Every registered model keeps the model contract (tmdlib.models.base.Model), read off the registry (no list of names
+"""Every registered model keeps the model contract (tmdlib.models._base.Model), read off the registry (no list of names
 here): fit with sample weights, outputs in the task's units, a state that round-trips without pickle, a clear refusal
 of a task type it does not take, and one output per input for 1, 2 and 257 molecules.  Each model is built with its
 registered ``quick`` options (a few epochs, few trees)."""
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from helpers import RAW
-from tmdlib.datasets.task import TaskSpec
-from tmdlib.errors import InputError
+from tmdlib.datasets import TaskSpec
+from tmdlib import InputError
 from tmdlib.models import get_model, model_names, restore_model
-from tmdlib.models.registry import ALL_TASKS
+from tmdlib.models._registry import ALL_TASKS
 
 REG = TaskSpec("regression", targets=("y",))
 BIN = TaskSpec("binary")

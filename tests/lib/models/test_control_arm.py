@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tmdlib.datasets.task import TaskSpec
+from tmdlib.datasets import TaskSpec
 from tmdlib.models.evaluate import compare_arms, control_verdict, cross_fit_arms, labels_needed
 
 

@@ -25,7 +25,7 @@ def _bins(s_cal, k: int = 4):
 
 
 def test_similarity_bins_cover_every_decile_of_a_shifted_pool_where_one_quantile_does_not():
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.models.predict import calibrate
 
     task, rng = TaskSpec("regression"), np.random.default_rng(0)
@@ -53,7 +53,7 @@ def test_similarity_bins_cover_every_decile_of_a_shifted_pool_where_one_quantile
 
 
 def test_a_bin_with_too_few_calibration_members_is_merged_and_says_so():
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.models.predict import calibrate, min_bin
 
     rng = np.random.default_rng(1)
@@ -79,7 +79,7 @@ def test_a_bin_with_too_few_calibration_members_is_merged_and_says_so():
 
 
 def test_without_bins_nothing_changes_and_a_flat_difficulty_keeps_power_one():
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.models.predict import calibrate, fit_power
 
     rng = np.random.default_rng(2)

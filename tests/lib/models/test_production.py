@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tmdlib.datasets.task import TaskSpec
+from tmdlib.datasets import TaskSpec
 from tmdlib.models.evaluate import pool_estimate
 from tmdlib.select.audit import audit_members, audit_size, default_audit_size, graph_keys
 
@@ -140,7 +140,7 @@ def test_production_measurement_of_a_model_worse_than_the_mean_calls_no_bound_in
 def test_calibration_members_and_a_pool_chunk():
     """Production calibrates on the labelled audit members, benchmark mode on the test split; a chunk of the pool's
     predictions carries its ids, SMILES, compound ids, columns and whether each member is labelled."""
-    from tmdlib.datasets.task import BINARY
+    from tmdlib.datasets._task import BINARY
     from tmdlib.models.predict import calibration_members, pool_chunk
 
     ids = np.array([10, 11, 12, 13], dtype=np.int64)

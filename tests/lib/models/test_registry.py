@@ -6,7 +6,7 @@ import pytest
 
 from helpers import RAW
 from tmdlib import InputError
-from tmdlib.datasets.task import TaskSpec
+from tmdlib.datasets import TaskSpec
 from tmdlib.models import (ENTRY_POINTS, MODELS, Inputs, Model, ModelSpec, get_model, model_names, register,
                            resolve_model, restore_model)
 
@@ -66,7 +66,8 @@ def test_builtins_are_registered_and_import_nothing_heavy():
 def test_the_registry_answers_what_the_stages_ask_of_a_model():
     """The train stage asks the registry, not the name: the graph defaults take the GIN's options (a recipe), the
     certified one is certified with a Lipschitz budget in its defaults; no molecule model takes a recipe."""
-    from tmdlib.models.registry import all_models, auto_recipe, graph_default
+    from tmdlib.models import all_models
+    from tmdlib.models._registry import auto_recipe, graph_default
 
     plain, certified = get_model(graph_default(False)), get_model(graph_default(True))
     assert plain.takes_recipe and certified.takes_recipe and certified.certified and not plain.certified
@@ -185,7 +186,7 @@ def test_the_stages_that_build_models_depend_on_every_models_code():
     from helpers import ROOT
 
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    files = {"tmdlib/models/registry.py", "tmdlib/models/base.py"} | {
+    files = {"tmdlib/models/_registry.py", "tmdlib/models/_base.py"} | {
         ref.split(":")[0].replace(".", "/") + ".py" for ref in ENTRY_POINTS.values()}
     for stage in ("train", "train_nodes", "evaluate", "evaluate_nodes", "predict"):
         deps = [d.rstrip("/") for d in stages[stage]["do"]["deps"]]
@@ -194,8 +195,9 @@ def test_the_stages_that_build_models_depend_on_every_models_code():
 
 
 def test_default_model_by_task_and_label_count():
-    from tmdlib.datasets.task import TaskSpec
-    from tmdlib.models.registry import SVM_MAX_TRAIN, default_model
+    from tmdlib.datasets import TaskSpec
+    from tmdlib.models import default_model
+    from tmdlib.models._registry import SVM_MAX_TRAIN
 
     reg, binary = TaskSpec(type="regression"), TaskSpec(type="binary")
     assert default_model(True, reg) == "svm"

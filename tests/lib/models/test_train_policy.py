@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from tmdlib import InputError
-from tmdlib.datasets.task import TaskSpec
+from tmdlib.datasets import TaskSpec
 from tmdlib.models.evaluate import control_arms, production_members
 from tmdlib.models.policy import (certified_asked, certified_setting, champion_decision, model_for, parse_target,
                                   recipe_for, train_model)
-from tmdlib.models.registry import SVM_MAX_TRAIN, default_model, get_model, graph_default
+from tmdlib.models import default_model, get_model
+from tmdlib.models._registry import SVM_MAX_TRAIN, graph_default
 from tmdlib.select.answered import training_weights
 
 

@@ -28,7 +28,7 @@ def test_labelling_cost_and_kept_dropped():
 def test_content_hash_ignores_the_parquet_encoding(tmp_path):
     import pyarrow.parquet as pq
 
-    from tmdlib.datasets.identity import content_hash, graph_hashes
+    from tmdlib.datasets import content_hash, graph_hashes
     from tmdlib.datasets import read_graph_parquet, read_tu, write_graph_parquet
 
     def content(table):

@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tmdlib.datasets.task import TaskSpec
-from tmdlib.errors import InputError
+from tmdlib.datasets import TaskSpec
+from tmdlib import InputError
 from tmdlib.reporting import audit
 from tmdlib.reporting.hits import hunted, ranks_hits, table_hits
 from tmdlib.reporting.predictions import audit_positions

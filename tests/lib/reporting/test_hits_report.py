@@ -35,7 +35,7 @@ def test_a_multi_target_pool_reports_the_target_select_target_names(tmp_path):
 
     from tasks.audit import _hits, hit_summary, prediction_report
     from tasks.predict import write_predictions
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
     from tmdlib.reporting.audit import _hits_section
 
     gid = np.arange(8)

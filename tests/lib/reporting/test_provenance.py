@@ -35,7 +35,7 @@ def test_run_values():
 def test_lock_stages():
     import pytest
 
-    from tmdlib.errors import InputError
+    from tmdlib import InputError
     from tmdlib.reporting.provenance import lock_stages
 
     assert lock_stages({}) == {} and lock_stages({"stages": {"a": {}}}) == {"a": {}}

@@ -1,13 +1,13 @@
-"""Graph-subsampling baselines (tmdlib.select.baselines): random, feature medoids, WL kernel."""
+"""Graph-subsampling baselines (tmdlib.select._baselines): random, feature medoids, WL kernel."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from tmdlib import Graph, GraphDataset
-from tmdlib.select.baselines import (feature_distance_matrix, initial_node_labels, mean_features, random_selection,
-                              wl_distance_matrix, wl_feature_matrix, wl_kernel_matrix, wl_labels)
-from tmdlib.select.coreset import kmedoids_coreset
+from tmdlib.select import feature_distance_matrix, random_selection, wl_distance_matrix
+from tmdlib.select._baselines import initial_node_labels, mean_features, wl_feature_matrix, wl_kernel_matrix, wl_labels
+from tmdlib.select import kmedoids_coreset
 
 
 def make_graph(n, edges, x=None):

@@ -1,4 +1,4 @@
-"""k-medoids coresets on precomputed distance matrices (tmdlib.select.coreset)."""
+"""k-medoids coresets on precomputed distance matrices (tmdlib.select._coreset)."""
 from __future__ import annotations
 
 import itertools
@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from tmdlib.select.coreset import (assign_to_medoids, budget_to_k, kmedoids_coreset, medoids_objective,
-                            validate_distance_matrix)
+from tmdlib.select import assign_to_medoids, budget_to_k, kmedoids_coreset, medoids_objective, validate_distance_matrix
 
 
 def line_matrix(pos):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from tmdlib.select import hits
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tmdlib.select.baselines import feature_distance_matrix, random_selection, wl_distance_matrix
-from tmdlib.select.coreset import budget_to_k, kmedoids_coreset
+from tmdlib.select import feature_distance_matrix, random_selection, wl_distance_matrix
+from tmdlib.select import budget_to_k, kmedoids_coreset
 from tmdlib.select.nodes import combined_subsample, subsample_nodes
 
 try:  # the exact TMD engine lives in another module; include it when present
-    from tmdlib.distance.engine import tmd_matrix
+    from tmdlib.distance import tmd_matrix
 except ImportError:
     tmd_matrix = None
 

@@ -1,4 +1,4 @@
-"""nodes.method resolved (tmdlib.select.nodes.policy): off on a production molecule pool by default (issue 61 item 4,
+"""nodes.method resolved (tmdlib.select.nodes._policy): off on a production molecule pool by default (issue 61 item 4,
 issue 63), the paper's tmd elsewhere, an explicit choice kept."""
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tmdlib import Graph, GraphDataset, tree_norm
-from tmdlib.select.baselines import feature_distance_matrix
+from tmdlib.select import feature_distance_matrix
 from tmdlib.select.nodes import (WINNER_NAMES, bfs_subset, combined_subsample, core_numbers, graph_seeds,
                           induced_subdataset, kcore_subset, node_budgets, node_candidates, random_walk_subset,
                           select_nodes, subsample_nodes)
@@ -64,7 +64,7 @@ def test_heavy_feature_decides():
 
 def test_epsilon_is_tmd_to_subgraph():
     """Lemma 4.5 (T = S) / Theorem 4.2 against the exact TMD engine: eps = TN(G) - TN(G[S]) = TMD(G, G[S])."""
-    tmd_mod = pytest.importorskip("tmdlib.distance.engine")
+    tmd_mod = pytest.importorskip("tmdlib.distance._engine")
     rng = np.random.default_rng(0)
     for trial in range(4):
         g = random_graph(rng, 7, 0.35, d=2, isolated=trial % 2)
@@ -312,7 +312,7 @@ def test_combined_subsample(order):
 
 def test_combined_bound_with_tmd():
     """With D = TMD, every original graph is within eps_i + D'(i, a(i)) of its training graph."""
-    tmd_mod = pytest.importorskip("tmdlib.distance.engine")
+    tmd_mod = pytest.importorskip("tmdlib.distance._engine")
     rng = np.random.default_rng(9)
     ds = small_dataset(rng, sizes=(6, 5, 7, 4, 6, 5), ids=np.arange(6))
     res = combined_subsample(ds, lambda d: tmd_mod.tmd_matrix(d), k=2, node_fraction=0.5, order="nodes-first")

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-import tmdlib.select.plan as plan
-from tmdlib.select.certificate import verify_certificate
+import tmdlib.select._plan as plan
+from tmdlib.select import verify_certificate
 from tmdlib.select.scalable import AUTO_PAIR_WORK, auto_pair_budget, resolve_max_pairs, scalable_coreset
 
 

@@ -11,15 +11,15 @@ from helpers import RAW
 def mutag():
     from tmdlib import tmd_matrix
     from tmdlib.datasets import load_builtin
-    from tmdlib.datasets.arrow import to_dataset
+    from tmdlib.datasets import to_dataset
 
     ds = to_dataset(load_builtin("MUTAG", RAW)).take(np.arange(40))
     return ds, tmd_matrix(ds, 4)
 
 
 def test_unanswered_medoids_graphs_go_to_the_nearest_answered_medoid(mutag):
-    from tmdlib.select.certificate import certificate_from_matrix
-    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.select._certificate import certificate_from_matrix
+    from tmdlib.select import kmedoids_coreset
     from tmdlib.select.partial import answered_certificate
 
     ds, D = mutag
@@ -46,7 +46,7 @@ def test_unanswered_medoids_graphs_go_to_the_nearest_answered_medoid(mutag):
 
 
 def test_answered_must_be_medoids(mutag):
-    from tmdlib.select.certificate import certificate_from_matrix
+    from tmdlib.select._certificate import certificate_from_matrix
     from tmdlib.select.partial import answered_certificate
 
     _, D = mutag

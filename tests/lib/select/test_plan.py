@@ -7,7 +7,7 @@ import pytest
 
 import tmdlib
 from helpers import RAW
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from tmdlib.select import SelectionPlan, plan_selection
 from tmdlib.select.scalable import auto_pair_budget, count_parts, fit_part_size
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tmdlib.datasets.task import TaskSpec
-from tmdlib.errors import InputError
+from tmdlib.datasets import TaskSpec
+from tmdlib import InputError
 from tmdlib.select.hits import HIT_FIRST
 from tmdlib.select.round_policy import (RoundAsk, check_pool_goal, label_columns, reads_labels, round_ask,
                                         steer_round)

@@ -33,7 +33,7 @@ def test_mixed_medoids_keeps_fixed_and_picks_k_distinct(mutag_D, share):
 
 def test_mixed_medoids_covers_better_than_its_uniform_half(mutag_D):
     """The k-medoids half lowers ε below what the uniform half alone gives, and at most as low as plain k-medoids."""
-    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.select import kmedoids_coreset
 
     k = 20
     mix = rounds.mixed_medoids(mutag_D, k, 0.5, seed=0)
@@ -182,7 +182,7 @@ def test_tmd_rounds_picks_a_molecule_pool_in_the_fingerprint_space():
     import csv
 
     from helpers import RAW
-    from tmdlib.datasets.smiles import read_smiles_csv
+    from tmdlib.datasets import read_smiles_csv
 
     path = RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv"
     if not path.is_file():

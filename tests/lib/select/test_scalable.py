@@ -11,9 +11,10 @@ from helpers import RAW, examples
 
 import tmdlib
 from tmdlib.datasets import load_builtin
-from tmdlib.distance.lower import LowerBound
-from tmdlib.select.certificate import (certify_medoids, resolve_engine, tmd_coreset, verify_certificate)
-from tmdlib.select.coreset import kmedoids_coreset
+from tmdlib.distance._lower import LowerBound
+from tmdlib.select import resolve_engine, tmd_coreset, verify_certificate
+from tmdlib.select._certificate import certify_medoids
+from tmdlib.select import kmedoids_coreset
 from tmdlib.select.scalable import (FIT_PAIRS, PairCache, _fit_sample_size, count_parts, fit_part_size, fit_proxy,
                                    part_budgets, partition, refine_kmedoids, resolve_part_size)
 
@@ -123,7 +124,7 @@ def test_lower_bound_on_molecules_with_wide_one_hot_features():
 def test_the_scalable_engine_memory_estimate_is_what_it_holds():
     """Per graph: embedding, hash, ids and results; per part: its own summaries -- a 10⁷ pool fits in GB, where
     summaries of the whole pool (8 n L (F + d)) would ask for 128 GiB and refuse it."""
-    from tmdlib.select.certificate import engine_memory_bytes
+    from tmdlib.select._certificate import engine_memory_bytes
 
     n, rows, width = 8_000_000, 364, 174  # the constructed 10⁷ store's training pool at 0.1 %
     need = engine_memory_bytes("scalable", np.full(n, 21), n // 1000, width, rows)
@@ -136,7 +137,7 @@ def test_the_scalable_engine_memory_estimate_is_what_it_holds():
 def test_lower_bound_ignores_feature_rows_no_graph_uses():
     """A store's table may hold rows that a part's graphs never use (a pool of 10⁷ molecules, its parts of 1,000):
     the bounds are those of the used rows, and their cost no longer grows with the unused ones."""
-    from tmdlib.graph import GraphDataset
+    from tmdlib import GraphDataset
 
     ds = tmdlib.datasets.to_dataset(load_builtin("ogbg-molbace", RAW)).take(np.arange(60))
     used = np.unique(ds.feature_index)
@@ -236,7 +237,7 @@ def test_labelled_graphs_stay_medoids(mutag_ds):
 
 
 def test_parts_cover_the_pool_and_budgets_sum_to_k(mutag_ds):
-    from tmdlib.distance.lower import structure_embedding
+    from tmdlib.distance._lower import structure_embedding
 
     parts = partition(structure_embedding(mutag_ds), 50)
     assert all(p.size <= 50 for p in parts)
@@ -290,7 +291,7 @@ def test_count_parts_is_the_partitions_count(n, m):
 @given(st.integers(1, 3000), st.integers(1, 300))
 def test_split_work_is_the_rows_the_partition_projects(n, m):
     from tmdlib.select import scalable
-    from tmdlib.select.scalable import parts as scalable_parts
+    from tmdlib.select.scalable import _parts as scalable_parts
 
     seen = []
     real = scalable_parts._principal_projection
@@ -309,8 +310,8 @@ def test_the_partition_and_the_plan_say_how_far_they_are(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
     from tmdlib.datasets import read_tu
-    from tmdlib.datasets.stored import StoredGraphs
-    from tmdlib.select.scalable import Countdown, pairs, plan_parts
+    from tmdlib.datasets import StoredGraphs
+    from tmdlib.select.scalable import Countdown, _pairs as pairs, plan_parts
 
     lines = []
     parts = partition(np.random.default_rng(0).normal(size=(5000, 3)), 100, progress=lines.append)

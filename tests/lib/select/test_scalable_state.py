@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import tmdlib
-from tmdlib.distance.lower import LowerBound
-from tmdlib.select.certificate import certificate_from_assignment, tmd_coreset
+from tmdlib.distance._lower import LowerBound
+from tmdlib.select import tmd_coreset
+from tmdlib.select._certificate import certificate_from_assignment
 from tmdlib.select.scalable import (EngineInfo, PairCache, PartResult, PartSpec, SwapState, Verdict, nearest_two,
                                     auto_pair_budget, plan_parts, scalable_coreset, solve_part)
 
@@ -142,7 +143,7 @@ def test_tried_candidates_are_exact_pivots_that_save_pairs_not_swaps(mutag, muta
     assert np.array_equal(with_pivots.medoids, medoids_only.medoids) and with_pivots.swaps == medoids_only.swaps
     assert with_pivots.distance.sum() == pytest.approx(medoids_only.distance.sum(), rel=1e-12)
     assert len(seen) > 10 and cache.computed < cache0.computed
-    import tmdlib.select.scalable.swaps as scal  # a few pivots kept, fewer used: the same search still
+    import tmdlib.select.scalable._swaps as scal  # a few pivots kept, fewer used: the same search still
     monkeypatch.setattr(scal, "MAX_TRIED", 5)
     monkeypatch.setattr(scal, "MAX_PIVOTS", 2)
     capped, cache2 = run()
@@ -262,7 +263,7 @@ def test_pair_store_reads_only_the_pairs_of_its_own_graphs(mutag, tmp_path, caps
                      err)
     assert len(list((tmp_path / "pairs").iterdir())) == 2
     from tmdlib.select.scalable.cache import part_hashes
-    from tmdlib.distance.weights import resolve_weights
+    from tmdlib.distance import resolve_weights
 
     store = PairStore(tmp_path, part_hashes(first), 4, resolve_weights(4, "pascal"))
     assert store.loaded > 0 and store.reused == 0
@@ -289,7 +290,7 @@ def test_a_long_search_shows_each_phase_with_an_eta(mutag):
     lines.clear()
     from tmdlib.select.scalable import LowerBound as LB, refine_kmedoids
 
-    from tmdlib.distance.engine import PairEngine
+    from tmdlib.distance._engine import PairEngine
 
     # small slices: several status lines inside one batch, and the same bits as whole batches
     cache = PairCache(PairEngine(mutag), len(mutag), progress=lines.append, every=0.0,
@@ -434,8 +435,8 @@ def test_a_pool_read_from_its_store_gives_the_same_coreset(tmp_path, monkeypatch
     from helpers import RAW
     from tasks.coreset import part_mapper
     from tmdlib.datasets import read_tu, to_dataset
-    from tmdlib.datasets.stored import StoredGraphs
-    from tmdlib.distance.lower import structure_embedding
+    from tmdlib.datasets import StoredGraphs
+    from tmdlib.distance._lower import structure_embedding
     from tmdlib.select.scalable import pool_embedding
 
     table = read_tu(RAW / "NCI1", "NCI1").slice(0, 900)
@@ -500,7 +501,7 @@ def test_parts_are_submitted_without_the_parent_tasks_parameters():
 
 def test_part_size_chosen_from_the_pool(mutag):
     """``part_size="auto"``: 4000 up to 10⁵ graphs, 1000 above; the choice is what the plan and the info use."""
-    from tmdlib.select.certificate import engine_memory_bytes
+    from tmdlib.select._certificate import engine_memory_bytes
     from tmdlib.select.scalable import (AUTO_PART_SWITCH, auto_part_size, partition, pool_embedding,
                                         resolve_part_size)
 
@@ -525,7 +526,7 @@ def test_part_size_chosen_from_the_pool(mutag):
 def test_pair_cache_dense_and_dict_stores_compute_the_same_pairs(mutag, mutag_D, monkeypatch):
     """A part's cache (a dense matrix) and a pool's (a dict) ask ``exact`` for the same new pairs, in the same
     order and batches, and answer every lookup alike: repeats, both orders of a pair, ``i == j``."""
-    import tmdlib.select.scalable.pairs as S
+    import tmdlib.select.scalable._pairs as S
 
     n = len(mutag)
     rng = np.random.default_rng(3)
@@ -557,7 +558,7 @@ def test_pair_store_first_run_of_distinct_graphs_keeps_every_pair(mutag, tmp_pat
     written, in chunks of ``TMDSUB_PAIR_FLUSH`` pairs, and a second run reads them all and computes none."""
     from tasks.coreset import part_mapper
     from tmdlib.select.scalable.cache import PairStore, part_hashes
-    from tmdlib.distance.weights import resolve_weights
+    from tmdlib.distance import resolve_weights
 
     _, first = np.unique(part_hashes(mutag), return_index=True)
     pool = mutag.take(np.sort(first))

@@ -6,9 +6,10 @@ import pytest
 
 import tmdlib
 from helpers import RAW
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from tmdlib.select import get_method, method_names, register
-from tmdlib.select.registry import MethodSpec, Picked
+from tmdlib.select import MethodSpec
+from tmdlib.select._registry import Picked
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def test_one_select_graphs_definition():
 
     hits = [p for p in ROOT.rglob("*.py") if ".venv" not in p.parts and "tests" not in p.parts
             and "def select_graphs(" in p.read_text(encoding="utf-8")]
-    assert [p.relative_to(ROOT).as_posix() for p in hits] == ["tmdlib/select/api.py"]
+    assert [p.relative_to(ROOT).as_posix() for p in hits] == ["tmdlib/select/_api.py"]
 
 
 @pytest.mark.parametrize("method", ["tmd", "random", "feature", "wl"])
@@ -118,7 +119,7 @@ def test_chemistry_pickers_through_the_entry_point():
 
 
 def test_a_registered_method_plugs_in_everywhere(mutag_pool, pool_matrix):
-    from tmdlib.select.registry import METHODS
+    from tmdlib.select._registry import METHODS
 
     def first_k(problem):
         return Picked(np.arange(problem.k), np.full(problem.k, problem.n / problem.k))
@@ -127,7 +128,7 @@ def test_a_registered_method_plugs_in_everywhere(mutag_pool, pool_matrix):
     try:
         sel = tmdlib.select_graphs(mutag_pool, "first-k-test", k=4, matrix=pool_matrix)
         assert sel.positions.tolist() == [0, 1, 2, 3] and sel.tau.sum() == len(mutag_pool)
-        from tmdlib.experiment.grid import ALL_GRAPH_METHODS  # noqa: F401
+        from tmdlib.experiment import ALL_GRAPH_METHODS  # noqa: F401
         assert "first-k-test" in method_names()
     finally:
         METHODS.pop("first-k-test")

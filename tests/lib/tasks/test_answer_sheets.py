@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import DATA, RAW
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 SHEETS = DATA / "labsheets"
 SMILES = [r["smiles"] for r in csv.DictReader(open(RAW / "MoleculeACE" / "CHEMBL2835_Ki.csv", newline=""))][:12]
@@ -99,8 +99,8 @@ def test_smiles_and_compound_id_keys_use_the_stores_key_index(tmp_path, monkeypa
     """A store written at ingest carries each molecule's canonical SMILES: a SMILES-keyed answer parses only the
     lab's molecules (never the pool's: here its ``smiles`` column is unparseable on purpose), and a compound-id
     key is found among the pool's ids without a loop over the pool; both read what canonicalising the pool reads."""
-    import tmdlib.datasets.smiles as chem
-    from tmdlib.datasets.smiles import CANONICAL_COLUMN, ID_COLUMN
+    import tmdlib.datasets._smiles as chem
+    from tmdlib.datasets._smiles import CANONICAL_COLUMN, ID_COLUMN
 
     pool = pa.table({"graph_id": pa.array(range(13), pa.int64()),
                      "smiles": [SMILES[9] if i == 9 else "not a SMILES" for i in range(13)],
@@ -137,6 +137,6 @@ def test_smiles_and_compound_id_keys_use_the_stores_key_index(tmp_path, monkeypa
 def test_filled_keys():
     """A key index's gaps (molecules appended without a key) are filled with RDKit's canonical SMILES, or the SMILES
     as stored when RDKit cannot read them."""
-    from tmdlib.datasets.smiles import filled_keys
+    from tmdlib.datasets._smiles import filled_keys
 
     assert filled_keys(["CCO", None, None], ["OCC", "OCC", "not-a-smiles"]) == ["CCO", "CCO", "not-a-smiles"]

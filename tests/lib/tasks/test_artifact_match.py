@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import RAW, run_cli
-from tmdlib.errors import InputError
+from tmdlib import InputError
 from flows.config.tmd import TmdStageConfig
 
 N = 24
@@ -49,7 +49,7 @@ def two_stores(tmp_path_factory) -> dict:
 
 
 def _hash(path: str) -> str:
-    from tmdlib.datasets.identity import store_content_hash
+    from tmdlib.datasets import store_content_hash
     from tasks.graphs import load_graph_store
 
     return store_content_hash(load_graph_store(path))

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tmdlib.datasets import read_smiles_csv, table_labels, table_task
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 
 def _params(tmp_path: Path, sources: dict) -> str:
@@ -100,7 +100,7 @@ def test_appended_batches_keep_the_dataset_task(tmp_path):
 def test_ingest_rules_on_values(tmp_path):
     """What the ingest tasks decide from values: the readers' options, the ETA's total, a batch's reading, the
     duplicate structures and the skipped SMILES' report."""
-    from tmdlib.datasets.identity import structure_duplicates
+    from tmdlib.datasets._identity import structure_duplicates
     from tmdlib.datasets.sources import SourceReading, batch_reading, expected_molecules, invalid_csv_text
 
     opts = SourceReading(label_columns=[], split_column="").smiles_options()
@@ -119,8 +119,8 @@ def test_ingest_rules_on_values(tmp_path):
 
 def test_store_summaries(tmp_path):
     """A written store's summary from its table, and a streamed one's from its counts."""
-    from tmdlib.datasets.identity import streamed_summary, table_summary
-    from tmdlib.datasets.task import BINARY
+    from tmdlib.datasets._identity import streamed_summary, table_summary
+    from tmdlib.datasets._task import BINARY
 
     (tmp_path / "s.csv").write_text("smiles,y\nCCO,1\nCC,0\n")
     table = read_smiles_csv(tmp_path / "s.csv", label_column="y")

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 
 def _history(values):
@@ -25,7 +25,7 @@ def _history(values):
 def test_the_ledger_is_a_plain_table_sealed_beside_it(tmp_path):
     from tasks.ledger import read_ledger_history, seal_path, write_ledger
     from tmdlib.datasets.ledger import LEDGER_COLUMNS
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     ledger = tmp_path / "POOL.csv"
     write_ledger(str(ledger), _history([5.5, 6.25, 7.0]), TaskSpec("regression", ("y",)))
@@ -62,7 +62,7 @@ def test_a_format_2_ledger_is_still_read_and_converted(tmp_path):
     hist, meta = read_ledger_history(str(ledger))
     assert meta["format"] == 2 and meta["digest_checked"] and hist.column("qualifier").to_pylist() == ["", ">"]
     assert hist.column("line").to_pylist() == [2, 3]
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     write_ledger(str(ledger), hist, TaskSpec.from_dict(task))
     assert not ledger.read_text().startswith("#") and pd.read_csv(ledger)["qualifier"].fillna("").tolist() == ["", ">"]

@@ -52,7 +52,7 @@ def test_cached_picks_of_more_trials_serve_fewer(tmp_path, monkeypatch):
 def test_rows_gathered_as_cells_finish():
     """Each finished cell's rows go to the store with a progress line; a failed cell stops none of the others and
     is reported once every cell finished."""
-    from tmdlib.experiment.results import gather_rows
+    from tmdlib.experiment._results import gather_rows
 
     class Done:
         def __init__(self, rows=None, err=None):

@@ -10,7 +10,7 @@ from helpers import ROOT
 
 from flows.project import (PROJECT_FILES, TEMPLATES, VERSION_PLACEHOLDER, init_project, project_dvc_yaml,
                            project_params_yaml, tool_version)
-from tmdlib.errors import InputError
+from tmdlib import InputError
 
 
 def test_the_templates_are_the_checkouts_pipeline_made_for_a_project():

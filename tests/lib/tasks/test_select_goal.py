@@ -6,8 +6,8 @@ import pytest
 
 from flows.config.select import SelectStageConfig
 from tasks.select import learn_options
-from tmdlib.datasets.task import TaskSpec
-from tmdlib.errors import InputError
+from tmdlib.datasets import TaskSpec
+from tmdlib import InputError
 
 EMPTY = pa.table({"graph_id": pa.array([], pa.int64()), "label": pa.array([], pa.float64())})
 

@@ -17,8 +17,8 @@ from helpers import RAW
 
 from flows.config.select import SelectStageConfig
 from tasks.select import learn_options
-from tmdlib.datasets.task import TaskSpec
-from tmdlib.errors import InputError
+from tmdlib.datasets import TaskSpec
+from tmdlib import InputError
 
 needs_raw = pytest.mark.skipif(not (RAW / "MoleculeACE").is_dir() or not (RAW / "ogbg_molbace").is_dir(),
                                reason="data/raw not present")
@@ -84,7 +84,7 @@ def test_a_multi_target_pool_hunts_the_named_target_or_the_desirability(tmp_path
 @needs_raw
 def test_positive_on_ogbg_molbace_follows_the_positive_class_and_never_picks_the_audit(tmp_path):
     import tmdlib
-    from tmdlib.chem.fingerprints import ecfp4_counts
+    from tmdlib.chem import ecfp4_counts
     from tmdlib.datasets import load_builtin, to_dataset
     from tmdlib.select.audit import audit_members
     from tmdlib.select.hits import surrogate

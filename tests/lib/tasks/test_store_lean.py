@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from tmdlib.datasets.identity import store_content_hash
+from tmdlib.datasets import store_content_hash
 from tasks.graphs import open_store, streamed_content_hash
 from tasks.tracking import graph_store_dataset
-from tmdlib.datasets.smiles import write_smiles_parquet
+from tmdlib.datasets import write_smiles_parquet
 
 
 @pytest.fixture(scope="module")

@@ -85,8 +85,8 @@ def test_certified_constant():
 @pytest.fixture(scope="module")
 def setting(mutag):
     """MUTAG: 80 training graphs, their TMD matrix, a k = 8 coreset, 30 random pairs and their TMD."""
-    from tmdlib.select.coreset import kmedoids_coreset
-    from tmdlib.distance.engine import tmd_matrix
+    from tmdlib.select import kmedoids_coreset
+    from tmdlib.distance import tmd_matrix
 
     sub = mutag.take(np.arange(N_TRAIN))
     D = tmd_matrix(sub, depth=LAYERS + 1, weights="pascal")
@@ -124,7 +124,7 @@ def test_constraint_holds_after_training(trained):
 
 
 def test_stability_inequality_on_mutag_pairs(setting, trained):
-    from tmdlib.distance.engine import tmd
+    from tmdlib.distance import tmd
 
     ds, pairs = setting["ds"], setting["pairs"]
     D = np.array([tmd(ds[int(a)], ds[int(b)], depth=LAYERS + 1, weights="pascal") for a, b in pairs])

@@ -84,8 +84,8 @@ def test_constant_and_modes():
 @pytest.fixture(scope="module")
 def setting(mutag):
     """MUTAG: 60 training graphs, their TMD matrix, a k = 6 coreset and orthogonal-mode models trained on it."""
-    from tmdlib.distance.engine import tmd_matrix
-    from tmdlib.select.coreset import kmedoids_coreset
+    from tmdlib.distance import tmd_matrix
+    from tmdlib.select import kmedoids_coreset
 
     sub = mutag.take(np.arange(N_TRAIN))
     D = tmd_matrix(sub, depth=LAYERS + 1, weights="pascal")

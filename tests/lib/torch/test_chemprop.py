@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("chemprop")
 
-from tmdlib.errors import InputError  # noqa: E402
+from tmdlib import InputError  # noqa: E402
 from tmdlib.torch.chemprop import ChempropRegressor  # noqa: E402
 
 SMILES = ["CCO", "CCCO", "CCCCO", "c1ccccc1", "Cc1ccccc1", "CCc1ccccc1", "CCN", "CCCN", "C1CCCCC1", "CC1CCCCC1",

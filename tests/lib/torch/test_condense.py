@@ -10,10 +10,10 @@ from torch_geometric.data import Batch
 
 from tmdlib import Graph, GraphDataset
 from tmdlib.torch.condense import condense
-from tmdlib.torch.condense.common import (class_budget, dense_from_graphs, dense_gin_forward, discrete_structure,
+from tmdlib.torch.condense._common import (class_budget, dense_from_graphs, dense_gin_forward, discrete_structure,
                                           relaxed_structure)
-from tmdlib.torch.condense.doscond import group_loss, matching_distance
-from tmdlib.torch.condense.kidd import dense_side, krr_predict, lite_gntk, orthogonality, sparse_side
+from tmdlib.torch.condense._doscond import group_loss, matching_distance
+from tmdlib.torch.condense._kidd import dense_side, krr_predict, lite_gntk, orthogonality, sparse_side
 from tmdlib.torch.gin import GIN
 from tmdlib.torch.pyg import dataset_to_pyg
 
@@ -298,7 +298,7 @@ def test_run_cell_with_condensation_methods(mutag):
 
 
 def test_grid_methods_option_and_needed_matrices():
-    from tmdlib.experiment.grid import resolve_profile
+    from tmdlib.experiment._grid import resolve_profile
     from tmdlib import InputError
     from tmdlib.experiment import needed_matrices
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from helpers import RAW
-from tmdlib.datasets.task import TaskSpec
+from tmdlib.datasets import TaskSpec
 
 
 @pytest.fixture(scope="module")

@@ -242,8 +242,8 @@ def test_cuda_training_if_present():
 def test_save_load_weights_only(tmp_path):
     """A GIN's file is its state dict as plain tensors (loads with weights_only=True); the registry rebuilds it."""
     from tasks.train import load_model, save_model
-    from tmdlib.models.head import task_head
-    from tmdlib.datasets.task import BINARY
+    from tmdlib.models import task_head
+    from tmdlib.datasets._task import BINARY
     from tmdlib.torch.model import GINModel
 
     torch.manual_seed(0)

@@ -14,7 +14,7 @@ def small():
     from tmdlib.torch.fit import task_head
     from tmdlib.torch.gin import GIN
     from tmdlib.torch.pyg import dataset_to_pyg
-    from tmdlib.datasets.task import TaskSpec
+    from tmdlib.datasets import TaskSpec
 
     ds = to_dataset(read_tu(RAW / "MUTAG", "MUTAG")).take(np.arange(40))
     return ds, dataset_to_pyg(ds), ds.y, task_head(TaskSpec("binary")), GIN(ds.num_features, 8, 2)

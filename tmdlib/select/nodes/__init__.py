@@ -48,14 +48,14 @@ candidate costs :math:`O(\mathrm{vol}(S) + L\,|E(S)|)`, so a graph costs at most
 seeded per graph from ``(seed, graph_id)``, so a graph's selection does not depend on the
 other graphs of the dataset or on their order; labels are never read.
 """
-from .api import (CombinedSubsample, NodeSubsample, combined_subsample, induced_subdataset, select_nodes,
+from ._api import (CombinedSubsample, NodeSubsample, combined_subsample, induced_subdataset, select_nodes,
                   subsample_nodes)
-from .candidates import (BFS_MODES, METHODS, WINNER_NAMES, NodeCandidates, bfs_subset, core_numbers, graph_seeds,
+from ._candidates import (BFS_MODES, METHODS, WINNER_NAMES, NodeCandidates, bfs_subset, core_numbers, graph_seeds,
                          kcore_subset, node_budgets, node_candidates, random_walk_subset)
-from .policy import DEFAULT_NODE_METHOD, NODE_AUTO, NODE_OFF, node_method, off_line
+from ._policy import DEFAULT_NODE_METHOD, NODE_AUTO, NODE_OFF, node_method, off_line
 
 #: The node-subsampling methods (``tmdsub nodes --method``, the experiment's node grid): declared once, in
-#: :data:`tmdlib.select.nodes.candidates.METHODS`.
+#: :data:`tmdlib.select.nodes._candidates.METHODS`.
 NODE_METHODS = METHODS
 
 __all__ = [

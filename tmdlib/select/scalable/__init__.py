@@ -1,11 +1,11 @@
 r"""k-medoids under TMD without the :math:`n \times n` matrix, with an exact certificate.
 
-The engine behind ``tmd_coreset(..., engine="scalable")`` (:mod:`tmdlib.select.certificate`).
+The engine behind ``tmd_coreset(..., engine="scalable")`` (:mod:`tmdlib.select._certificate`).
 
 Ingredients
 -----------
 * **Lower bounds** :math:`\mathrm{LB}(i, j) \le \mathrm{TMD}(G_i, G_j)` from level histograms, level
-  means and tree norms (:class:`tmdlib.distance.lower.LowerBound`): ``O(L |E|)`` to build, ``O(L F)``
+  means and tree norms (:class:`tmdlib.distance._lower.LowerBound`): ``O(L |E|)`` to build, ``O(L F)``
   per pair, ~0.8 of TMD (median) on molecules.
 * **Exact distances on demand**: a :class:`PairCache` in front of a batched exact TMD function
   (local threads, processes or a Dask cluster); every pair is computed at most once and counted.
@@ -33,22 +33,22 @@ so the cost grows linearly in ``n`` for a fixed part size, and every part can ru
 (:func:`combine_parts`); each graph is certified by its nearest medoid in its part (Lemma 3.2 holds for
 any assignment).
 
-Modules: :mod:`~tmdlib.select.scalable.pairs` (exact pairs on demand, nearest medoids),
-:mod:`~tmdlib.select.scalable.swaps` (one part's swap search and its proxy), :mod:`~tmdlib.select.scalable.parts`
-(parts solved, the pool partitioned and planned), :mod:`~tmdlib.select.scalable.api` (the entry point
+Modules: :mod:`~tmdlib.select.scalable._pairs` (exact pairs on demand, nearest medoids),
+:mod:`~tmdlib.select.scalable._swaps` (one part's swap search and its proxy), :mod:`~tmdlib.select.scalable._parts`
+(parts solved, the pool partitioned and planned), :mod:`~tmdlib.select.scalable._api` (the entry point
 :func:`scalable_coreset`), :mod:`~tmdlib.select.scalable.cache` (parts and pairs cached by content, so a killed run
-resumes); part sizes and pair budgets are decided in :mod:`tmdlib.select.plan`, re-exported here.
+resumes); part sizes and pair budgets are decided in :mod:`tmdlib.select._plan`, re-exported here.
 """
-from ...distance.lower import LowerBound  # noqa: F401  (the bound every module here prunes with)
-from ..plan import (AUTO_PAIR_WORK, AUTO_PART_SIZE, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, PER_CLUSTER_LARGE,
+from ...distance._lower import LowerBound  # noqa: F401  (the bound every module here prunes with)
+from .._plan import (AUTO_PAIR_WORK, AUTO_PART_SIZE, AUTO_PART_SIZE_LARGE, AUTO_PART_SWITCH, PER_CLUSTER_LARGE,
                     auto_pair_budget, auto_part_size, auto_per_cluster, count_parts, fit_part_size, part_budgets, resolve_max_pairs, resolve_part_size,
                     split_work)
-from .api import EngineInfo, ScalableCoreset, combine_parts, scalable_coreset
-from .pairs import (DENSE_CACHE_MAX, STATUS_SECONDS, Countdown, Exact, Nearest, PairCache, ProgressFn,  # noqa: F401
+from ._api import EngineInfo, ScalableCoreset, combine_parts, scalable_coreset
+from ._pairs import (DENSE_CACHE_MAX, STATUS_SECONDS, Countdown, Exact, Nearest, PairCache, ProgressFn,  # noqa: F401
                     nearest_medoids, nearest_two)
-from .parts import (EXHAUSTIVE_PART, PartPlan, PartSpec, _principal_projection, part_engine,  # noqa: F401
+from ._parts import (EXHAUSTIVE_PART, PartPlan, PartSpec, _principal_projection, part_engine,  # noqa: F401
                     partition, plan_parts, pool_embedding, solve_in_order, solve_part)
-from .swaps import (FIT_PAIRS, MAX_PIVOTS, MAX_TRIED, PartResult, SearchStats, SwapState, SwapTrial,  # noqa: F401
+from ._swaps import (FIT_PAIRS, MAX_PIVOTS, MAX_TRIED, PartResult, SearchStats, SwapState, SwapTrial,  # noqa: F401
                     Verdict, _fit_sample_size, _swap_gain, fit_proxy, refine_kmedoids)
 
 __all__ = ["PairCache", "Nearest", "nearest_two", "nearest_medoids", "SwapState", "SwapTrial", "Verdict", "SearchStats",

@@ -27,9 +27,9 @@ from typing import Callable
 
 import numpy as np
 
-from ...graph import GraphDataset
-from .parts import PartSpec, part_engine, solve_part
-from .swaps import PartResult
+from ..._graph import GraphDataset
+from ._parts import PartSpec, part_engine, solve_part
+from ._swaps import PartResult
 
 __all__ = ["CacheFiles", "PartCache", "PairStore", "Progress", "status_line", "parts_per_task", "MAX_PARTS_PER_TASK",
            "MIN_TASK_RUNS", "spec_stub", "check_part_params", "solve_here", "part_hashes", "write_npz"]
@@ -87,7 +87,7 @@ class PartCache:
     """
 
     def __init__(self, cache_dir: str | Path, hashes: list[str], params: dict, files: CacheFiles | None = None):
-        from ...distance.fingerprint import engine_fingerprint
+        from ...distance._fingerprint import engine_fingerprint
 
         self.dir = Path(cache_dir) / "parts"
         self.hashes = hashes
@@ -154,7 +154,7 @@ class PairStore:
 
     def __init__(self, cache_dir: str | Path, hashes: list[str], depth: int, weights, flush_every: int | None = None,
                  flush_seconds: float = 5.0, files: CacheFiles | None = None):
-        from ...distance.fingerprint import engine_fingerprint
+        from ...distance._fingerprint import engine_fingerprint
 
         root = Path(cache_dir) / "pairs"
         salt = _digest("tmd-pair-1", engine_fingerprint(), depth, list(np.asarray(weights, float).tolist()))
@@ -316,7 +316,7 @@ def check_part_params(specs, depth: int, seed: int, weights: np.ndarray) -> None
     ValueError
         Naming both sets of parameters.
     """
-    from ...distance.weights import resolve_weights
+    from ...distance._weights import resolve_weights
 
     for s in (spec_stub(specs, i) for i in range(len(specs))):  # other parameters must not use these keys
         if (s.depth, s.seed) != (depth, seed) or not np.array_equal(resolve_weights(s.depth, s.weights), weights):
@@ -346,7 +346,7 @@ def solve_here(spec: PartSpec, cache_dir: str | Path | None = None, hashes: list
     PartResult
         What :func:`~tmdlib.select.scalable.solve_part` returns, the same with or without the cache.
     """
-    from ...distance.weights import resolve_weights
+    from ...distance._weights import resolve_weights
 
     progress = Progress("coreset (one part)")
     exact = part_engine(spec, threads)
@@ -377,12 +377,12 @@ def part_hashes(ds, progress=None):
     """Content hash of each graph (the TMD stage's block hashes), in pool order.
 
     A pool in memory: a list of hex strings.  A pool read from its store a chunk at a time
-    (:class:`~tmdlib.datasets.stored.StoredGraphs`): an ndarray of 64-byte ASCII hex (``S64``; 64 bytes per graph
+    (:class:`~tmdlib.datasets._stored.StoredGraphs`): an ndarray of 64-byte ASCII hex (``S64``; 64 bytes per graph
     instead of ~120 for a Python string), with status lines to ``progress`` (e.g. :func:`status_line`) while
     the store is read.  The caches key parts and pairs by the same bytes either way.
     """
-    from ...datasets.identity import graph_hashes
-    from .pairs import Countdown
+    from ...datasets._identity import graph_hashes
+    from ._pairs import Countdown
 
     if isinstance(ds, GraphDataset):
         return graph_hashes(ds)

@@ -15,17 +15,17 @@ labels synthetic graph ``i`` with the label of ``source[i]`` (k labels, the budg
 The other half of the paper's adaptation -- no validation set, the model of the final epoch -- is the
 experiment protocol's (:func:`tmdlib.experiment.protocol.run_cell`).
 
-* :mod:`~tmdlib.torch.condense.common` -- result type, sizing, initialisation, structure relaxation,
+* :mod:`~tmdlib.torch.condense._common` -- result type, sizing, initialisation, structure relaxation,
   dense GIN forward.
-* :mod:`~tmdlib.torch.condense.doscond` -- one-step gradient matching (Jin et al., KDD 2022).
-* :mod:`~tmdlib.torch.condense.kidd` -- kernel ridge regression with LiteGNTK (Xu et al., KDD 2023).
+* :mod:`~tmdlib.torch.condense._doscond` -- one-step gradient matching (Jin et al., KDD 2022).
+* :mod:`~tmdlib.torch.condense._kidd` -- kernel ridge regression with LiteGNTK (Xu et al., KDD 2023).
 """
 from __future__ import annotations
 
-from ...graph import GraphDataset
-from .common import Condensed
-from .doscond import doscond
-from .kidd import kidd
+from ..._graph import GraphDataset
+from ._common import Condensed
+from ._doscond import doscond
+from ._kidd import kidd
 
 __all__ = ["Condensed", "condense", "doscond", "kidd", "METHODS"]
 
