@@ -122,7 +122,8 @@ def domain_artifact(store, pos, info: dict, task) -> dict:
 
 def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, dataset: str, description: str,
                           tags: dict, example, domain: dict | None = None) -> dict:
-    """:func:`tasks.registry.log_smiles_model` with the model's config as its ``train_info`` artifact and
+    """:func:`tasks.registry.log_smiles_model` with the model's config and its labels' meta (the property the
+    predictions are in) as its ``train_info`` artifact and
     ``domain`` (:func:`domain_artifact`) as its ``domain`` artifact."""
     import json
     import tempfile
@@ -131,7 +132,8 @@ def log_smiles_model_task(run_id: str, model, model_out: str, info: dict, datase
 
     with tempfile.TemporaryDirectory(prefix="tmdsub-model-") as tmp:
         cfg = Path(tmp) / "train.json"
-        cfg.write_text(json.dumps({"model_state": info["model_state"], "config": info["config"]}, default=float))
+        cfg.write_text(json.dumps({"model_state": info["model_state"], "config": info["config"],
+                                   "labels_meta": info.get("labels_meta")}, default=float))
         extra = {}
         if domain is not None:
             extra["domain"] = str(Path(tmp) / "domain.json")

@@ -237,7 +237,6 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     from flows.train import train_flow
     from flows.config.train import TrainStageConfig
 
-
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     smiles, hidden = _regression_rows()
     w = _walk(tmp_path, smiles[:150], hidden[:150], "svm")
@@ -246,6 +245,8 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     logged = info["mlflow"]["model"]
     assert logged["kind"] == "smiles-pyfunc" and logged["registered_model"] == "tmdsub-POOL"
     served = mlflow.pyfunc.load_model(f"models:/tmdsub-POOL/{logged['version']}")
+    # the property its predictions are in (labels.name: auto = the lab's value column), as the predictions file says
+    assert served.metadata.metadata == {"property": info["labels_meta"]["name"]} == {"property": "measured"}
     out = served.predict(pd.DataFrame({"smiles": [smiles[3], "not a smiles", smiles[7]]}))
     file = {r["smiles"]: r["prediction"] for r in w["table"]}
     assert out["prediction"][0] == pytest.approx(file[smiles[3]], rel=1e-9)
@@ -263,7 +264,8 @@ def test_the_registered_model_answers_for_smiles_like_the_predictions_file(tmp_p
     with open(tmp_path / "new.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["smiles"], [smiles[3]], ["not a smiles"], [smiles[7]]])
     predict_flow(w["store"], str(tmp_path / "sel.json"), str(tmp_path / "model.pt"), str(tmp_path / "train.json"),
-                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"), cfg=PredictStageConfig(log_mlflow=False))
+                 str(tmp_path / "pred"), smiles_csv=str(tmp_path / "new.csv"),
+                 cfg=PredictStageConfig(log_mlflow=False))
     file_cols = pq.read_schema(tmp_path / "pred" / "new.predictions.parquet").names
     assert list(out.columns) == [c for c in file_cols if c != "line"]
     # each evaluate stage's MLflow run has its own name (issue 61): evaluate@POOL, evaluate_nodes@POOL
