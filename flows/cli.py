@@ -388,11 +388,27 @@ def params_lines(stage: str, params: dict) -> list[str]:
     module, name = STAGE_CONFIGS[stage].split(":")
     config = getattr(importlib.import_module(module), name)
     cfg = config.from_params(params)
-    group, base = params.get(stage) or {}, params.get("base") or {}
+    group = params.get(stage) or {}
+
+    def source(field: str) -> str:
+        """Where the field's value comes from: the stage's group, else the key of another group (``base.seed``,
+        ``select.engine``) whose removal changes it, else one that states the same value (``base.depth: 4``, the
+        default too), else the default."""
+        if field in group:
+            return f"{stage}.{field}"
+        keys = [g for g in ["base"] + [g for g in params if g not in ("base", stage)]
+                if isinstance(params.get(g), dict) and field in params[g]]
+        for g in keys:
+            without = {**params, g: {k: v for k, v in params[g].items() if k != field}}
+            if getattr(config.from_params(without), field) != getattr(cfg, field):
+                return f"{g}.{field}"
+        same = [g for g in keys if params[g][field] == getattr(cfg, field)]
+        return f"{same[0]}.{field}" if same else "default"
+
     lines = [f"{stage}:  ({config.__name__})"]
     for f in dataclasses.fields(config):
-        where = f"{stage}.{f.name}" if f.name in group else f"base.{f.name}" if f.name in base else "default"
-        lines.append(f"  {f.name} = {getattr(cfg, f.name)!r}  [{where}]  {config.HELP.get(f.name, '')}".rstrip())
+        lines.append(f"  {f.name} = {getattr(cfg, f.name)!r}  [{source(f.name)}]  {config.HELP.get(f.name, '')}"
+                     .rstrip())
     return lines
 
 

@@ -278,3 +278,8 @@ def test_params_command_documents_params_yaml():
         for key in params.get(stage) or {}:
             line = next((ln for ln in text.splitlines() if ln.startswith(f"  {key} = ")), None)
             assert line is not None and f"[{stage}.{key}]" in line and config.HELP[key] in line, (stage, key, line)
+    # a value another group sets is said to come from it (dvc.yaml's commands pass base.seed, select.engine, ...)
+    for stage, field, where in (("select", "seed", "base.seed"), ("tmd", "engine", "select.engine"),
+                                ("evaluate", "device", "train.device"), ("select", "audit", "labels.audit")):
+        line = next(ln for ln in params_lines(stage, params) if ln.startswith(f"  {field} = "))
+        assert f"[{where}]" in line, line
