@@ -15,6 +15,8 @@ from typing import Optional
 import typer
 
 import flows  # noqa: F401  (environment defaults before prefect is imported)
+from flows.config import one_of
+from flows.config.weights import checked_weights
 from flows.config.ingest import IngestPaths, IngestStageConfig
 from flows.config.nodes import NodesPaths, NodesStageConfig
 from flows.config.predict import PredictPaths, PredictStageConfig
@@ -46,26 +48,6 @@ def _store(dataset: str, graphs: Optional[Path]) -> Path:
 
     check_dataset_name(dataset)
     return graphs or DATA / "graphs" / f"{dataset}.parquet"
-
-
-def _weights(depth: int, weights: str):
-    """Parse ``--weights`` and check it against ``--depth`` (bad values are an InputError)."""
-    from tmdlib import InputError
-    from tmdlib.distance import parse_weights, resolve_weights
-
-    try:
-        w = parse_weights(weights)
-        resolve_weights(depth, w)
-    except ValueError as err:
-        raise InputError(None, f"--depth/--weights: {err}") from None
-    return w
-
-
-def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
-    from tmdlib import InputError
-
-    if value not in allowed:
-        raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
 
 
 def _workers(value: str, shown: bool = True) -> int:
@@ -136,7 +118,7 @@ def tmd(
     """Tree Mover's Distance of listed graph pairs."""
     from flows.tmd import tmd_pairs_flow
 
-    store, w = _store(dataset, graphs), _weights(depth, weights)
+    store, w = _store(dataset, graphs), checked_weights(depth, weights)
     n = tmd_pairs_flow(str(store), str(pairs), str(out), depth=depth, weights=w)
     typer.echo(f"{n} pairs -> {out}")
 
@@ -220,7 +202,7 @@ def select(
     cfg = SelectStageConfig.from_options(options)  # every option checked: budget, names, weights, target
     if dask_address:
         runner = "dask"
-    _choice("--runner", runner, ("local", "threads", "dask"))
+    one_of("--runner", runner, ("local", "threads", "dask"))
     workers = _workers(workers, shown=not dask_address)
     if matrix is not None:
         from tasks.graphs import matrix_path

@@ -8,18 +8,13 @@ import numpy as np
 from prefect import task
 
 from tmdlib import GraphDataset, InputError
-from tmdlib.datasets import to_dataset
 from tmdlib.store import GraphStore, streamed_store_hash
 
 
 @task(name="load-graph-store", persist_result=False)
 def load_graph_store(path: str) -> GraphDataset:
-    """Read and validate ``data/graphs/<DATASET>.parquet`` into a :class:`GraphDataset`."""
-    from tmdlib.datasets import read_graph_parquet
-
-    if not Path(path).exists():
-        raise InputError(path, "graph store not found (run `tmdsub ingest` first)")
-    return to_dataset(read_graph_parquet(path), checked=True)
+    """Read and validate ``data/graphs/<DATASET>.parquet`` into a :class:`GraphDataset` (:attr:`Store.dataset`)."""
+    return open_store(path).dataset
 
 
 def matrix_path(path: str | None) -> str | None:

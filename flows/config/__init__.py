@@ -46,18 +46,7 @@ def _paths(cls, options: dict):
     return cls(**{k: (str(v) if v not in (None, "") else None) for k, v in _pick(cls, options).items()})
 
 
-def _one_of(option: str, value, allowed) -> None:
+def one_of(option: str, value, allowed) -> None:
+    """Refuse ``value`` of ``option`` unless it is one of ``allowed`` (one InputError naming them)."""
     if value not in allowed:
         raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
-
-
-def _weights(depth: int, weights):
-    """``--weights`` parsed (text: :func:`tmdlib.distance._weights.parse_weights`) and checked against ``--depth``."""
-    from tmdlib.distance import parse_weights, resolve_weights
-
-    try:
-        w = parse_weights(weights) if isinstance(weights, str) else weights
-        resolve_weights(int(depth), w)
-    except ValueError as err:
-        raise InputError(None, f"--depth/--weights: {err}") from None
-    return w

@@ -7,19 +7,16 @@ runs every module its flow imports, ``tests/lib/house/test_lineage.py``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from tmdlib import InputError
 
+from . import _pick
+
 #: The profile that runs the molecules benchmark (:mod:`flows.molecules`) instead of the paper's grid.
 MOLECULES = "molecules"
-
-
-def _known(cls, options: dict) -> dict:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in options.items() if k in names}
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,7 @@ class ExperimentPaths:
     @classmethod
     def from_options(cls, options: dict) -> ExperimentPaths:
         """The paths of ``tmdsub experiment``'s options (as text; an absent cache as None)."""
-        return cls(**{k: (str(v) if v not in (None, "") else None) for k, v in _known(cls, options).items()})
+        return cls(**{k: (str(v) if v not in (None, "") else None) for k, v in _pick(cls, options).items()})
 
 
 @dataclass(frozen=True)
@@ -135,7 +132,7 @@ class ExperimentStageConfig:
     def from_options(cls, options: dict) -> ExperimentStageConfig:
         """The config of ``tmdsub experiment``'s options; the paths among them are left to
         :class:`ExperimentPaths`."""
-        return cls(**_known(cls, options))
+        return cls(**_pick(cls, options))
 
     @classmethod
     def from_params(cls, params: dict) -> ExperimentStageConfig:

@@ -7,24 +7,16 @@ code: a change to the train stage's policy does not rerun every ingest (``tests/
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from tmdlib import InputError
+
+from . import _pick, one_of
 from tmdlib.datasets.sources import (FEATURES, INVALID_RULES, Source, SourceReading, check_sources, choose_reading,
                                      resolve_source, split_names)
-
-
-def _choice(option: str, value, allowed) -> None:
-    if value not in allowed:
-        raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
-
-
-def _known(cls, options: dict) -> dict:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in options.items() if k in names}
 
 
 @dataclass(frozen=True)
@@ -77,7 +69,7 @@ class IngestPaths:
     @classmethod
     def from_options(cls, options: dict) -> IngestPaths:
         """The paths of ``tmdsub ingest``'s options (every path as text, an absent one as None)."""
-        kw = {k: (str(v) if v not in (None, "") else None) for k, v in _known(cls, options).items()}
+        kw = {k: (str(v) if v not in (None, "") else None) for k, v in _pick(cls, options).items()}
         if kw.get("raw_root") is None:
             kw.pop("raw_root", None)
         return cls(**kw)
@@ -154,10 +146,10 @@ class IngestStageConfig:
         from tmdlib.datasets._smiles import STANDIN_RULES
         from tmdlib.datasets import TASK_TYPES
 
-        _choice("--features", self.features, FEATURES)
-        _choice("--task", self.task or "auto", ("auto", *TASK_TYPES))
-        _choice("--standin", self.standin or "none", ("none", *STANDIN_RULES))
-        _choice("--invalid", self.invalid, INVALID_RULES)
+        one_of("--features", self.features, FEATURES)
+        one_of("--task", self.task or "auto", ("auto", *TASK_TYPES))
+        one_of("--standin", self.standin or "none", ("none", *STANDIN_RULES))
+        one_of("--invalid", self.invalid, INVALID_RULES)
         if self.limit is not None and int(self.limit) < 0:
             raise InputError(None, f"--limit must be >= 0, got {self.limit}")
 
@@ -174,7 +166,7 @@ class IngestStageConfig:
     def from_options(cls, options: dict) -> IngestStageConfig:
         """The config of ``tmdsub ingest``'s options (``--params`` as text); the paths among them are left to
         :class:`IngestPaths`."""
-        kw = _known(cls, options)
+        kw = _pick(cls, options)
         if kw.get("params") is not None:
             kw["params"] = str(kw["params"])
         return cls(**kw)

@@ -7,7 +7,8 @@ from typing import Any
 
 from tmdlib import InputError
 
-from . import _one_of, _paths, _pick, _weights
+from . import _paths, _pick, one_of
+from .weights import checked_weights
 
 #: How a k-BFS ball is grown (``--bfs-mode``).
 BFS_MODES = ("fill", "paper")
@@ -66,9 +67,9 @@ class NodesStageConfig:
     bfs_mode: str = "fill"
 
     def __post_init__(self):
-        object.__setattr__(self, "weights", _weights(self.depth, self.weights))
-        _one_of("--method", self.method, node_methods())
-        _one_of("--bfs-mode", self.bfs_mode, BFS_MODES)
+        object.__setattr__(self, "weights", checked_weights(self.depth, self.weights))
+        one_of("--method", self.method, node_methods())
+        one_of("--bfs-mode", self.bfs_mode, BFS_MODES)
         if not 0.0 < float(self.fraction) <= 1.0:
             raise InputError(None, f"--fraction must be in (0, 1], got {self.fraction}")
 

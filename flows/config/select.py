@@ -8,17 +8,12 @@ from typing import Any
 
 from tmdlib import InputError
 
-from . import _paths, _pick
+from . import _paths, _pick, one_of
 
 
 #: The select stage's engines and k-medoids backends.
 SELECT_ENGINES = ("exact", "scalable", "auto")
 SELECT_BACKENDS = ("fasterpam", "sklearn-extra", "sklearn-extra-alternate")
-
-
-def _one_of(option: str, value, allowed) -> None:
-    if value not in allowed:
-        raise InputError(None, f"{option} must be one of {', '.join(allowed)}; got {value!r}")
 
 
 def parse_max_pairs(text) -> int | str:
@@ -180,11 +175,11 @@ class SelectStageConfig:
             resolve_weights(int(self.depth), self.weights)
         except ValueError as err:
             raise InputError(None, f"--depth/--weights: {err}") from None
-        _one_of("--method", self.method, ("auto",) + tuple(method_names()))
-        _one_of("--next", self.next, ("auto", *NEXT_STRATEGIES))
-        _one_of("--goal", self.goal, GOALS)
-        _one_of("--engine", self.engine, SELECT_ENGINES)
-        _one_of("--backend", self.backend, SELECT_BACKENDS)
+        one_of("--method", self.method, ("auto",) + tuple(method_names()))
+        one_of("--next", self.next, ("auto", *NEXT_STRATEGIES))
+        one_of("--goal", self.goal, GOALS)
+        one_of("--engine", self.engine, SELECT_ENGINES)
+        one_of("--backend", self.backend, SELECT_BACKENDS)
 
     @classmethod
     def from_options(cls, options: dict) -> SelectStageConfig:

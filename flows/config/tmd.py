@@ -7,7 +7,8 @@ from typing import Any
 
 from tmdlib import InputError
 
-from . import _one_of, _paths, _pick, _weights
+from . import _paths, _pick, one_of
+from .weights import checked_weights
 
 #: The selection's engines, as the tmd stage reads them (the matrix is computed for ``exact`` only).
 ENGINES = ("exact", "scalable", "auto")
@@ -73,9 +74,9 @@ class TmdStageConfig:
     workers: int | str = "auto"
 
     def __post_init__(self):
-        object.__setattr__(self, "weights", _weights(self.depth, self.weights))
-        _one_of("--engine", self.engine, ENGINES)
-        _one_of("--runner", self.runner, RUNNERS)
+        object.__setattr__(self, "weights", checked_weights(self.depth, self.weights))
+        one_of("--engine", self.engine, ENGINES)
+        one_of("--runner", self.runner, RUNNERS)
         if int(self.block_size) < 1:
             raise InputError(None, f"--block-size must be at least 1, got {self.block_size}")
 
